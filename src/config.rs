@@ -1,0 +1,197 @@
+//! The command line: every command and flag, each flag also settable as a `DYNARELAY_*`
+//! environment variable. Parsed and validated once, in `main`.
+
+use std::{net::SocketAddr, time::Duration};
+
+use clap::{ArgAction, Args, Parser, Subcommand};
+
+use crate::{dynamo::Tables, http::HttpSettings, pagination::PageLimits, seed::SeedSpec};
+
+/// dynarelay serves DynamoDB tables as a GraphQL API with Relay cursor connections.
+///
+/// DynamoDB is reached through the standard AWS configuration: AWS_REGION, AWS_PROFILE and the
+/// usual credential sources, and AWS_ENDPOINT_URL_DYNAMODB for a local endpoint such as DynamoDB
+/// Local. Log verbosity follows RUST_LOG (default: info).
+#[derive(Debug, Parser)]
+#[command(name = "dynarelay", version, propagate_version = true)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the GraphQL server.
+    Serve(ServeArgs),
+    /// Manage the DynamoDB tables.
+    #[command(subcommand)]
+    Tables(TablesCommand),
+    /// Write deterministic demo data: users, products and purchases.
+    Seed(SeedArgs),
+}
+
+/// `tables` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum TablesCommand {
+    /// Create any missing tables and indexes, then wait until they are ACTIVE. Safe to run twice.
+    Create(CreateTablesArgs),
+}
+
+/// Which tables to use.
+#[derive(Debug, Clone, Args)]
+pub struct TableArgs {
+    /// Prefix for every table name: `t42_` gives t42_Users, t42_Products and t42_Purchases.
+    #[arg(long, env = "DYNARELAY_TABLE_PREFIX", default_value = "", value_parser = parse_prefix)]
+    pub table_prefix: String,
+}
+
+impl TableArgs {
+    /// The full table names.
+    pub fn tables(&self) -> Tables {
+        Tables::with_prefix(&self.table_prefix)
+    }
+}
+
+/// `serve` flags.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "DYNARELAY_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub tables: TableArgs,
+
+    /// Page size when a client gives no `first`.
+    #[arg(long, env = "DYNARELAY_DEFAULT_PAGE_SIZE", default_value_t = 20)]
+    pub default_page_size: u32,
+
+    /// Largest `first` a client may ask for; larger values are rejected with BAD_USER_INPUT.
+    #[arg(long, env = "DYNARELAY_MAX_PAGE_SIZE", default_value_t = 100)]
+    pub max_page_size: u32,
+
+    /// Largest accepted request body, in bytes; larger requests get 413.
+    #[arg(long, env = "DYNARELAY_MAX_BODY_BYTES", default_value_t = 64 * 1024)]
+    pub max_body_bytes: usize,
+
+    /// Serve the GraphiQL playground at `/` (true or false).
+    #[arg(long, env = "DYNARELAY_GRAPHIQL", default_value_t = true, action = ArgAction::Set)]
+    pub graphiql: bool,
+
+    /// On SIGTERM or Ctrl-C, how long requests in flight may take to finish, in seconds.
+    #[arg(long, env = "DYNARELAY_SHUTDOWN_TIMEOUT_SECS", default_value_t = 10)]
+    pub shutdown_timeout_secs: u64,
+}
+
+impl ServeArgs {
+    /// The page size limits, validated.
+    pub fn page_limits(&self) -> Result<PageLimits, crate::pagination::LimitsError> {
+        PageLimits::new(self.default_page_size, self.max_page_size)
+    }
+
+    /// HTTP settings.
+    pub fn http(&self) -> HttpSettings {
+        HttpSettings {
+            graphiql: self.graphiql,
+            max_body_bytes: self.max_body_bytes,
+        }
+    }
+
+    /// The drain deadline.
+    pub fn shutdown_timeout(&self) -> Duration {
+        Duration::from_secs(self.shutdown_timeout_secs)
+    }
+}
+
+/// `tables create` flags.
+#[derive(Debug, Args)]
+pub struct CreateTablesArgs {
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub tables: TableArgs,
+
+    /// How long to wait for the tables and indexes to become ACTIVE, in seconds.
+    #[arg(long, env = "DYNARELAY_WAIT_TIMEOUT_SECS", default_value_t = 600)]
+    pub wait_timeout_secs: u64,
+}
+
+/// `seed` flags.
+#[derive(Debug, Args)]
+pub struct SeedArgs {
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub tables: TableArgs,
+
+    /// Picks the data set: the same seed always writes the same data.
+    #[arg(long, env = "DYNARELAY_SEED", default_value_t = SeedSpec::DEMO.seed)]
+    pub seed: u64,
+
+    /// How many users to write.
+    #[arg(long, env = "DYNARELAY_SEED_USERS", default_value_t = SeedSpec::DEMO.users)]
+    pub users: usize,
+
+    /// How many products to write.
+    #[arg(long, env = "DYNARELAY_SEED_PRODUCTS", default_value_t = SeedSpec::DEMO.products)]
+    pub products: usize,
+
+    /// How many product categories to spread the products over (1 to 8).
+    #[arg(long, env = "DYNARELAY_SEED_CATEGORIES", default_value_t = SeedSpec::DEMO.categories as u8,
+          value_parser = clap::value_parser!(u8).range(1..=8))]
+    pub categories: u8,
+
+    /// Do nothing when the Users table already holds items.
+    #[arg(long, env = "DYNARELAY_SEED_IF_EMPTY")]
+    pub if_empty: bool,
+}
+
+/// Table names allow letters, digits, `_`, `-` and `.`, up to 255 characters with the base name.
+fn parse_prefix(prefix: &str) -> Result<String, String> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
+    if prefix.len() > 200 || !prefix.chars().all(allowed) {
+        return Err("use at most 200 letters, digits, '_', '-' or '.'".into());
+    }
+    Ok(prefix.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn every_flag_has_an_environment_variable() {
+        fn check(cmd: &clap::Command) {
+            for arg in cmd.get_arguments() {
+                let builtin = matches!(arg.get_id().as_str(), "help" | "version");
+                assert!(
+                    builtin
+                        || arg
+                            .get_env()
+                            .is_some_and(|e| e.to_string_lossy().starts_with("DYNARELAY_")),
+                    "--{} of `{}` has no DYNARELAY_* variable",
+                    arg.get_id(),
+                    cmd.get_name()
+                );
+            }
+            cmd.get_subcommands().for_each(check);
+        }
+        check(&Cli::command());
+    }
+
+    #[test]
+    fn table_prefixes_are_checked() {
+        assert!(parse_prefix("t42_").is_ok());
+        assert!(parse_prefix("").is_ok());
+        assert!(parse_prefix("bad prefix").is_err());
+        assert!(parse_prefix(&"a".repeat(201)).is_err());
+    }
+}

@@ -1,0 +1,70 @@
+//! The error boundary: every failure a resolver returns becomes a safe message plus an
+//! `extensions.code`. Internal details are logged, never sent.
+
+use std::fmt;
+
+use async_graphql::ErrorExtensions;
+use aws_sdk_dynamodb::error::DisplayErrorContext;
+
+use crate::{dynamo::StoreError, pagination::PageArgError};
+
+/// `extensions.code` for input the client must change.
+pub const BAD_USER_INPUT: &str = "BAD_USER_INPUT";
+/// `extensions.code` for failures the client cannot fix.
+pub const INTERNAL_SERVER_ERROR: &str = "INTERNAL_SERVER_ERROR";
+
+/// The one message for every rejected cursor, so a client learns nothing about why.
+pub const INVALID_CURSOR: &str = "The cursor is not valid for this connection.";
+
+/// An error as clients see it. Deliberately not `Display`: that keeps async-graphql's blanket
+/// `From<T: Display>` from turning it into an error with an arbitrary message, and a bare `?` on
+/// any other error type cannot compile in a resolver returning `ApiResult`.
+#[derive(Clone)]
+pub enum ApiError {
+    /// The request cannot be served as sent.
+    BadUserInput(String),
+    /// Something failed inside; the details went to the log.
+    Internal,
+}
+
+/// A resolver result.
+pub type ApiResult<T> = Result<T, ApiError>;
+
+impl ApiError {
+    /// A rejected cursor.
+    pub fn invalid_cursor() -> Self {
+        Self::BadUserInput(INVALID_CURSOR.to_owned())
+    }
+}
+
+impl fmt::Debug for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::BadUserInput(message) => write!(f, "BadUserInput({message:?})"),
+            Self::Internal => f.write_str("Internal"),
+        }
+    }
+}
+
+impl From<ApiError> for async_graphql::Error {
+    fn from(err: ApiError) -> Self {
+        let (message, code) = match err {
+            ApiError::BadUserInput(message) => (message, BAD_USER_INPUT),
+            ApiError::Internal => ("Internal server error.".to_owned(), INTERNAL_SERVER_ERROR),
+        };
+        async_graphql::Error::new(message).extend_with(|_, ext| ext.set("code", code))
+    }
+}
+
+impl From<PageArgError> for ApiError {
+    fn from(err: PageArgError) -> Self {
+        Self::BadUserInput(err.to_string())
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(err: StoreError) -> Self {
+        tracing::error!(error = %DisplayErrorContext(&err), "store operation failed");
+        Self::Internal
+    }
+}

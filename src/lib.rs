@@ -1,0 +1,25 @@
+//! dynarelay serves DynamoDB tables as a GraphQL API with Relay cursor connections.
+//!
+//! # Layout
+//!
+//! A request flows down this list, and no module reaches back up it:
+//!
+//! | module | job |
+//! |---|---|
+//! | [`config`] | the command line: commands and flags (each also a `DYNARELAY_*` variable) |
+//! | [`http`] | axum router: `/graphql`, GraphiQL, `/health`, `/ready`; layers; graceful `serve` |
+//! | [`graphql`] | schema, root and object types, connections, scalars, the error boundary |
+//! | [`pagination`] | Relay arguments -> page plan; fetched rows -> page with exact `hasNextPage` |
+//! | [`cursor`] | DynamoDB key <-> cursor string; pure |
+//! | [`dynamo`] | client construction, table layout and creation, item <-> record, the store |
+//! | [`number`] | DynamoDB numbers as exact decimal strings |
+//! | [`seed`] | deterministic demo data |
+
+pub mod config;
+pub mod cursor;
+pub mod dynamo;
+pub mod graphql;
+pub mod http;
+pub mod number;
+pub mod pagination;
+pub mod seed;

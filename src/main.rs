@@ -1,0 +1,115 @@
+//! The `dynarelay` binary: parses the command line, sets up logging, and runs one command.
+
+use std::{io::IsTerminal, time::Duration};
+
+use anyhow::Context;
+use clap::Parser;
+use dynarelay::{
+    config::{Cli, Command, SeedArgs, ServeArgs, TablesCommand},
+    dynamo::{self, Store, tables},
+    graphql, http, seed,
+};
+use tracing_subscriber::EnvFilter;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .with_ansi(std::io::stdout().is_terminal())
+        .init();
+    match cli.command {
+        Command::Serve(args) => serve(args).await,
+        Command::Tables(TablesCommand::Create(args)) => {
+            let client = dynamo::client_from_env().await;
+            let outcomes = tables::create_missing(
+                &client,
+                &args.tables.tables(),
+                Duration::from_secs(args.wait_timeout_secs),
+            )
+            .await?;
+            for (table, outcome) in outcomes {
+                tracing::info!(table, ?outcome, "table is ACTIVE");
+            }
+            Ok(())
+        }
+        Command::Seed(args) => seed(args).await,
+    }
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let limits = args.page_limits()?;
+    let store = Store::new(dynamo::client_from_env().await, args.tables.tables());
+    let state = http::AppState {
+        schema: graphql::build_schema(store.clone(), limits),
+        store,
+        http: args.http(),
+    };
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("binding {}", args.listen))?;
+    tracing::info!(address = %listener.local_addr()?, graphiql = args.graphiql, "dynarelay is listening");
+    http::serve(
+        listener,
+        http::router(state),
+        shutdown_signal(),
+        args.shutdown_timeout(),
+    )
+    .await?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn seed(args: SeedArgs) -> anyhow::Result<()> {
+    let store = Store::new(dynamo::client_from_env().await, args.tables.tables());
+    if args.if_empty && !store.is_empty(&store.tables().users).await? {
+        tracing::info!(
+            table = store.tables().users,
+            "already holds data; not seeding"
+        );
+        return Ok(());
+    }
+    let data = seed::generate(&seed::SeedSpec {
+        seed: args.seed,
+        users: args.users,
+        products: args.products,
+        categories: usize::from(args.categories),
+    });
+    seed::write(&store, &data).await?;
+    tracing::info!(
+        users = data.users.len(),
+        products = data.products.len(),
+        purchases = data.purchases.len(),
+        seed = args.seed,
+        "seeded"
+    );
+    for (user, count) in data.users.iter().zip(seed::SPECIAL_COUNTS) {
+        tracing::info!(user_id = user.user_id, purchases = count, "example user");
+    }
+    Ok(())
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutting down");
+}

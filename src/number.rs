@@ -1,0 +1,187 @@
+//! `DynamoNumber`: a DynamoDB number kept in DynamoDB's own decimal string form.
+//!
+//! DynamoDB numbers have up to 38 significant digits and magnitudes from 1E-130 to below 1E+126.
+//! Neither `f64` nor common decimal crates (28 digits) hold that range exactly, and DynamoDB hands
+//! numbers to clients as strings anyway, so the string is what we keep. This module only checks the
+//! syntax and the limits; it never does arithmetic. No library validates DynamoDB's number rules,
+//! hence the small hand-written parser below.
+
+use std::fmt;
+
+/// Longest accepted string. DynamoDB's plain form of its smallest magnitude, `0.` followed by 129
+/// zeros and up to 38 digits, fits comfortably.
+const MAX_LEN: usize = 200;
+const MAX_SIGNIFICANT_DIGITS: usize = 38;
+const MIN_EXPONENT: i64 = -130;
+const MAX_EXPONENT: i64 = 125;
+
+/// A validated DynamoDB number in plain decimal notation, such as `19.99`, `-3` or `1672531200123`.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct DynamoNumber(String);
+
+/// Why a string is not a DynamoDB number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum NumberError {
+    /// Not of the form `-?digits(.digits)?`.
+    #[error("a number must be written as plain decimal digits, such as 19.99 or -3")]
+    Syntax,
+    /// More than 38 significant digits.
+    #[error("a number may have at most 38 significant digits")]
+    TooPrecise,
+    /// Outside 1E-130 ..= 9.99…E+125 in magnitude.
+    #[error("a number must lie between 1E-130 and 1E+126 in magnitude")]
+    OutOfRange,
+}
+
+impl DynamoNumber {
+    /// Validates `s` and keeps it as given.
+    pub fn parse(s: &str) -> Result<Self, NumberError> {
+        validate(s)?;
+        Ok(Self(s.to_owned()))
+    }
+
+    /// The number from an integer; always valid.
+    pub fn from_i64(n: i64) -> Self {
+        Self(n.to_string())
+    }
+
+    /// The decimal string, exactly as stored.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Consumes the number, returning its string.
+    pub fn into_string(self) -> String {
+        self.0
+    }
+
+    /// The value as an `i64` when it is a whole number in range (no fraction, no exponent).
+    pub fn to_i64(&self) -> Option<i64> {
+        self.0.parse().ok()
+    }
+}
+
+impl TryFrom<String> for DynamoNumber {
+    type Error = NumberError;
+
+    fn try_from(s: String) -> Result<Self, NumberError> {
+        validate(&s)?;
+        Ok(Self(s))
+    }
+}
+
+impl fmt::Display for DynamoNumber {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for DynamoNumber {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "N({})", self.0)
+    }
+}
+
+fn validate(s: &str) -> Result<(), NumberError> {
+    if s.len() > MAX_LEN {
+        return Err(NumberError::Syntax);
+    }
+    let unsigned = s.strip_prefix('-').unwrap_or(s);
+    let (int, frac) = match unsigned.split_once('.') {
+        Some((int, frac)) => (int, frac),
+        None => (unsigned, ""),
+    };
+    let all_digits = |part: &str| part.bytes().all(|b| b.is_ascii_digit());
+    let has_point = unsigned.contains('.');
+    if int.is_empty() || !all_digits(int) || !all_digits(frac) || (has_point && frac.is_empty()) {
+        return Err(NumberError::Syntax);
+    }
+    // Significant digits run from the first to the last non-zero digit of int ++ frac.
+    let digits = || int.bytes().chain(frac.bytes());
+    let Some(first) = digits().position(|b| b != b'0') else {
+        return Ok(()); // zero
+    };
+    let total = int.len() + frac.len();
+    let last = total - 1 - digits().rev().position(|b| b != b'0').unwrap_or(0);
+    if last - first + 1 > MAX_SIGNIFICANT_DIGITS {
+        return Err(NumberError::TooPrecise);
+    }
+    // The decimal exponent of the leading significant digit: 10^(int.len() - 1 - first).
+    let exponent = int.len() as i64 - 1 - first as i64;
+    if !(MIN_EXPONENT..=MAX_EXPONENT).contains(&exponent) {
+        return Err(NumberError::OutOfRange);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_dynamodb_plain_numbers() {
+        for ok in [
+            "0",
+            "-0",
+            "19.99",
+            "1672531200123",
+            "-3",
+            "0.5",
+            "12345678901234567890123456789012345678",
+            "1234567890123456789.0123456789012345678",
+            "-0.00012345678901234567890123456789012345678",
+        ] {
+            assert_eq!(
+                DynamoNumber::parse(ok).map(|n| n.into_string()),
+                Ok(ok.to_owned()),
+                "{ok}"
+            );
+        }
+    }
+
+    #[test]
+    fn accepts_the_ends_of_dynamodbs_exponent_range() {
+        let smallest = format!("0.{}1", "0".repeat(129)); // 1E-130
+        let largest = format!("{}{}", "9".repeat(38), "0".repeat(88)); // 9.99…E+125
+        assert!(DynamoNumber::parse(&smallest).is_ok());
+        assert!(DynamoNumber::parse(&largest).is_ok());
+        assert_eq!(
+            DynamoNumber::parse(&format!("0.{}1", "0".repeat(130))),
+            Err(NumberError::OutOfRange),
+            "1E-131"
+        );
+        assert_eq!(
+            DynamoNumber::parse(&format!("1{}", "0".repeat(126))),
+            Err(NumberError::OutOfRange),
+            "1E+126"
+        );
+    }
+
+    #[test]
+    fn rejects_malformed_and_too_precise_numbers() {
+        for (bad, why) in [
+            ("", NumberError::Syntax),
+            ("-", NumberError::Syntax),
+            ("1.", NumberError::Syntax),
+            (".5", NumberError::Syntax),
+            ("+1", NumberError::Syntax),
+            ("1e5", NumberError::Syntax),
+            ("1,5", NumberError::Syntax),
+            (" 1", NumberError::Syntax),
+            ("NaN", NumberError::Syntax),
+            ("١٢", NumberError::Syntax),
+            (
+                "123456789012345678901234567890123456789",
+                NumberError::TooPrecise,
+            ),
+        ] {
+            assert_eq!(DynamoNumber::parse(bad), Err(why), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn trailing_and_leading_zeros_are_not_significant() {
+        let padded = format!("000{}.000", "1".repeat(38));
+        assert!(DynamoNumber::parse(&padded).is_ok());
+    }
+}

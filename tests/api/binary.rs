@@ -1,0 +1,147 @@
+//! The `dynarelay` binary end to end: configured only through the standard AWS environment, as in
+//! production, but with a local endpoint, dummy credentials and the EC2 metadata service disabled.
+
+use std::{
+    io::{BufRead, BufReader},
+    process::{Command, Stdio},
+    time::Duration,
+};
+
+use serde_json::Value;
+
+use crate::helpers::{endpoint, unique_prefix};
+
+fn dynarelay(prefix: &str) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_dynarelay"));
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "local")
+        .env("AWS_SECRET_ACCESS_KEY", "local")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env("AWS_CONFIG_FILE", "/dev/null")
+        .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+        .env("AWS_ENDPOINT_URL_DYNAMODB", endpoint())
+        .env("DYNARELAY_TABLE_PREFIX", prefix)
+        .env("RUST_LOG", "info");
+    cmd
+}
+
+#[test]
+fn help_documents_every_command() {
+    let out = Command::new(env!("CARGO_BIN_EXE_dynarelay"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8(out.stdout).unwrap();
+    for command in ["serve", "tables", "seed"] {
+        assert!(help.contains(command), "--help lacks {command}:\n{help}");
+    }
+}
+
+#[test]
+fn bad_page_limits_stop_serve_before_it_listens() {
+    let out = dynarelay(&unique_prefix())
+        .args([
+            "serve",
+            "--default-page-size",
+            "200",
+            "--max-page-size",
+            "100",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("page sizes must satisfy"));
+}
+
+#[tokio::test]
+async fn create_seed_and_serve_then_stop_on_sigterm() {
+    let prefix = unique_prefix();
+    let create = dynarelay(&prefix)
+        .args(["tables", "create"])
+        .output()
+        .unwrap();
+    assert!(
+        create.status.success(),
+        "{}",
+        String::from_utf8_lossy(&create.stdout)
+    );
+    for _ in 0..2 {
+        // The second run finds data and leaves it alone.
+        let seed = dynarelay(&prefix)
+            .args(["seed", "--if-empty", "--users", "10", "--products", "5"])
+            .output()
+            .unwrap();
+        assert!(
+            seed.status.success(),
+            "{}",
+            String::from_utf8_lossy(&seed.stdout)
+        );
+    }
+
+    let mut server = dynarelay(&prefix)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read the log on a thread, so a server that never logs its address fails the test in time.
+    let stdout = server.stdout.take().unwrap();
+    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if line.contains("dynarelay is listening")
+                && let Some(addr) = line
+                    .split("address=")
+                    .nth(1)
+                    .and_then(|s| s.split_whitespace().next())
+            {
+                let _ = addr_tx.send(addr.to_owned());
+            }
+        }
+    });
+    let addr = match addr_rx.recv_timeout(Duration::from_secs(30)) {
+        Ok(addr) => addr,
+        Err(_) => {
+            let _ = server.kill();
+            panic!("serve did not log its address within 30 s");
+        }
+    };
+
+    let http = reqwest::Client::new();
+    let ready = http
+        .get(format!("http://{addr}/ready"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ready.status(), 200);
+    let users = http
+        .post(format!("http://{addr}/graphql"))
+        .json(&serde_json::json!({ "query": "{ __type(name: \"PurchaseConnection\") { name } }" }))
+        .send()
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap();
+    assert_eq!(users["data"]["__type"]["name"], "PurchaseConnection");
+
+    let kill = Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        if let Some(status) = server.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "serve did not stop after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "serve exited with {status}");
+}

@@ -1,0 +1,12 @@
+//! Integration tests. Everything that touches DynamoDB runs against DynamoDB Local, started by
+//! `scripts/test`, with every test on its own table prefix.
+
+// Test code fails loudly: a panic is the report.
+#![allow(clippy::unwrap_used)]
+
+mod binary;
+mod helpers;
+mod http;
+mod purchases;
+mod schema;
+mod tables;
