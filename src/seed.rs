@@ -226,10 +226,23 @@ mod tests {
     fn spec(seed: u64) -> SeedSpec {
         SeedSpec {
             seed,
-            users: 300,
-            products: 60,
-            categories: 6,
+            ..SeedSpec::DEMO
         }
+    }
+
+    #[test]
+    fn the_example_user_in_graphiql_and_the_readme_has_21_demo_purchases() {
+        let data = generate(&SeedSpec::DEMO);
+        let user = &data.users[3].user_id;
+        assert_eq!(SPECIAL_COUNTS[3], 21);
+        assert!(
+            include_str!("../assets/graphiql/init.js").contains(user.as_str()),
+            "init.js"
+        );
+        assert!(
+            include_str!("../README.md").contains(user.as_str()),
+            "README.md"
+        );
     }
 
     #[test]
