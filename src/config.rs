@@ -5,7 +5,9 @@ use std::{net::SocketAddr, time::Duration};
 
 use clap::{ArgAction, Args, Parser, Subcommand};
 
-use crate::{dynamo::Tables, http::HttpSettings, pagination::PageLimits, seed::SeedSpec};
+use crate::{
+    cursor::KeyRing, dynamo::Tables, http::HttpSettings, pagination::PageLimits, seed::SeedSpec,
+};
 
 /// dynarelay serves DynamoDB tables as a GraphQL API with Relay cursor connections.
 ///
@@ -30,6 +32,16 @@ pub enum Command {
     Tables(TablesCommand),
     /// Write deterministic demo data: users, products and purchases.
     Seed(SeedArgs),
+    /// Print a new random cursor key as ID:SECRET, for DYNARELAY_CURSOR_KEYS.
+    Keygen(KeygenArgs),
+}
+
+/// `keygen` flags.
+#[derive(Debug, Args)]
+pub struct KeygenArgs {
+    /// The key's id (0 to 255). Give each key in a ring its own id; use a new one when rotating.
+    #[arg(long, env = "DYNARELAY_KEYGEN_ID", default_value_t = 1)]
+    pub id: u8,
 }
 
 /// `tables` subcommands.
@@ -64,6 +76,12 @@ pub struct ServeArgs {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub tables: TableArgs,
+
+    /// Keys that seal cursors: a comma-separated list of ID:SECRET from `dynarelay keygen`. The
+    /// first seals new cursors; the others still open cursors made with them (for rotation).
+    /// Required. Give every instance behind one endpoint the same list.
+    #[arg(long, env = "DYNARELAY_CURSOR_KEYS", hide_env_values = true)]
+    pub cursor_keys: Option<KeyRing>,
 
     /// Page size when a client gives no `first`.
     #[arg(long, env = "DYNARELAY_DEFAULT_PAGE_SIZE", default_value_t = 20)]

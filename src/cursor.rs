@@ -1,24 +1,51 @@
-//! Cursor codec: a DynamoDB key <-> the string a client holds as a Relay cursor. Pure, no I/O.
+//! Cursor codec: a DynamoDB key <-> the opaque string a client holds as a Relay cursor.
+//! Pure: no I/O.
 //!
-//! A key is a list of typed values in the order of a [`KeyShape`], the key schema of the table
-//! or index being read. Only S, N and B values exist in keys; each is stored with its type tag and
-//! its exact bytes, and numbers keep DynamoDB's own decimal string, so decoding gives back exactly
-//! the `AttributeValue` map that was encoded.
+//! A key is a list of typed values in the order of a [`KeyShape`], the key schema of the table or
+//! index being read. Only S, N and B exist in keys; each is stored with a type tag and its exact
+//! bytes (numbers as DynamoDB's own decimal string), so decoding gives back exactly the
+//! `AttributeValue` map that was encoded.
 //!
-//! Wire format, version 1: base64url without padding of
-//! `0x01 | count | (tag | u16 big-endian length | bytes) × count`.
+//! Cursors are sealed with XChaCha20-Poly1305:
+//!
+//! * **Opaque and authenticated.** The key values are encrypted; any change to a cursor fails the
+//!   Poly1305 tag, so a forged or edited cursor never reaches DynamoDB.
+//! * **Deterministic.** The nonce is an HMAC-SHA256 of the associated data and the plaintext
+//!   (SIV-style), so the same position in the same connection always gives the same string and
+//!   identical queries give identical responses. Equal nonces occur only for equal inputs.
+//! * **Bound to its connection.** The associated data is the format version, the key id and a
+//!   [`Binding`]: a SHA-256 fingerprint of the GraphQL field, table, index, partition key value and
+//!   the arguments that change the result set. A cursor from one connection fails on any other.
+//!   Sort order is not bound: a position is valid in both directions.
+//! * **Compact.** Attributes whose value the binding fixes (the partition key of a Query) are
+//!   authenticated through the fingerprint and not repeated in the cursor.
+//!
+//! Wire format: base64url without padding of
+//! `version (1) | key id (1) | nonce (24) | ciphertext | tag (16)`, where the plaintext is
+//! `(type tag | u16 big-endian length | bytes)` for each attribute the binding does not fix.
+//!
+//! Keys come from a [`KeyRing`]: the first key seals new cursors, and every key in the ring opens
+//! cursors sealed with it, so keys can be rotated without breaking cursors in flight.
 
-use std::collections::HashMap;
+use std::{collections::HashMap, fmt, str::FromStr};
 
 use aws_sdk_dynamodb::{primitives::Blob, types::AttributeValue};
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
+use chacha20poly1305::{AeadInPlace, KeyInit, Tag, XChaCha20Poly1305, XNonce};
+use hmac::{Hmac, Mac};
+use sha2::{Digest, Sha256};
 
 use crate::number::DynamoNumber;
 
 const VERSION: u8 = 1;
+const NONCE_LEN: usize = 24;
+const TAG_LEN: usize = 16;
+const HEADER_LEN: usize = 2 + NONCE_LEN;
 /// Longest cursor string accepted before decoding, so garbage cannot cost large allocations.
-/// DynamoDB keys are at most 2048 + 1024 bytes per attribute pair; index cursors hold two pairs.
+/// DynamoDB key attributes are at most 2048 bytes (partition) and 1024 bytes (sort).
 const MAX_CURSOR_LEN: usize = 8192;
+/// Length of a cursor secret in bytes.
+pub const SECRET_LEN: usize = 32;
 
 /// The scalar types a key attribute can have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -174,46 +201,356 @@ impl Key {
     }
 }
 
-/// A string that is not a cursor of the expected shape. Deliberately without detail: clients get
-/// one fixed message whatever the reason.
+/// A string that is not a valid cursor for the connection. Deliberately without detail: clients
+/// get one fixed message whatever the reason.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("invalid cursor")]
 pub struct CursorError;
 
-/// Encodes a key as a cursor string.
-pub fn encode(key: &Key) -> String {
-    let mut buf = Vec::with_capacity(
-        2 + key
-            .values
-            .iter()
-            .map(|v| 3 + v.bytes().len())
-            .sum::<usize>(),
-    );
-    buf.push(VERSION);
-    // Shapes have at most four attributes, and values at most a few KiB (DynamoDB's key limits).
-    buf.push(key.values.len() as u8);
-    for value in &key.values {
-        let bytes = value.bytes();
-        buf.push(tag(value.ty()));
-        buf.extend_from_slice(&(bytes.len() as u16).to_be_bytes());
-        buf.extend_from_slice(bytes);
-    }
-    URL_SAFE_NO_PAD.encode(buf)
+/// One cursor secret: 32 random bytes and an id (0 to 255) that cursors carry. Never printed.
+#[derive(Clone, PartialEq, Eq)]
+pub struct CursorSecret {
+    id: u8,
+    bytes: [u8; SECRET_LEN],
 }
 
-/// Decodes a cursor string into a key of `shape`. Anything else, including a well-formed cursor
-/// of another shape, is a [`CursorError`].
-pub fn decode(cursor: &str, shape: KeyShape) -> Result<Key, CursorError> {
-    if cursor.len() > MAX_CURSOR_LEN {
-        return Err(CursorError);
+impl CursorSecret {
+    /// A new random secret with `id`, from the operating system's generator.
+    pub fn generate(id: u8) -> Result<Self, getrandom::Error> {
+        let mut bytes = [0u8; SECRET_LEN];
+        getrandom::getrandom(&mut bytes)?;
+        Ok(Self { id, bytes })
     }
-    let buf = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| CursorError)?;
-    let mut r = Reader(&buf);
-    if r.byte()? != VERSION || usize::from(r.byte()?) != shape.len() {
-        return Err(CursorError);
+
+    /// The secret's id.
+    pub fn id(&self) -> u8 {
+        self.id
     }
+
+    /// The `ID:SECRET` form that [`KeyRing`] parses, with SECRET in base64url. This is the one way
+    /// to reveal a secret; `dynarelay keygen` uses it.
+    pub fn expose_spec(&self) -> String {
+        format!("{}:{}", self.id, URL_SAFE_NO_PAD.encode(self.bytes))
+    }
+}
+
+impl fmt::Debug for CursorSecret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CursorSecret {{ id: {}, bytes: <redacted> }}", self.id)
+    }
+}
+
+impl FromStr for CursorSecret {
+    type Err = KeyRingError;
+
+    fn from_str(spec: &str) -> Result<Self, KeyRingError> {
+        let (id, secret) = spec.trim().split_once(':').ok_or(KeyRingError::Format)?;
+        let id = id.parse().map_err(|_| KeyRingError::Format)?;
+        let bytes = URL_SAFE_NO_PAD
+            .decode(secret)
+            .ok()
+            .and_then(|b| <[u8; SECRET_LEN]>::try_from(b).ok())
+            .ok_or(KeyRingError::Format)?;
+        Ok(Self { id, bytes })
+    }
+}
+
+/// The cursor secrets in use: the first seals new cursors; all of them open cursors.
+#[derive(Clone, PartialEq, Eq)]
+pub struct KeyRing(Vec<CursorSecret>);
+
+/// A key ring that cannot be used. Never repeats the secret it was given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum KeyRingError {
+    /// Not a comma-separated list of `ID:SECRET`.
+    #[error(
+        "expected a comma-separated list of ID:SECRET, each ID 0-255 and each SECRET 32 bytes in \
+         base64url, as printed by `dynarelay keygen`"
+    )]
+    Format,
+    /// An id appears twice.
+    #[error("each key id may appear only once")]
+    DuplicateId,
+    /// No key at all.
+    #[error("at least one key is required")]
+    Empty,
+}
+
+/// The development key `scripts/dev` uses. Public in the repository, so never secret.
+pub const DEVELOPMENT_KEY_SPEC: &str = "0:ZHluYXJlbGF5LWRldmVsb3BtZW50LWtleS1ub3Qtc2U";
+
+impl KeyRing {
+    /// A ring of `secrets`, the first being the primary.
+    pub fn new(secrets: Vec<CursorSecret>) -> Result<Self, KeyRingError> {
+        if secrets.is_empty() {
+            return Err(KeyRingError::Empty);
+        }
+        for (i, secret) in secrets.iter().enumerate() {
+            if secrets[..i].iter().any(|other| other.id == secret.id) {
+                return Err(KeyRingError::DuplicateId);
+            }
+        }
+        Ok(Self(secrets))
+    }
+
+    /// Whether the primary key is the public development key.
+    pub fn is_development(&self) -> bool {
+        DEVELOPMENT_KEY_SPEC
+            .parse::<CursorSecret>()
+            .is_ok_and(|dev| self.0[0] == dev)
+    }
+}
+
+impl FromStr for KeyRing {
+    type Err = KeyRingError;
+
+    fn from_str(specs: &str) -> Result<Self, KeyRingError> {
+        let secrets = specs
+            .split(',')
+            .filter(|spec| !spec.trim().is_empty())
+            .map(str::parse)
+            .collect::<Result<_, _>>()?;
+        Self::new(secrets)
+    }
+}
+
+impl fmt::Debug for KeyRing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ids: Vec<u8> = self.0.iter().map(|s| s.id).collect();
+        write!(f, "KeyRing {{ ids: {ids:?}, secrets: <redacted> }}")
+    }
+}
+
+/// The connection a cursor belongs to. Build one per resolver call with [`Binding::builder`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binding {
+    fingerprint: [u8; 32],
+    fixed: Vec<(&'static str, KeyValue)>,
+}
+
+/// Builds a [`Binding`] by hashing each part of the connection's identity.
+#[derive(Debug, Clone)]
+pub struct BindingBuilder {
+    hasher: Sha256,
+    fixed: Vec<(&'static str, KeyValue)>,
+}
+
+impl Binding {
+    /// Starts a binding for `field` (such as `User.purchases`) reading `table` or its `index`.
+    pub fn builder(field: &str, table: &str, index: Option<&str>) -> BindingBuilder {
+        let mut builder = BindingBuilder {
+            hasher: Sha256::new(),
+            fixed: Vec::new(),
+        };
+        builder.hasher.update(b"dynarelay cursor binding v1");
+        builder.part(field.as_bytes());
+        builder.part(table.as_bytes());
+        builder.optional(index.map(str::as_bytes));
+        builder
+    }
+
+    fn fixed_value(&self, name: &str) -> Option<&KeyValue> {
+        self.fixed.iter().find(|(n, _)| *n == name).map(|(_, v)| v)
+    }
+}
+
+impl BindingBuilder {
+    /// The key attribute whose value the connection fixes, such as the partition key of a Query.
+    /// It is bound, and cursors leave it out.
+    pub fn fixed(mut self, name: &'static str, value: KeyValue) -> Self {
+        self.part(name.as_bytes());
+        self.hasher.update([tag(value.ty())]);
+        self.part(value.bytes());
+        self.fixed.push((name, value));
+        self
+    }
+
+    /// An argument that changes the result set (a filter or a key range), absent or present.
+    pub fn argument(mut self, name: &str, value: Option<&str>) -> Self {
+        self.part(name.as_bytes());
+        self.optional(value.map(str::as_bytes));
+        self
+    }
+
+    /// The finished binding.
+    pub fn finish(self) -> Binding {
+        Binding {
+            fingerprint: self.hasher.finalize().into(),
+            fixed: self.fixed,
+        }
+    }
+
+    /// Length-prefixed, so that no two different sequences of parts hash the same input.
+    fn part(&mut self, bytes: &[u8]) {
+        self.hasher.update((bytes.len() as u64).to_be_bytes());
+        self.hasher.update(bytes);
+    }
+
+    fn optional(&mut self, bytes: Option<&[u8]>) {
+        match bytes {
+            None => self.hasher.update([0]),
+            Some(bytes) => {
+                self.hasher.update([1]);
+                self.part(bytes);
+            }
+        }
+    }
+}
+
+/// Seals keys into cursors and opens them again, with the keys of a [`KeyRing`].
+#[derive(Clone)]
+pub struct CursorCodec {
+    /// Index 0 is the primary key.
+    keys: Vec<SealingKey>,
+}
+
+#[derive(Clone)]
+struct SealingKey {
+    id: u8,
+    aead: XChaCha20Poly1305,
+    /// Keyed once; cloned per cursor, which skips re-hashing the key.
+    nonce_mac: Hmac<Sha256>,
+}
+
+impl fmt::Debug for CursorCodec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ids: Vec<u8> = self.keys.iter().map(|k| k.id).collect();
+        write!(f, "CursorCodec {{ key_ids: {ids:?} }}")
+    }
+}
+
+impl CursorCodec {
+    /// A codec for `ring`. Each secret yields two independent subkeys, one for XChaCha20-Poly1305
+    /// and one for the nonce HMAC, derived as HMAC-SHA256(secret, label).
+    pub fn new(ring: &KeyRing) -> Self {
+        let derive = |secret: &[u8; SECRET_LEN], label: &[u8]| -> [u8; 32] {
+            let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(secret)
+                .expect("HMAC accepts keys of any length");
+            mac.update(label);
+            mac.finalize().into_bytes().into()
+        };
+        let keys = ring
+            .0
+            .iter()
+            .map(|secret| SealingKey {
+                id: secret.id,
+                aead: XChaCha20Poly1305::new(
+                    &derive(&secret.bytes, b"dynarelay cursor v1 aead").into(),
+                ),
+                nonce_mac: <Hmac<Sha256> as Mac>::new_from_slice(&derive(
+                    &secret.bytes,
+                    b"dynarelay cursor v1 nonce",
+                ))
+                .expect("HMAC accepts keys of any length"),
+            })
+            .collect();
+        Self { keys }
+    }
+
+    /// Seals `key` as a cursor of the connection `binding`.
+    pub fn encode(&self, key: &Key, binding: &Binding) -> String {
+        let sealing = &self.keys[0];
+        let mut buf = Vec::with_capacity(
+            HEADER_LEN
+                + TAG_LEN
+                + key
+                    .values
+                    .iter()
+                    .map(|v| 3 + v.bytes().len())
+                    .sum::<usize>(),
+        );
+        buf.extend_from_slice(&[VERSION, sealing.id]);
+        buf.extend_from_slice(&[0; NONCE_LEN]);
+        for (attr, value) in key.shape.iter().zip(&key.values) {
+            if let Some(fixed) = binding.fixed_value(attr.name) {
+                debug_assert_eq!(fixed, value, "a row outside its connection's partition");
+                continue;
+            }
+            let bytes = value.bytes();
+            buf.push(tag(value.ty()));
+            // Key attributes are at most 2048 bytes (DynamoDB's limit), well within u16.
+            buf.extend_from_slice(&(bytes.len() as u16).to_be_bytes());
+            buf.extend_from_slice(bytes);
+        }
+        let aad = associated_data(sealing.id, binding);
+        let mut mac = sealing.nonce_mac.clone();
+        mac.update(&aad);
+        mac.update(&buf[HEADER_LEN..]);
+        let nonce: [u8; NONCE_LEN] = mac.finalize().into_bytes()[..NONCE_LEN]
+            .try_into()
+            .expect("SHA-256 output is longer than the nonce");
+        buf[2..HEADER_LEN].copy_from_slice(&nonce);
+        let (head, plaintext) = buf.split_at_mut(HEADER_LEN);
+        let tag = sealing
+            .aead
+            .encrypt_in_place_detached(XNonce::from_slice(&head[2..]), &aad, plaintext)
+            .expect("XChaCha20-Poly1305 encrypts any message shorter than 256 GiB");
+        buf.extend_from_slice(&tag);
+        URL_SAFE_NO_PAD.encode(buf)
+    }
+
+    /// Opens a cursor of the connection `binding` into a key of `shape`. Anything else, whatever
+    /// the reason, is a [`CursorError`].
+    ///
+    /// The nonce is not re-derived here: the Poly1305 tag already proves that the holder of the
+    /// key sealed exactly these bytes.
+    pub fn decode(
+        &self,
+        cursor: &str,
+        shape: KeyShape,
+        binding: &Binding,
+    ) -> Result<Key, CursorError> {
+        if cursor.len() > MAX_CURSOR_LEN {
+            return Err(CursorError);
+        }
+        let mut buf = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| CursorError)?;
+        if buf.len() < HEADER_LEN + TAG_LEN || buf[0] != VERSION {
+            return Err(CursorError);
+        }
+        let sealing = self
+            .keys
+            .iter()
+            .find(|k| k.id == buf[1])
+            .ok_or(CursorError)?;
+        let aad = associated_data(sealing.id, binding);
+        let (head, rest) = buf.split_at_mut(HEADER_LEN);
+        let (ciphertext, tag) = rest.split_at_mut(rest.len() - TAG_LEN);
+        sealing
+            .aead
+            .decrypt_in_place_detached(
+                XNonce::from_slice(&head[2..]),
+                &aad,
+                ciphertext,
+                Tag::from_slice(tag),
+            )
+            .map_err(|_| CursorError)?;
+        parse_plaintext(ciphertext, shape, binding)
+    }
+}
+
+fn associated_data(key_id: u8, binding: &Binding) -> [u8; 34] {
+    let mut aad = [0u8; 34];
+    aad[0] = VERSION;
+    aad[1] = key_id;
+    aad[2..].copy_from_slice(&binding.fingerprint);
+    aad
+}
+
+fn parse_plaintext(
+    plaintext: &[u8],
+    shape: KeyShape,
+    binding: &Binding,
+) -> Result<Key, CursorError> {
+    let mut r = Reader(plaintext);
     let mut values = Vec::with_capacity(shape.len());
     for attr in shape {
+        if let Some(fixed) = binding.fixed_value(attr.name) {
+            if fixed.ty() != attr.ty {
+                return Err(CursorError);
+            }
+            values.push(fixed.clone());
+            continue;
+        }
         if r.byte()? != tag(attr.ty) {
             return Err(CursorError);
         }
@@ -261,8 +598,9 @@ fn tag(ty: KeyType) -> u8 {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use proptest::prelude::*;
+
+    use super::*;
 
     const PURCHASE: KeyShape = &[
         KeyAttr {
@@ -274,27 +612,81 @@ mod tests {
             ty: KeyType::N,
         },
     ];
+    const BY_SKU: KeyShape = &[
+        KeyAttr {
+            name: "sku",
+            ty: KeyType::S,
+        },
+        KeyAttr {
+            name: "purchasedAt",
+            ty: KeyType::N,
+        },
+        KeyAttr {
+            name: "userId",
+            ty: KeyType::S,
+        },
+    ];
+    const USER_ID: &str = "0b0c3d1e-6a2f-4c55-9e8e-1f2a3b4c5d6e";
 
-    fn purchase_key(user: &str, at: &str) -> Key {
-        Key::new(
-            PURCHASE,
-            vec![
-                KeyValue::S(user.into()),
-                KeyValue::N(DynamoNumber::parse(at).unwrap()),
-            ],
+    fn ring(specs: &[(u8, u8)]) -> KeyRing {
+        KeyRing::new(
+            specs
+                .iter()
+                .map(|&(id, fill)| CursorSecret {
+                    id,
+                    bytes: [fill; 32],
+                })
+                .collect(),
         )
         .unwrap()
     }
 
+    fn codec() -> CursorCodec {
+        CursorCodec::new(&ring(&[(1, 7)]))
+    }
+
+    fn n(s: &str) -> KeyValue {
+        KeyValue::N(DynamoNumber::parse(s).unwrap())
+    }
+
+    fn purchases_of(user: &str) -> Binding {
+        Binding::builder("User.purchases", "Purchases", None)
+            .fixed("userId", KeyValue::S(user.into()))
+            .finish()
+    }
+
+    fn purchase_key(user: &str, at: &str) -> Key {
+        Key::new(PURCHASE, vec![KeyValue::S(user.into()), n(at)]).unwrap()
+    }
+
+    fn by_sku_key() -> (Key, Binding) {
+        let key = Key::new(
+            BY_SKU,
+            vec![
+                KeyValue::S("SKU-00042".into()),
+                n("1672531200123"),
+                KeyValue::S(USER_ID.into()),
+            ],
+        )
+        .unwrap();
+        let binding = Binding::builder("Product.purchases", "Purchases", Some("BySku"))
+            .fixed("sku", KeyValue::S("SKU-00042".into()))
+            .finish();
+        (key, binding)
+    }
+
     #[test]
     fn a_key_round_trips_to_the_same_attribute_map() {
-        let key = purchase_key("u-1", "1672531200123");
-        let decoded = decode(&encode(&key), PURCHASE).unwrap();
+        let key = purchase_key(USER_ID, "1672531200123");
+        let binding = purchases_of(USER_ID);
+        let decoded = codec()
+            .decode(&codec().encode(&key, &binding), PURCHASE, &binding)
+            .unwrap();
         assert_eq!(decoded, key);
         assert_eq!(
             decoded.to_attribute_map(),
             HashMap::from([
-                ("userId".to_owned(), AttributeValue::S("u-1".into())),
+                ("userId".to_owned(), AttributeValue::S(USER_ID.into())),
                 (
                     "purchasedAt".to_owned(),
                     AttributeValue::N("1672531200123".into())
@@ -304,39 +696,150 @@ mod tests {
     }
 
     #[test]
-    fn a_cursor_of_another_shape_is_rejected() {
-        const OTHER: KeyShape = &[
-            KeyAttr {
-                name: "userId",
-                ty: KeyType::S,
-            },
-            KeyAttr {
-                name: "purchasedAt",
-                ty: KeyType::S,
-            },
-        ];
-        let cursor = encode(&purchase_key("u-1", "5"));
-        assert_eq!(decode(&cursor, OTHER), Err(CursorError));
-        assert_eq!(decode(&cursor, &PURCHASE[..1]), Err(CursorError));
+    fn the_same_position_always_gives_the_same_cursor_and_others_differ() {
+        let binding = purchases_of(USER_ID);
+        let a = codec().encode(&purchase_key(USER_ID, "1"), &binding);
+        assert_eq!(a, codec().encode(&purchase_key(USER_ID, "1"), &binding));
+        assert_ne!(a, codec().encode(&purchase_key(USER_ID, "2"), &binding));
     }
 
     #[test]
-    fn garbage_truncation_and_trailing_bytes_are_rejected() {
-        let cursor = encode(&purchase_key("u-1", "5"));
+    fn cursors_are_opaque_and_compact() {
+        let binding = purchases_of(USER_ID);
+        let cursor = codec().encode(&purchase_key(USER_ID, "1672531200123"), &binding);
+        let raw = URL_SAFE_NO_PAD.decode(&cursor).unwrap();
+        for secret in [&b"1672531200123"[..], USER_ID.as_bytes(), b"0b0c3d1e"] {
+            assert!(
+                !raw.windows(secret.len()).any(|w| w == secret),
+                "cursor reveals a key value"
+            );
+        }
+        assert!(
+            cursor.len() <= 110,
+            "Purchases cursor has {} characters",
+            cursor.len()
+        );
+        assert!(
+            cursor
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        );
+
+        let (key, binding) = by_sku_key();
+        let cursor = codec().encode(&key, &binding);
+        assert!(
+            cursor.len() <= 150,
+            "BySku cursor has {} characters",
+            cursor.len()
+        );
+        assert_eq!(codec().decode(&cursor, BY_SKU, &binding).unwrap(), key);
+    }
+
+    #[test]
+    fn a_cursor_is_rejected_on_any_other_connection() {
+        let key = purchase_key(USER_ID, "5");
+        let cursor = codec().encode(&key, &purchases_of(USER_ID));
+        let others = [
+            purchases_of("another-user"),
+            Binding::builder("Product.purchases", "Purchases", None)
+                .fixed("userId", KeyValue::S(USER_ID.into()))
+                .finish(),
+            Binding::builder("User.purchases", "t1_Purchases", None)
+                .fixed("userId", KeyValue::S(USER_ID.into()))
+                .finish(),
+            Binding::builder("User.purchases", "Purchases", Some("BySku"))
+                .fixed("userId", KeyValue::S(USER_ID.into()))
+                .finish(),
+            Binding::builder("User.purchases", "Purchases", None)
+                .fixed("userId", KeyValue::S(USER_ID.into()))
+                .argument("status", Some("PAID"))
+                .finish(),
+            Binding::builder("User.purchases", "Purchases", None)
+                .fixed("userId", KeyValue::S(USER_ID.into()))
+                .argument("status", None)
+                .finish(),
+        ];
+        for (i, other) in others.iter().enumerate() {
+            assert_eq!(
+                codec().decode(&cursor, PURCHASE, other),
+                Err(CursorError),
+                "binding {i}"
+            );
+        }
+    }
+
+    #[test]
+    fn rotation_keeps_old_cursors_until_their_key_is_removed() {
+        let binding = purchases_of(USER_ID);
+        let key = purchase_key(USER_ID, "9");
+        let old = CursorCodec::new(&ring(&[(1, 7)])).encode(&key, &binding);
+        let rotated = CursorCodec::new(&ring(&[(2, 9), (1, 7)]));
+        assert_eq!(rotated.decode(&old, PURCHASE, &binding), Ok(key.clone()));
+        let new = rotated.encode(&key, &binding);
+        assert_ne!(new, old, "new cursors use the new primary key");
+        let removed = CursorCodec::new(&ring(&[(2, 9)]));
+        assert_eq!(removed.decode(&old, PURCHASE, &binding), Err(CursorError));
+        assert_eq!(removed.decode(&new, PURCHASE, &binding), Ok(key));
+        // Same id, different secret: the tag fails.
+        let replaced = CursorCodec::new(&ring(&[(1, 8)]));
+        assert_eq!(replaced.decode(&old, PURCHASE, &binding), Err(CursorError));
+    }
+
+    #[test]
+    fn garbage_and_oversized_input_is_rejected() {
+        let binding = purchases_of(USER_ID);
         for bad in [
             "",
             "!!!!",
             "not a cursor",
-            &cursor[..cursor.len() - 2],
-            &format!("{cursor}AA"),
-            &format!("{cursor}="),
+            "AQ",
+            &"A".repeat(MAX_CURSOR_LEN + 4),
         ] {
-            assert_eq!(decode(bad, PURCHASE), Err(CursorError), "{bad:?}");
+            assert_eq!(
+                codec().decode(bad, PURCHASE, &binding),
+                Err(CursorError),
+                "{bad:?}"
+            );
         }
-        assert_eq!(
-            decode(&"A".repeat(MAX_CURSOR_LEN + 4), PURCHASE),
-            Err(CursorError)
+    }
+
+    #[test]
+    fn key_rings_parse_and_never_print_secrets() {
+        let spec = format!(
+            "{},1:{}",
+            DEVELOPMENT_KEY_SPEC,
+            URL_SAFE_NO_PAD.encode([3u8; 32])
         );
+        let ring: KeyRing = spec.parse().unwrap();
+        assert!(ring.is_development());
+        let printed = format!("{ring:?} {:?}", ring.0[1]);
+        assert!(!printed.contains("ZHlu") && !printed.contains(&URL_SAFE_NO_PAD.encode([3u8; 32])));
+        assert!(printed.contains("[0, 1]"), "{printed}");
+        for (bad, err) in [
+            ("", KeyRingError::Empty),
+            ("1", KeyRingError::Format),
+            ("1:short", KeyRingError::Format),
+            (
+                "256:ZHluYXJlbGF5LWRldmVsb3BtZW50LWtleS1ub3Qtc2U",
+                KeyRingError::Format,
+            ),
+            (
+                &format!("{DEVELOPMENT_KEY_SPEC},{DEVELOPMENT_KEY_SPEC}"),
+                KeyRingError::DuplicateId,
+            ),
+        ] {
+            assert_eq!(bad.parse::<KeyRing>(), Err(err), "{bad:?}");
+        }
+        let generated = CursorSecret::generate(4).unwrap();
+        assert_eq!(
+            generated.expose_spec().parse::<CursorSecret>().unwrap(),
+            generated
+        );
+        assert!(!ring_from(&generated).is_development());
+    }
+
+    fn ring_from(secret: &CursorSecret) -> KeyRing {
+        KeyRing::new(vec![secret.clone()]).unwrap()
     }
 
     #[test]
@@ -355,11 +858,155 @@ mod tests {
         assert!(Key::from_item(&item, PURCHASE).is_err());
     }
 
+    // ---- property tests ----
+
+    const NAMES: [&str; 6] = ["pk", "sk", "gsiPk", "gsiSk", "a", "b"];
+
+    /// DynamoDB numbers: up to 38 significant digits anywhere in the exponent range.
+    fn number() -> impl Strategy<Value = String> {
+        (any::<bool>(), "[1-9][0-9]{0,37}", -130i32..=125).prop_map(|(negative, digits, exp)| {
+            // Place the decimal point so that the leading digit has exponent `exp`.
+            let sign = if negative { "-" } else { "" };
+            let body = if exp < 0 {
+                format!("0.{}{}", "0".repeat((-exp - 1) as usize), digits)
+            } else if (exp as usize) + 1 >= digits.len() {
+                format!("{digits}{}", "0".repeat(exp as usize + 1 - digits.len()))
+            } else {
+                let (int, frac) = digits.split_at(exp as usize + 1);
+                format!("{int}.{frac}")
+            };
+            let body = if body.contains('.') {
+                body.trim_end_matches('0').trim_end_matches('.').to_owned()
+            } else {
+                body
+            };
+            format!("{sign}{body}")
+        })
+    }
+
+    fn value(ty: KeyType) -> BoxedStrategy<KeyValue> {
+        match ty {
+            KeyType::S => "\\PC{1,60}".prop_map(KeyValue::S).boxed(),
+            KeyType::N => number()
+                .prop_map(|s| KeyValue::N(DynamoNumber::parse(&s).unwrap()))
+                .boxed(),
+            KeyType::B => prop::collection::vec(prop_oneof![Just(0u8), any::<u8>()], 1..64)
+                .prop_map(KeyValue::B)
+                .boxed(),
+        }
+    }
+
+    fn key_type() -> impl Strategy<Value = KeyType> {
+        prop_oneof![Just(KeyType::S), Just(KeyType::N), Just(KeyType::B)]
+    }
+
+    /// A random shape of 1 to 4 attributes, a key of it, and a binding that fixes its first
+    /// attribute or none.
+    fn bound_key() -> impl Strategy<Value = (Key, Binding)> {
+        (prop::collection::vec(key_type(), 1..=4), any::<bool>())
+            .prop_flat_map(|(types, fix_first)| {
+                let shape: KeyShape = Box::leak(
+                    types
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &ty)| KeyAttr { name: NAMES[i], ty })
+                        .collect::<Vec<_>>()
+                        .into_boxed_slice(),
+                );
+                let values: Vec<_> = types.iter().map(|&ty| value(ty)).collect();
+                (Just(shape), values, Just(fix_first))
+            })
+            .prop_map(|(shape, values, fix_first)| {
+                let mut binding = Binding::builder("T.field", "Table", None);
+                if fix_first {
+                    binding = binding.fixed(shape[0].name, values[0].clone());
+                }
+                (Key::new(shape, values).unwrap(), binding.finish())
+            })
+    }
+
     proptest! {
         #[test]
-        fn any_purchase_key_round_trips(user in "\\PC{1,40}", at in "-?[1-9][0-9]{0,37}") {
-            let key = purchase_key(&user, &at);
-            prop_assert_eq!(decode(&encode(&key), PURCHASE).unwrap(), key);
+        fn any_key_round_trips_exactly((key, binding) in bound_key()) {
+            let cursor = codec().encode(&key, &binding);
+            let decoded = codec().decode(&cursor, key.shape(), &binding).unwrap();
+            prop_assert_eq!(decoded.to_attribute_map(), key.to_attribute_map());
+            prop_assert_eq!(decoded, key);
+        }
+
+        #[test]
+        fn numbers_keep_their_exact_string(s in number()) {
+            let key = Key::new(&PURCHASE[1..], vec![n(&s)]).unwrap();
+            let binding = Binding::builder("f", "t", None).finish();
+            let decoded = codec().decode(&codec().encode(&key, &binding), &PURCHASE[1..], &binding).unwrap();
+            let map = decoded.to_attribute_map();
+            prop_assert_eq!(map["purchasedAt"].as_n().unwrap(), &s);
+        }
+    }
+
+    /// Mutation counts add up to 100,000 rejected cursors per run.
+    fn cases(n: u32) -> ProptestConfig {
+        ProptestConfig {
+            cases: n,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        }
+    }
+
+    proptest! {
+        #![proptest_config(cases(40_000))]
+        #[test]
+        fn every_bit_flip_is_rejected((key, binding) in bound_key(), bit in any::<prop::sample::Index>()) {
+            let mut raw = URL_SAFE_NO_PAD.decode(codec().encode(&key, &binding)).unwrap();
+            let bit = bit.index(raw.len() * 8);
+            raw[bit / 8] ^= 1 << (bit % 8);
+            prop_assert_eq!(codec().decode(&URL_SAFE_NO_PAD.encode(raw), key.shape(), &binding), Err(CursorError));
+        }
+    }
+
+    proptest! {
+        #![proptest_config(cases(15_000))]
+        #[test]
+        fn every_truncation_is_rejected((key, binding) in bound_key(), cut in any::<prop::sample::Index>()) {
+            let cursor = codec().encode(&key, &binding);
+            let truncated = &cursor[..cut.index(cursor.len())];
+            prop_assert_eq!(codec().decode(truncated, key.shape(), &binding), Err(CursorError));
+        }
+
+        #[test]
+        fn every_extension_is_rejected((key, binding) in bound_key(), extra in "[A-Za-z0-9_=-]{1,12}") {
+            let cursor = codec().encode(&key, &binding);
+            prop_assert_eq!(codec().decode(&format!("{cursor}{extra}"), key.shape(), &binding), Err(CursorError));
+        }
+    }
+
+    proptest! {
+        #![proptest_config(cases(10_000))]
+        #[test]
+        fn base64_garbage_is_rejected(garbage in "[A-Za-z0-9_-]{0,200}|\\PC{0,100}") {
+            let binding = purchases_of(USER_ID);
+            prop_assert_eq!(codec().decode(&garbage, PURCHASE, &binding), Err(CursorError));
+        }
+
+        #[test]
+        fn another_key_id_is_rejected((key, binding) in bound_key(), id in 2u8..=255) {
+            let mut raw = URL_SAFE_NO_PAD.decode(codec().encode(&key, &binding)).unwrap();
+            raw[1] = id;
+            let both = CursorCodec::new(&ring(&[(1, 7), (id, 7)]));
+            // Unknown to this codec, and with the same secret under that id, still bound to id 1.
+            prop_assert_eq!(codec().decode(&URL_SAFE_NO_PAD.encode(&raw), key.shape(), &binding), Err(CursorError));
+            prop_assert_eq!(both.decode(&URL_SAFE_NO_PAD.encode(&raw), key.shape(), &binding), Err(CursorError));
+        }
+
+        #[test]
+        fn another_connections_fingerprint_is_rejected((key, binding) in bound_key(), arg in "\\PC{0,20}") {
+            let cursor = codec().encode(&key, &binding);
+            let mut other = Binding::builder("T.field", "Table", None);
+            for (name, value) in &binding.fixed {
+                other = other.fixed(name, value.clone());
+            }
+            let other = other.argument("filter", Some(&arg)).finish();
+            prop_assert_eq!(codec().decode(&cursor, key.shape(), &other), Err(CursorError));
         }
     }
 }

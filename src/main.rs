@@ -5,7 +5,8 @@ use std::{io::IsTerminal, time::Duration};
 use anyhow::Context;
 use clap::Parser;
 use dynarelay::{
-    config::{Cli, Command, SeedArgs, ServeArgs, TablesCommand},
+    config::{Cli, Command, KeygenArgs, SeedArgs, ServeArgs, TablesCommand},
+    cursor::{CursorCodec, CursorSecret},
     dynamo::{self, Store, tables},
     graphql, http, seed,
 };
@@ -36,14 +37,28 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Seed(args) => seed(args).await,
+        Command::Keygen(args) => keygen(args),
     }
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let limits = args.page_limits()?;
+    let Some(ring) = &args.cursor_keys else {
+        anyhow::bail!(
+            "no cursor key is configured: set DYNARELAY_CURSOR_KEYS (or --cursor-keys) to the \
+             output of `dynarelay keygen`"
+        );
+    };
+    if ring.is_development() {
+        tracing::warn!(
+            "cursors are sealed with the public development key: anyone can forge them; \
+             run `dynarelay keygen` for a real key"
+        );
+    }
+    let codec = CursorCodec::new(ring);
     let store = Store::new(dynamo::client_from_env().await, args.tables.tables());
     let state = http::AppState {
-        schema: graphql::build_schema(store.clone(), limits),
+        schema: graphql::build_schema(store.clone(), limits, codec),
         store,
         http: args.http(),
     };
@@ -88,6 +103,15 @@ async fn seed(args: SeedArgs) -> anyhow::Result<()> {
     for (user, count) in data.users.iter().zip(seed::SPECIAL_COUNTS) {
         tracing::info!(user_id = user.user_id, purchases = count, "example user");
     }
+    Ok(())
+}
+
+/// Prints a new key on stdout: the one place a secret is shown, on purpose.
+#[allow(clippy::print_stdout)]
+fn keygen(args: KeygenArgs) -> anyhow::Result<()> {
+    let secret =
+        CursorSecret::generate(args.id).context("reading the system's random generator")?;
+    println!("{}", secret.expose_spec());
     Ok(())
 }
 

@@ -7,7 +7,11 @@ use async_graphql::{
     connection::{Edge, EmptyFields},
 };
 
-use crate::{cursor, dynamo::Row, pagination::ForwardPage};
+use crate::{
+    cursor::{Binding, CursorCodec},
+    dynamo::Row,
+    pagination::ForwardPage,
+};
 
 /// A page of a Relay connection.
 ///
@@ -69,12 +73,18 @@ impl<N: OutputType> TypeName for Connection<N> {
 }
 
 impl<N: OutputType> Connection<N> {
-    /// Builds a forward page: each edge's cursor is its own row's key.
-    pub fn forward<T>(page: ForwardPage<Row<T>>, node: impl Fn(T) -> N) -> Self {
+    /// Builds a forward page: each edge's cursor seals its own row's key, bound to the
+    /// connection.
+    pub fn forward<T>(
+        page: ForwardPage<Row<T>>,
+        codec: &CursorCodec,
+        binding: &Binding,
+        node: impl Fn(T) -> N,
+    ) -> Self {
         let edges: Vec<_> = page
             .rows
             .into_iter()
-            .map(|row| Edge::new(cursor::encode(&row.key), node(row.record)))
+            .map(|row| Edge::new(codec.encode(&row.key, binding), node(row.record)))
             .collect();
         let page_info = PageInfo {
             has_next_page: page.has_next_page,

@@ -10,14 +10,14 @@ use async_graphql::{
 };
 
 use self::{error::ApiResult, types::User};
-use crate::{dynamo::Store, pagination::PageLimits};
+use crate::{cursor::CursorCodec, dynamo::Store, pagination::PageLimits};
 
 /// The executable schema.
 pub type AppSchema = Schema<QueryRoot, EmptyMutation, EmptySubscription>;
 
-/// Builds the schema over `store`.
-pub fn build_schema(store: Store, limits: PageLimits) -> AppSchema {
-    builder().data(store).data(limits).finish()
+/// Builds the schema over `store`, sealing cursors with `codec`.
+pub fn build_schema(store: Store, limits: PageLimits, codec: CursorCodec) -> AppSchema {
+    builder().data(store).data(limits).data(codec).finish()
 }
 
 /// The schema in SDL, sorted so that it is stable: the content of `schema.graphql`.

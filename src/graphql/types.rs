@@ -8,7 +8,7 @@ use super::{
     scalars::{DateTime, Decimal},
 };
 use crate::{
-    cursor,
+    cursor::{Binding, CursorCodec, KeyValue},
     dynamo::{
         Store,
         model::{self, PurchaseRecord, UserRecord},
@@ -61,20 +61,27 @@ impl User {
     ) -> ApiResult<Connection<Purchase>> {
         let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
         let limits = ctx.data::<PageLimits>().map_err(|_| ApiError::Internal)?;
+        let codec = ctx.data::<CursorCodec>().map_err(|_| ApiError::Internal)?;
         let size = limits.forward(first)?;
+        let binding = Binding::builder("User.purchases", &store.tables().purchases, None)
+            .fixed("userId", KeyValue::S(self.0.user_id.clone()))
+            .finish();
         let after = after
-            .map(|s| cursor::decode(&s, PURCHASE_KEY).map_err(|_| ApiError::invalid_cursor()))
+            .map(|s| {
+                codec
+                    .decode(&s, PURCHASE_KEY, &binding)
+                    .map_err(|_| ApiError::invalid_cursor())
+            })
             .transpose()?;
-        // A position in another user's purchases is not a position in this connection.
-        if let Some(key) = &after
-            && key.get("userId") != Some(&cursor::KeyValue::S(self.0.user_id.clone()))
-        {
-            return Err(ApiError::invalid_cursor());
-        }
         let rows = store
             .user_purchases(&self.0.user_id, after.as_ref(), size.fetch_count())
             .await?;
-        Ok(Connection::forward(size.finish(rows), Purchase))
+        Ok(Connection::forward(
+            size.finish(rows),
+            codec,
+            &binding,
+            Purchase,
+        ))
     }
 }
 

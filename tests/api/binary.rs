@@ -23,6 +23,10 @@ fn dynarelay(prefix: &str) -> Command {
         .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
         .env("AWS_ENDPOINT_URL_DYNAMODB", endpoint())
         .env("DYNARELAY_TABLE_PREFIX", prefix)
+        .env(
+            "DYNARELAY_CURSOR_KEYS",
+            "1:KioqKioqKioqKioqKioqKioqKioqKioqKioqKioqKio",
+        )
         .env("RUST_LOG", "info");
     cmd
 }

@@ -1,17 +1,31 @@
 //! Shared test fixtures: a `TestApp` on its own table prefix, and direct DynamoDB writes.
 
 use std::{
-    sync::atomic::{AtomicUsize, Ordering},
+    collections::BTreeMap,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicUsize, Ordering},
+    },
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
-use aws_sdk_dynamodb::{Client, types::AttributeValue};
+use aws_sdk_dynamodb::{
+    Client,
+    config::{ConfigBag, Intercept, interceptors::BeforeSerializationInterceptorContextRef},
+    error::BoxError,
+    operation::{
+        batch_get_item::BatchGetItemInput, get_item::GetItemInput, query::QueryInput,
+        scan::ScanInput,
+    },
+    types::AttributeValue,
+};
 use axum::{
     Router,
     body::Body,
     http::{Request, header},
 };
 use dynarelay::{
+    cursor::{CursorCodec, KeyRing},
     dynamo::{self, Store, Tables, model::Item, tables},
     graphql,
     http::{AppState, HttpSettings, router},
@@ -42,10 +56,61 @@ pub fn unique_prefix() -> String {
     )
 }
 
+/// The cursor keys of test servers.
+pub fn test_ring() -> KeyRing {
+    "1:KioqKioqKioqKioqKioqKioqKioqKioqKioqKioqKio"
+        .parse()
+        .expect("a valid test key ring")
+}
+
+/// Counts the DynamoDB read operations a client sends, by operation, at the SDK boundary.
+#[derive(Debug, Clone, Default)]
+pub struct CallCounter(Arc<Mutex<BTreeMap<&'static str, usize>>>);
+
+impl CallCounter {
+    pub fn snapshot(&self) -> BTreeMap<&'static str, usize> {
+        self.0.lock().expect("counter lock").clone()
+    }
+}
+
+impl Intercept for CallCounter {
+    fn name(&self) -> &'static str {
+        "CallCounter"
+    }
+
+    fn read_before_execution(
+        &self,
+        context: &BeforeSerializationInterceptorContextRef<'_>,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let input = context.input();
+        let operation = if input.downcast_ref::<QueryInput>().is_some() {
+            "Query"
+        } else if input.downcast_ref::<ScanInput>().is_some() {
+            "Scan"
+        } else if input.downcast_ref::<GetItemInput>().is_some() {
+            "GetItem"
+        } else if input.downcast_ref::<BatchGetItemInput>().is_some() {
+            "BatchGetItem"
+        } else {
+            "other"
+        };
+        *self
+            .0
+            .lock()
+            .expect("counter lock")
+            .entry(operation)
+            .or_default() += 1;
+        Ok(())
+    }
+}
+
 /// The application on fresh tables.
 pub struct TestApp {
     pub store: Store,
     pub router: Router,
+    /// DynamoDB calls made through `store` (test writes included).
+    pub calls: CallCounter,
 }
 
 impl TestApp {
@@ -55,20 +120,34 @@ impl TestApp {
 
     pub async fn spawn_with(limits: PageLimits) -> Self {
         let prefix = unique_prefix();
-        let client = dynamo::client_for_local(&endpoint());
+        let calls = CallCounter::default();
+        let local = dynamo::client_for_local(&endpoint());
+        let client = Client::from_conf(
+            local
+                .config()
+                .to_builder()
+                .interceptor(calls.clone())
+                .build(),
+        );
         let names = Tables::with_prefix(&prefix);
         tables::create_missing(&client, &names, Duration::from_secs(30))
             .await
             .expect("creating test tables");
         let store = Store::new(client, names);
-        let state = AppState {
-            schema: graphql::build_schema(store.clone(), limits),
-            store: store.clone(),
-            http: HttpSettings::default(),
-        };
+        let router = app_router(&store, limits, &test_ring());
         Self {
             store,
-            router: router(state),
+            router,
+            calls,
+        }
+    }
+
+    /// Another server on the same tables, sealing cursors with `ring`.
+    pub fn with_ring(&self, ring: &KeyRing) -> Self {
+        Self {
+            store: self.store.clone(),
+            router: app_router(&self.store, PageLimits::default(), ring),
+            calls: self.calls.clone(),
         }
     }
 
@@ -136,6 +215,14 @@ impl TestApp {
         self.put_items(&self.tables().users.clone(), vec![item])
             .await;
     }
+}
+
+fn app_router(store: &Store, limits: PageLimits, ring: &KeyRing) -> Router {
+    router(AppState {
+        schema: graphql::build_schema(store.clone(), limits, CursorCodec::new(ring)),
+        store: store.clone(),
+        http: HttpSettings::default(),
+    })
 }
 
 /// A `Purchases` item as another program would write it.

@@ -4,6 +4,7 @@
 use std::{net::SocketAddr, time::Duration};
 
 use dynarelay::{
+    cursor::CursorCodec,
     dynamo::{self, Store, Tables},
     graphql,
     http::{AppState, HttpSettings, router, serve},
@@ -12,7 +13,7 @@ use dynarelay::{
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
-use crate::helpers::{TestApp, unique_prefix};
+use crate::helpers::{TestApp, test_ring, unique_prefix};
 
 /// A server on an ephemeral loopback port; stops when dropped.
 struct Running {
@@ -22,7 +23,11 @@ struct Running {
 
 async fn start(store: Store) -> Running {
     let state = AppState {
-        schema: graphql::build_schema(store.clone(), PageLimits::default()),
+        schema: graphql::build_schema(
+            store.clone(),
+            PageLimits::default(),
+            CursorCodec::new(&test_ring()),
+        ),
         store,
         http: HttpSettings {
             graphiql: true,

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod binary;
+mod cursors;
 mod helpers;
 mod http;
 mod purchases;
