@@ -1,12 +1,16 @@
 //! The command line: every command and flag, each flag also settable as a `DYNARELAY_*`
 //! environment variable. Parsed and validated once, in `main`.
 
-use std::{net::SocketAddr, time::Duration};
+use std::{convert::Infallible, fmt, net::SocketAddr, str::FromStr, time::Duration};
 
 use clap::{ArgAction, Args, Parser, Subcommand};
 
 use crate::{
-    cursor::KeyRing, dynamo::Tables, http::HttpSettings, pagination::PageLimits, seed::SeedSpec,
+    cursor::{KeyRing, KeyRingError},
+    dynamo::Tables,
+    http::HttpSettings,
+    pagination::PageLimits,
+    seed::SeedSpec,
 };
 
 /// dynarelay serves DynamoDB tables as a GraphQL API with Relay cursor connections.
@@ -81,7 +85,7 @@ pub struct ServeArgs {
     /// first seals new cursors; the others still open cursors made with them (for rotation).
     /// Required. Give every instance behind one endpoint the same list.
     #[arg(long, env = "DYNARELAY_CURSOR_KEYS", hide_env_values = true)]
-    pub cursor_keys: Option<KeyRing>,
+    pub cursor_keys: Option<Secret>,
 
     /// Page size when a client gives no `first`.
     #[arg(long, env = "DYNARELAY_DEFAULT_PAGE_SIZE", default_value_t = 20)]
@@ -105,6 +109,15 @@ pub struct ServeArgs {
 }
 
 impl ServeArgs {
+    /// The cursor key ring, if one is configured. Parsed here rather than by clap, whose error
+    /// messages repeat the rejected value, which would print a secret.
+    pub fn key_ring(&self) -> Result<Option<KeyRing>, KeyRingError> {
+        self.cursor_keys
+            .as_ref()
+            .map(|secret| secret.0.parse())
+            .transpose()
+    }
+
     /// The page size limits, validated.
     pub fn page_limits(&self) -> Result<PageLimits, crate::pagination::LimitsError> {
         PageLimits::new(self.default_page_size, self.max_page_size)
@@ -163,6 +176,24 @@ pub struct SeedArgs {
     /// Do nothing when the Users table already holds items.
     #[arg(long, env = "DYNARELAY_SEED_IF_EMPTY")]
     pub if_empty: bool,
+}
+
+/// A secret given on the command line or in the environment. `Debug` never shows it.
+#[derive(Clone)]
+pub struct Secret(String);
+
+impl FromStr for Secret {
+    type Err = Infallible;
+
+    fn from_str(s: &str) -> Result<Self, Infallible> {
+        Ok(Self(s.to_owned()))
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
 }
 
 /// Table names allow letters, digits, `_`, `-` and `.`, up to 255 characters with the base name.

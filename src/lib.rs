@@ -10,7 +10,7 @@
 //! | [`http`] | axum router: `/graphql`, GraphiQL, `/health`, `/ready`; layers; graceful `serve` |
 //! | [`graphql`] | schema, root and object types, connections, scalars, the error boundary |
 //! | [`pagination`] | Relay arguments -> page plan; fetched rows -> page with exact `hasNextPage` |
-//! | [`cursor`] | DynamoDB key <-> cursor string; pure |
+//! | [`cursor`] | DynamoDB key <-> sealed, connection-bound cursor string; key ring; pure |
 //! | [`dynamo`] | client construction, table layout and creation, item <-> record, the store |
 //! | [`number`] | DynamoDB numbers as exact decimal strings |
 //! | [`seed`] | deterministic demo data |

@@ -43,7 +43,10 @@ async fn main() -> anyhow::Result<()> {
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let limits = args.page_limits()?;
-    let Some(ring) = &args.cursor_keys else {
+    let ring = args
+        .key_ring()
+        .context("DYNARELAY_CURSOR_KEYS (--cursor-keys) is not usable")?;
+    let Some(ring) = &ring else {
         anyhow::bail!(
             "no cursor key is configured: set DYNARELAY_CURSOR_KEYS (or --cursor-keys) to the \
              output of `dynarelay keygen`"

@@ -45,6 +45,63 @@ fn help_documents_every_command() {
 }
 
 #[test]
+fn keygen_prints_a_new_usable_key_each_time() {
+    let keys: Vec<String> = (0..2)
+        .map(|_| {
+            let out = Command::new(env!("CARGO_BIN_EXE_dynarelay"))
+                .args(["keygen", "--id", "7"])
+                .output()
+                .unwrap();
+            assert!(out.status.success());
+            String::from_utf8(out.stdout).unwrap().trim().to_owned()
+        })
+        .collect();
+    assert_ne!(keys[0], keys[1]);
+    for key in &keys {
+        assert!(key.starts_with("7:"), "{key}");
+        let ring: dynarelay::cursor::KeyRing = key.parse().unwrap();
+        assert!(!ring.is_development());
+    }
+}
+
+#[test]
+fn serve_refuses_to_start_without_a_cursor_key_and_says_how_to_make_one() {
+    let out = dynarelay(&unique_prefix())
+        .env_remove("DYNARELAY_CURSOR_KEYS")
+        .arg("serve")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no cursor key is configured") && stderr.contains("dynarelay keygen"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn cursor_keys_never_appear_in_help_or_errors() {
+    let secret = "KioqKioqKioqKioqKioqKioqKioqKioqKioqKioqKio";
+    let help = dynarelay(&unique_prefix())
+        .args(["serve", "--help"])
+        .output()
+        .unwrap();
+    assert!(help.status.success());
+    assert!(!String::from_utf8_lossy(&help.stdout).contains(secret));
+    let bad = dynarelay(&unique_prefix())
+        .env("DYNARELAY_CURSOR_KEYS", format!("1:{secret}X"))
+        .arg("serve")
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        stderr.contains("ID:SECRET") && !stderr.contains(secret),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn bad_page_limits_stop_serve_before_it_listens() {
     let out = dynarelay(&unique_prefix())
         .args([

@@ -1,0 +1,60 @@
+//! Cursor codec speed: sealing (encode) and opening with verification (decode) a `Purchases` key
+//! and a `BySku` key, as the resolvers do for every edge.
+//!
+//! Run: `cargo bench --bench cursor`.
+
+use std::hint::black_box;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use dynarelay::{
+    cursor::{Binding, CursorCodec, Key, KeyRing, KeyValue},
+    dynamo::tables::{BY_SKU_START_KEY, PURCHASE_KEY},
+    number::DynamoNumber,
+};
+
+const USER_ID: &str = "0b0c3d1e-6a2f-4c55-9e8e-1f2a3b4c5d6e";
+
+fn bench(c: &mut Criterion) {
+    let ring: KeyRing = "1:KioqKioqKioqKioqKioqKioqKioqKioqKioqKioqKio"
+        .parse()
+        .expect("key ring");
+    let codec = CursorCodec::new(&ring);
+    let at = || KeyValue::N(DynamoNumber::parse("1672531200123").expect("number"));
+
+    let purchase = Key::new(PURCHASE_KEY, vec![KeyValue::S(USER_ID.into()), at()]).expect("key");
+    let purchase_binding = Binding::builder("User.purchases", "Purchases", None)
+        .fixed("userId", KeyValue::S(USER_ID.into()))
+        .finish();
+    let by_sku = Key::new(
+        BY_SKU_START_KEY,
+        vec![
+            KeyValue::S("SKU-00042".into()),
+            at(),
+            KeyValue::S(USER_ID.into()),
+        ],
+    )
+    .expect("key");
+    let by_sku_binding = Binding::builder("Product.purchases", "Purchases", Some("BySku"))
+        .fixed("sku", KeyValue::S("SKU-00042".into()))
+        .finish();
+
+    for (name, key, binding) in [
+        ("purchases", &purchase, &purchase_binding),
+        ("by_sku", &by_sku, &by_sku_binding),
+    ] {
+        let cursor = codec.encode(key, binding);
+        c.bench_function(&format!("encode/{name}"), |b| {
+            b.iter(|| codec.encode(black_box(key), black_box(binding)))
+        });
+        c.bench_function(&format!("decode/{name}"), |b| {
+            b.iter(|| {
+                codec
+                    .decode(black_box(&cursor), key.shape(), black_box(binding))
+                    .expect("valid cursor")
+            })
+        });
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
