@@ -136,13 +136,13 @@ pub async fn create_missing(
 ) -> anyhow::Result<Vec<(String, TableOutcome)>> {
     let mut outcomes = Vec::new();
     for (name, spec) in tables.named_specs() {
-        let outcome = ensure_table(client, name, spec)
+        let outcome = ensure_table(client, name, spec, wait_timeout)
             .await
             .with_context(|| format!("preparing table {name}"))?;
         outcomes.push((name.to_owned(), outcome));
     }
     for (name, spec) in tables.named_specs() {
-        wait_active(client, name, spec, wait_timeout)
+        wait_active(client, name, spec.indexes, wait_timeout)
             .await
             .with_context(|| format!("waiting for table {name} to become ACTIVE"))?;
     }
@@ -153,6 +153,7 @@ async fn ensure_table(
     client: &Client,
     name: &str,
     spec: &TableSpec,
+    wait_timeout: Duration,
 ) -> anyhow::Result<TableOutcome> {
     let Some(existing) = describe(client, name).await? else {
         return create(client, name, spec).await;
@@ -175,13 +176,7 @@ async fn ensure_table(
             }
             None => {
                 // DynamoDB adds one index per UpdateTable call; wait between them.
-                wait_active(
-                    client,
-                    name,
-                    spec_without_indexes(),
-                    Duration::from_secs(600),
-                )
-                .await?;
+                wait_active(client, name, &[], wait_timeout).await?;
                 client
                     .update_table()
                     .table_name(name)
@@ -261,19 +256,11 @@ async fn describe(client: &Client, name: &str) -> anyhow::Result<Option<TableDes
     }
 }
 
-fn spec_without_indexes() -> &'static TableSpec {
-    const NONE: TableSpec = TableSpec {
-        base_name: "",
-        key: &[],
-        indexes: &[],
-    };
-    &NONE
-}
-
+/// Waits until the table and all its indexes are ACTIVE, and every index in `required` exists.
 async fn wait_active(
     client: &Client,
     name: &str,
-    spec: &TableSpec,
+    required: &[IndexSpec],
     timeout: Duration,
 ) -> anyhow::Result<()> {
     let deadline = Instant::now() + timeout;
@@ -284,7 +271,7 @@ async fn wait_active(
                 && t.global_secondary_indexes()
                     .iter()
                     .all(|gsi| gsi.index_status() == Some(&IndexStatus::Active))
-                && spec.indexes.iter().all(|index| {
+                && required.iter().all(|index| {
                     t.global_secondary_indexes()
                         .iter()
                         .any(|gsi| gsi.index_name() == Some(index.name))
