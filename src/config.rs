@@ -95,6 +95,12 @@ pub struct ServeArgs {
     #[arg(long, env = "DYNARELAY_MAX_PAGE_SIZE", default_value_t = 100)]
     pub max_page_size: u32,
 
+    /// Most items DynamoDB may evaluate for one page of a filtered connection. When it is spent,
+    /// the page returns the matches found so far, `hasNextPage: true`, and an `endCursor` after
+    /// everything examined. Must exceed the maximum page size.
+    #[arg(long, env = "DYNARELAY_READ_BUDGET", default_value_t = 5000)]
+    pub read_budget: u32,
+
     /// Largest accepted request body, in bytes; larger requests get 413.
     #[arg(long, env = "DYNARELAY_MAX_BODY_BYTES", default_value_t = 64 * 1024)]
     pub max_body_bytes: usize,
@@ -120,7 +126,7 @@ impl ServeArgs {
 
     /// The page size limits, validated.
     pub fn page_limits(&self) -> Result<PageLimits, crate::pagination::LimitsError> {
-        PageLimits::new(self.default_page_size, self.max_page_size)
+        PageLimits::new(self.default_page_size, self.max_page_size, self.read_budget)
     }
 
     /// HTTP settings.

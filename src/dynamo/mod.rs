@@ -10,7 +10,7 @@ use std::time::Duration;
 use aws_config::{BehaviorVersion, Region, retry::RetryConfig, timeout::TimeoutConfig};
 use aws_sdk_dynamodb::{Client, config::Credentials};
 
-pub use store::{Row, Store, StoreError};
+pub use store::{PurchaseFilter, ReadPlan, Row, Store, StoreError};
 pub use tables::Tables;
 
 /// Builds a client from the standard AWS chain: `AWS_REGION`, profiles, credentials, and

@@ -4,16 +4,21 @@ use std::{sync::Arc, time::Duration};
 
 use aws_sdk_dynamodb::{
     Client,
+    operation::query::builders::QueryFluentBuilder,
     types::{AttributeValue, PutRequest, WriteRequest},
 };
 use tracing::instrument;
 
 use super::{
     Tables,
-    model::{Item, ModelError, PurchaseRecord, UserRecord},
+    model::{Item, ModelError, PurchaseRecord, PurchaseStatus, UserRecord},
     tables::PURCHASE_KEY,
 };
-use crate::cursor::{Key, KeyError};
+use crate::{
+    cursor::{Key, KeyError, KeyShape},
+    number::DynamoNumber,
+    pagination::Fetched,
+};
 
 /// A failed store operation. Its sources are for logs only; clients see a masked error.
 #[derive(Debug, thiserror::Error)]
@@ -67,6 +72,34 @@ impl StoreError {
             source: Box::new(source.into()),
         }
     }
+}
+
+/// How to read one page: where to start, which way, how many matching rows, and how many items
+/// DynamoDB may evaluate at most.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadPlan<'a> {
+    /// Read after this key (exclusive), or from the start.
+    pub start: Option<&'a Key>,
+    /// Ascending sort-key order.
+    pub ascending: bool,
+    /// Matching rows wanted (the page size plus one).
+    pub want: usize,
+    /// Most items DynamoDB may evaluate.
+    pub budget: usize,
+}
+
+/// Narrows a user's purchases: a `purchasedAt` range (epoch ms, both ends inclusive) applied in
+/// the key condition, and filters on `status` and a minimum `amount`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PurchaseFilter {
+    /// Earliest `purchasedAt`.
+    pub since: Option<i64>,
+    /// Latest `purchasedAt`.
+    pub until: Option<i64>,
+    /// Only this status.
+    pub status: Option<PurchaseStatus>,
+    /// Only amounts at least this.
+    pub min_amount: Option<DynamoNumber>,
 }
 
 /// A record together with its exact key, from which cursors are made.
@@ -139,42 +172,140 @@ impl Store {
             })
     }
 
-    /// Up to `count` of a user's purchases in `purchasedAt` order, starting after `after`.
-    /// Fewer come back only when the partition has no more.
-    #[instrument(skip(self, after), fields(table = %self.tables.purchases))]
+    /// A page of a user's purchases: up to `read.want` matching rows from `read.start`, in
+    /// `purchasedAt` order (descending when `read.ascending` is false).
+    #[instrument(skip(self, read), fields(table = %self.tables.purchases, want = read.want))]
     pub async fn user_purchases(
         &self,
         user_id: &str,
-        after: Option<&Key>,
-        count: usize,
-    ) -> Result<Vec<Row<PurchaseRecord>>, StoreError> {
+        filter: &PurchaseFilter,
+        read: ReadPlan<'_>,
+    ) -> Result<Fetched<Row<PurchaseRecord>, Key>, StoreError> {
         let table = &self.tables.purchases;
-        let mut rows = Vec::with_capacity(count);
-        let mut start = after.map(Key::to_attribute_map);
-        // One Query returns at most 1 MB, so a page may need several; each asks only for what is
-        // still missing, so no item is read twice.
-        while rows.len() < count {
-            let out = self
-                .client
-                .query()
-                .table_name(table)
-                .key_condition_expression("#pk = :pk")
-                .expression_attribute_names("#pk", "userId")
-                .expression_attribute_values(":pk", AttributeValue::S(user_id.to_owned()))
-                .limit(i32::try_from(count - rows.len()).unwrap_or(i32::MAX))
+        let mut key_condition = "#pk = :pk".to_owned();
+        let mut query = self
+            .client
+            .query()
+            .table_name(table)
+            .expression_attribute_names("#pk", "userId")
+            .expression_attribute_values(":pk", AttributeValue::S(user_id.to_owned()));
+        let n = |ms: i64| AttributeValue::N(ms.to_string());
+        match (filter.since, filter.until) {
+            (Some(lo), Some(hi)) => {
+                key_condition.push_str(" AND #sk BETWEEN :lo AND :hi");
+                query = query
+                    .expression_attribute_values(":lo", n(lo))
+                    .expression_attribute_values(":hi", n(hi));
+            }
+            (Some(lo), None) => {
+                key_condition.push_str(" AND #sk >= :lo");
+                query = query.expression_attribute_values(":lo", n(lo));
+            }
+            (None, Some(hi)) => {
+                key_condition.push_str(" AND #sk <= :hi");
+                query = query.expression_attribute_values(":hi", n(hi));
+            }
+            (None, None) => {}
+        }
+        if filter.since.is_some() || filter.until.is_some() {
+            query = query.expression_attribute_names("#sk", "purchasedAt");
+        }
+        let mut conditions = Vec::new();
+        if let Some(status) = filter.status {
+            conditions.push("#status = :status");
+            query = query
+                .expression_attribute_names("#status", "status")
+                .expression_attribute_values(
+                    ":status",
+                    AttributeValue::S(status.as_str().to_owned()),
+                );
+        }
+        if let Some(min) = &filter.min_amount {
+            conditions.push("#amount >= :minAmount");
+            query = query
+                .expression_attribute_names("#amount", "amount")
+                .expression_attribute_values(
+                    ":minAmount",
+                    AttributeValue::N(min.as_str().to_owned()),
+                );
+        }
+        let filtered = !conditions.is_empty();
+        if filtered {
+            query = query.filter_expression(conditions.join(" AND "));
+        }
+        let query = query.key_condition_expression(key_condition);
+        self.collect(
+            table,
+            query,
+            filtered,
+            read,
+            PURCHASE_KEY,
+            PurchaseRecord::from_item,
+        )
+        .await
+    }
+
+    /// Runs `query` page after page until `read.want` rows match, the data ends, or DynamoDB has
+    /// evaluated `read.budget` items. With a filter, each call's `Limit` grows with the match
+    /// rate seen so far, so sparse filters take few calls; without one it asks for exactly what
+    /// is missing. One Query returns at most 1 MB, so even unfiltered pages may take several.
+    async fn collect<T>(
+        &self,
+        table: &str,
+        query: QueryFluentBuilder,
+        filtered: bool,
+        read: ReadPlan<'_>,
+        shape: KeyShape,
+        parse: fn(&Item) -> Result<T, ModelError>,
+    ) -> Result<Fetched<Row<T>, Key>, StoreError> {
+        let mut rows = Vec::with_capacity(read.want.min(128));
+        let mut start = read.start.map(Key::to_attribute_map);
+        let (mut evaluated, mut matched) = (0usize, 0usize);
+        loop {
+            let missing = read.want - rows.len();
+            let budget_left = read.budget.saturating_sub(evaluated);
+            let estimate = if filtered {
+                // Laplace-smoothed match rate, so a run of misses still grows the request.
+                let rate = (matched as f64 + 1.0) / (evaluated as f64 + 2.0);
+                ((missing as f64 / rate) * 1.25).ceil() as usize
+            } else {
+                missing
+            };
+            let limit = estimate.max(missing).min(budget_left).max(1);
+            let out = query
+                .clone()
+                .limit(i32::try_from(limit).unwrap_or(i32::MAX))
+                .scan_index_forward(read.ascending)
                 .set_exclusive_start_key(start.take())
                 .send()
                 .await
                 .map_err(|e| StoreError::dynamo("Query", table, e))?;
+            evaluated += usize::try_from(out.scanned_count).unwrap_or(0);
+            matched += usize::try_from(out.count).unwrap_or(0);
             for item in out.items.unwrap_or_default() {
-                rows.push(purchase_row(table, &item)?);
+                if rows.len() < read.want {
+                    rows.push(row(table, &item, shape, parse)?);
+                }
             }
-            match out.last_evaluated_key {
-                Some(key) if !key.is_empty() => start = Some(key),
-                _ => break,
+            let Some(last) = out.last_evaluated_key.filter(|k| !k.is_empty()) else {
+                return Ok(Fetched { rows, resume: None });
+            };
+            if rows.len() >= read.want {
+                return Ok(Fetched { rows, resume: None });
             }
+            if evaluated >= read.budget {
+                let resume =
+                    Key::from_item(&last, shape).map_err(|source| StoreError::MissingKey {
+                        table: table.to_owned(),
+                        source,
+                    })?;
+                return Ok(Fetched {
+                    rows,
+                    resume: Some(resume),
+                });
+            }
+            start = Some(last);
         }
-        Ok(rows)
     }
 
     /// Writes items with BatchWriteItem, 25 at a time, retrying unprocessed items with backoff.
@@ -235,13 +366,18 @@ impl Store {
     }
 }
 
-fn purchase_row(table: &str, item: &Item) -> Result<Row<PurchaseRecord>, StoreError> {
+fn row<T>(
+    table: &str,
+    item: &Item,
+    shape: KeyShape,
+    parse: fn(&Item) -> Result<T, ModelError>,
+) -> Result<Row<T>, StoreError> {
     Ok(Row {
-        key: Key::from_item(item, PURCHASE_KEY).map_err(|source| StoreError::MissingKey {
+        key: Key::from_item(item, shape).map_err(|source| StoreError::MissingKey {
             table: table.to_owned(),
             source,
         })?,
-        record: PurchaseRecord::from_item(item).map_err(|source| StoreError::MalformedItem {
+        record: parse(item).map_err(|source| StoreError::MalformedItem {
             table: table.to_owned(),
             source,
         })?,

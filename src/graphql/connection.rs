@@ -8,9 +8,9 @@ use async_graphql::{
 };
 
 use crate::{
-    cursor::{Binding, CursorCodec},
+    cursor::{Binding, CursorCodec, Key},
     dynamo::Row,
-    pagination::ForwardPage,
+    pagination::{Direction, Page},
 };
 
 /// A page of a Relay connection.
@@ -27,15 +27,19 @@ pub struct Connection<N: OutputType> {
 /// Where a page sits in its connection, and the cursors to continue from.
 #[derive(Debug, Clone, PartialEq, Eq, SimpleObject)]
 pub struct PageInfo {
-    /// True when more items follow this page. Exact when paging forward with `first`: the server
-    /// reads one item past the page to know. Pass `endCursor` as `after` to get them.
+    /// True when more items follow this page: pass `endCursor` as `after` to get them. Exact
+    /// when paging with `first` (the server reads one item past the page). With `last` it is
+    /// false: the server does not spend a read to find out.
     pub has_next_page: bool,
-    /// True when items precede this page. Paging forward, this is false: the server does not
-    /// spend a read to find out.
+    /// True when items precede this page: pass `startCursor` as `before` to get them. Exact when
+    /// paging with `last`; with `first` it is false.
     pub has_previous_page: bool,
-    /// The cursor of the first edge, or null when there are no edges.
+    /// The cursor to pass as `before` for the previous page: the first edge's cursor, or, when a
+    /// backward page ran out of its read budget, the position before everything examined.
     pub start_cursor: Option<String>,
-    /// The cursor to pass as `after` for the next page: the cursor of the last edge.
+    /// The cursor to pass as `after` for the next page: the last edge's cursor, or, when a
+    /// forward page ran out of its read budget (its edges may then be few or none), the position
+    /// after everything examined.
     pub end_cursor: Option<String>,
 }
 
@@ -73,10 +77,12 @@ impl<N: OutputType> TypeName for Connection<N> {
 }
 
 impl<N: OutputType> Connection<N> {
-    /// Builds a forward page: each edge's cursor seals its own row's key, bound to the
-    /// connection.
-    pub fn forward<T>(
-        page: ForwardPage<Row<T>>,
+    /// Builds a page: each edge's cursor seals its own row's key, bound to the connection. When
+    /// the read budget ran out, the cursor on the reading side seals the position after
+    /// everything examined instead, so clients continue without re-reading or stalling.
+    pub fn from_page<T>(
+        page: Page<Row<T>, Key>,
+        given: Option<&str>,
         codec: &CursorCodec,
         binding: &Binding,
         node: impl Fn(T) -> N,
@@ -86,11 +92,28 @@ impl<N: OutputType> Connection<N> {
             .into_iter()
             .map(|row| Edge::new(codec.encode(&row.key, binding), node(row.record)))
             .collect();
+        // With no edges and a full budget (`first: 0`), the position has not moved: the reading
+        // side keeps the cursor the client sent.
+        let resume = match page.resume {
+            Some(key) => Some(codec.encode(&key, binding)),
+            None if edges.is_empty() => given.map(str::to_owned),
+            None => None,
+        };
+        let (start_cursor, end_cursor) = match page.direction {
+            Direction::Forward => (
+                edges.first().map(|e| e.cursor.clone()),
+                resume.or_else(|| edges.last().map(|e| e.cursor.clone())),
+            ),
+            Direction::Backward => (
+                resume.or_else(|| edges.first().map(|e| e.cursor.clone())),
+                edges.last().map(|e| e.cursor.clone()),
+            ),
+        };
         let page_info = PageInfo {
             has_next_page: page.has_next_page,
-            has_previous_page: false,
-            start_cursor: edges.first().map(|e| e.cursor.clone()),
-            end_cursor: edges.last().map(|e| e.cursor.clone()),
+            has_previous_page: page.has_previous_page,
+            start_cursor,
+            end_cursor,
         };
         Self { edges, page_info }
     }

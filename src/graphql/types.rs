@@ -10,11 +10,11 @@ use super::{
 use crate::{
     cursor::{Binding, CursorCodec, KeyValue},
     dynamo::{
-        Store,
+        PurchaseFilter, ReadPlan, Store,
         model::{self, PurchaseRecord, UserRecord},
         tables::PURCHASE_KEY,
     },
-    pagination::PageLimits,
+    pagination::{Direction, PageArgs, PageLimits},
 };
 
 /// A customer.
@@ -43,41 +43,86 @@ impl User {
         DateTime(self.0.created_at)
     }
 
-    /// The user's purchases, oldest first.
+    /// The user's purchases in `purchasedAt` order: oldest first, or newest first with
+    /// `order: DESC`.
     ///
-    /// Page with `first` (default and maximum are set by the server, normally 20 and 100) and
-    /// pass the previous page's `pageInfo.endCursor` as `after`. Every page but the last is full,
-    /// and `hasNextPage` is exact: it is never true on the last page.
+    /// Page forward with `first` and `after` (pass the previous page's `pageInfo.endCursor`), or
+    /// backward with `last` and `before` (pass `pageInfo.startCursor`). Page sizes default to 20
+    /// and may be at most 100 (the server's settings may differ). `since` and `until` select a
+    /// time range; `status` and `minAmount` filter. Every page but the last is full, and
+    /// `hasNextPage` (forward) or `hasPreviousPage` (backward) is exact. Cursors belong to one
+    /// user and one set of `since`, `until`, `status` and `minAmount`; they work in both orders.
+    #[allow(clippy::too_many_arguments)]
     async fn purchases(
         &self,
         ctx: &Context<'_>,
-        #[graphql(desc = "How many purchases to return, from 0 to the server's maximum.")]
-        first: Option<i32>,
+        #[graphql(desc = "Only purchases at or after this time.")] since: Option<DateTime>,
+        #[graphql(desc = "Only purchases at or before this time.")] until: Option<DateTime>,
+        #[graphql(desc = "Only purchases in this status.")] status: Option<PurchaseStatus>,
+        #[graphql(desc = "Only purchases of at least this amount.")] min_amount: Option<Decimal>,
         #[graphql(
-            desc = "Return purchases after this cursor: an `endCursor` or edge `cursor` \
-                          from this same connection."
+            desc = "`ASC`: oldest first (the default, also when null); `DESC`: newest first.",
+            default_with = "Some(SortOrder::Asc)"
         )]
+        order: Option<SortOrder>,
+        #[graphql(desc = "How many purchases to return after `after`, from 0 to the maximum.")]
+        first: Option<i32>,
+        #[graphql(desc = "Return purchases after this cursor from this same connection.")]
         after: Option<String>,
+        #[graphql(desc = "How many purchases to return before `before`, from 0 to the maximum.")]
+        last: Option<i32>,
+        #[graphql(desc = "Return purchases before this cursor from this same connection.")]
+        before: Option<String>,
     ) -> ApiResult<Connection<Purchase>> {
         let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
         let limits = ctx.data::<PageLimits>().map_err(|_| ApiError::Internal)?;
         let codec = ctx.data::<CursorCodec>().map_err(|_| ApiError::Internal)?;
-        let size = limits.forward(first)?;
+        let plan = limits.plan(PageArgs {
+            first,
+            after,
+            last,
+            before,
+        })?;
+        let filter = PurchaseFilter {
+            since: since.map(|t| t.0.timestamp_millis()),
+            until: until.map(|t| t.0.timestamp_millis()),
+            status: status.map(Into::into),
+            min_amount: min_amount.map(|d| d.0),
+        };
+        if let (Some(since), Some(until)) = (filter.since, filter.until)
+            && since > until
+        {
+            return Err(ApiError::BadUserInput(
+                "`since` must not be later than `until`.".into(),
+            ));
+        }
         let binding = Binding::builder("User.purchases", &store.tables().purchases, None)
             .fixed("userId", KeyValue::S(self.0.user_id.clone()))
+            .argument("since", filter.since.map(|ms| ms.to_string()).as_deref())
+            .argument("until", filter.until.map(|ms| ms.to_string()).as_deref())
+            .argument("status", filter.status.map(|s| s.as_str()))
+            .argument("minAmount", filter.min_amount.as_ref().map(|n| n.as_str()))
             .finish();
-        let after = after
+        let start = plan
+            .cursor
+            .as_deref()
             .map(|s| {
                 codec
-                    .decode(&s, PURCHASE_KEY, &binding)
+                    .decode(s, PURCHASE_KEY, &binding)
                     .map_err(|_| ApiError::invalid_cursor())
             })
             .transpose()?;
-        let rows = store
-            .user_purchases(&self.0.user_id, after.as_ref(), size.fetch_count())
-            .await?;
-        Ok(Connection::forward(
-            size.finish(rows),
+        let read = ReadPlan {
+            start: start.as_ref(),
+            ascending: (order != Some(SortOrder::Desc)) == (plan.direction == Direction::Forward),
+            want: plan.size.fetch_count(),
+            budget: limits.read_budget(),
+        };
+        let fetched = store.user_purchases(&self.0.user_id, &filter, read).await?;
+        let page = plan.finish(fetched);
+        Ok(Connection::from_page(
+            page,
+            plan.cursor.as_deref(),
             codec,
             &binding,
             Purchase,
@@ -122,6 +167,16 @@ impl Purchase {
     }
 }
 
+/// The order of a connection's items by their sort key.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Enum)]
+pub enum SortOrder {
+    /// Ascending: oldest or lowest first.
+    #[default]
+    Asc,
+    /// Descending: newest or highest first.
+    Desc,
+}
+
 /// Where a purchase is in its lifecycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
 pub enum PurchaseStatus {
@@ -133,6 +188,17 @@ pub enum PurchaseStatus {
     Shipped,
     /// Paid back to the user.
     Refunded,
+}
+
+impl From<PurchaseStatus> for model::PurchaseStatus {
+    fn from(status: PurchaseStatus) -> Self {
+        match status {
+            PurchaseStatus::Pending => Self::Pending,
+            PurchaseStatus::Paid => Self::Paid,
+            PurchaseStatus::Shipped => Self::Shipped,
+            PurchaseStatus::Refunded => Self::Refunded,
+        }
+    }
 }
 
 impl From<model::PurchaseStatus> for PurchaseStatus {

@@ -4,7 +4,7 @@
 use aws_sdk_dynamodb::error::ProvideErrorMetadata;
 use dynarelay::{
     cursor::{Key, KeyRing, KeyValue},
-    dynamo::{StoreError, tables::PURCHASE_KEY},
+    dynamo::{PurchaseFilter, ReadPlan, StoreError, tables::PURCHASE_KEY},
     graphql::error::{ApiError, INVALID_CURSOR},
     number::DynamoNumber,
 };
@@ -185,7 +185,16 @@ async fn a_start_key_dynamodb_rejects_becomes_a_masked_internal_error() {
     .unwrap();
     let err = app
         .store
-        .user_purchases(ALICE, Some(&bobs_key), 3)
+        .user_purchases(
+            ALICE,
+            &PurchaseFilter::default(),
+            ReadPlan {
+                start: Some(&bobs_key),
+                ascending: true,
+                want: 3,
+                budget: 100,
+            },
+        )
         .await
         .unwrap_err();
     let StoreError::Dynamo { source, .. } = &err else {

@@ -8,6 +8,7 @@ mod binary;
 mod cursors;
 mod helpers;
 mod http;
+mod model;
 mod purchases;
 mod schema;
 mod tables;

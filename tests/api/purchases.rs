@@ -340,3 +340,87 @@ async fn a_malformed_item_gives_a_masked_internal_error() {
     assert_eq!(response["errors"][0]["message"], "Internal server error.");
     assert!(!response.to_string().contains("LOST"));
 }
+
+#[tokio::test]
+async fn contradictory_paging_and_range_arguments_get_bad_user_input() {
+    let app = TestApp::spawn().await;
+    app.put_user("ida").await;
+    app.put_purchases("ida", &scattered_times(3, 0)).await;
+    let cursor = page(&app, "ida", Some(1), None).await["pageInfo"]["endCursor"].clone();
+    let query = "query($first: Int, $after: String, $last: Int, $before: String,
+                      $since: DateTime, $until: DateTime) {
+      user(userId: \"ida\") { purchases(first: $first, after: $after, last: $last,
+                                        before: $before, since: $since, until: $until) {
+        edges { cursor } } } }";
+    for (case, vars, message) in [
+        (
+            "first and last",
+            json!({ "first": 1, "last": 1 }),
+            "Pass either `first` or `last`, not both.",
+        ),
+        (
+            "last with after",
+            json!({ "last": 1, "after": cursor }),
+            "Use `after` only with `first`, and `before` only with `last`.",
+        ),
+        (
+            "first with before",
+            json!({ "first": 1, "before": cursor }),
+            "Use `after` only with `first`, and `before` only with `last`.",
+        ),
+        (
+            "negative last",
+            json!({ "last": -2 }),
+            "`last` must not be negative.",
+        ),
+        (
+            "last above the maximum",
+            json!({ "last": 1000 }),
+            "`last` must be at most 100.",
+        ),
+        (
+            "since after until",
+            json!({ "since": "2024-01-02T00:00:00Z", "until": "2024-01-01T00:00:00Z" }),
+            "`since` must not be later than `until`.",
+        ),
+    ] {
+        let response = app.graphql(query, vars).await;
+        assert_eq!(
+            error_code(&response),
+            Some("BAD_USER_INPUT"),
+            "{case}: {response}"
+        );
+        assert_eq!(response["errors"][0]["message"], message, "{case}");
+    }
+}
+
+#[tokio::test]
+async fn a_cursor_works_in_both_orders_but_not_under_other_filters() {
+    let app = TestApp::spawn().await;
+    app.put_user("jo").await;
+    let times = [1_700_000_000_001, 1_700_000_000_002, 1_700_000_000_003];
+    app.put_purchases("jo", &times).await;
+    let query = "query($after: String, $order: SortOrder, $status: PurchaseStatus) {
+      user(userId: \"jo\") { purchases(first: 5, after: $after, order: $order, status: $status) {
+        edges { cursor node { purchasedAt } } } } }";
+    let all = app.graphql(query, json!({})).await;
+    let middle = all["data"]["user"]["purchases"]["edges"][1]["cursor"].clone();
+    let after_middle = |r: &Value| -> Vec<String> {
+        r["data"]["user"]["purchases"]["edges"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{r}"))
+            .iter()
+            .map(|e| e["node"]["purchasedAt"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let asc = app.graphql(query, json!({ "after": middle })).await;
+    assert_eq!(after_middle(&asc), [iso(times[2])]);
+    let desc = app
+        .graphql(query, json!({ "after": middle, "order": "DESC" }))
+        .await;
+    assert_eq!(after_middle(&desc), [iso(times[0])]);
+    let filtered = app
+        .graphql(query, json!({ "after": middle, "status": "PAID" }))
+        .await;
+    assert_eq!(error_code(&filtered), Some("BAD_USER_INPUT"), "{filtered}");
+}

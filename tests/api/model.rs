@@ -1,0 +1,409 @@
+//! Model-based paging test: random data from fixed seeds, every argument combination of a
+//! connection, random page sizes, walked forward to the end and backward to the start. Each
+//! walk must equal the ground truth computed from a plain full read of the table.
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use dynarelay::{
+    dynamo::model::{PurchaseRecord, PurchaseStatus},
+    pagination::PageLimits,
+};
+use rand_chacha::ChaCha8Rng;
+use rand_core::{RngCore, SeedableRng};
+use serde_json::{Value, json};
+
+use crate::helpers::{TestApp, purchase_item, test_ring};
+
+const PURCHASES: &str = "query Page($user: String!, $first: Int, $after: String, $last: Int,
+    $before: String, $order: SortOrder, $since: DateTime, $until: DateTime,
+    $status: PurchaseStatus, $minAmount: Decimal) {
+  user(userId: $user) {
+    purchases(first: $first, after: $after, last: $last, before: $before, order: $order,
+              since: $since, until: $until, status: $status, minAmount: $minAmount) {
+      edges { cursor node { purchasedAt } }
+      pageInfo { hasNextPage hasPreviousPage startCursor endCursor }
+    }
+  }
+}";
+
+fn below(rng: &mut ChaCha8Rng, n: u64) -> u64 {
+    rng.next_u64() % n
+}
+
+const BASE_MS: i64 = 1_700_000_000_000;
+
+/// Writes users whose partitions have the given sizes, with random statuses and amounts.
+async fn seed_partitions(
+    app: &TestApp,
+    rng: &mut ChaCha8Rng,
+    tag: u64,
+    sizes: &[usize],
+) -> Vec<(String, Vec<PurchaseRecord>)> {
+    let mut users = Vec::new();
+    for (u, &size) in sizes.iter().enumerate() {
+        let user = format!("s{tag}-user-{u:02}");
+        app.put_user(&user).await;
+        let mut at = BASE_MS;
+        let mut items = Vec::new();
+        for _ in 0..size {
+            at += 1 + below(rng, 5_000) as i64;
+            let status = ["PENDING", "PAID", "SHIPPED", "REFUNDED"][below(rng, 4) as usize];
+            let mut item = purchase_item(
+                &user,
+                &at.to_string(),
+                &format!("{}.{:02}", below(rng, 200), below(rng, 100)),
+            );
+            item.insert("status".into(), AttributeValue::S(status.into()));
+            items.push(item);
+        }
+        app.put_items(&app.tables().purchases.clone(), items).await;
+        users.push((user, Vec::new()));
+    }
+    // The ground truth is a plain full read of each partition, not what was written.
+    for (user, records) in &mut users {
+        let out = app
+            .client()
+            .query()
+            .table_name(&app.tables().purchases)
+            .key_condition_expression("userId = :u")
+            .expression_attribute_values(":u", AttributeValue::S(user.clone()))
+            .consistent_read(true)
+            .send()
+            .await
+            .unwrap();
+        assert!(
+            out.last_evaluated_key.is_none(),
+            "test partitions fit one response"
+        );
+        *records = out
+            .items()
+            .iter()
+            .map(|i| PurchaseRecord::from_item(i).unwrap())
+            .collect();
+    }
+    users
+}
+
+/// One argument combination of `User.purchases`.
+#[derive(Debug, Clone)]
+struct Args {
+    desc: bool,
+    since: Option<i64>,
+    until: Option<i64>,
+    status: Option<PurchaseStatus>,
+    min_amount: Option<&'static str>,
+}
+
+impl Args {
+    fn variables(&self) -> Value {
+        let iso = |ms: i64| {
+            chrono::DateTime::from_timestamp_millis(ms)
+                .unwrap()
+                .to_rfc3339()
+        };
+        json!({
+            "order": if self.desc { "DESC" } else { "ASC" },
+            "since": self.since.map(iso),
+            "until": self.until.map(iso),
+            "status": self.status.map(|s| s.as_str()),
+            "minAmount": self.min_amount,
+        })
+    }
+
+    /// The expected items, as `purchasedAt` strings in connection order.
+    fn truth(&self, records: &[PurchaseRecord]) -> Vec<String> {
+        let mut kept: Vec<&PurchaseRecord> = records
+            .iter()
+            .filter(|p| {
+                let at = p.purchased_at.timestamp_millis();
+                self.since.is_none_or(|s| at >= s)
+                    && self.until.is_none_or(|u| at <= u)
+                    && self.status.is_none_or(|s| p.status == s)
+                    && self.min_amount.is_none_or(|m| {
+                        p.amount.as_str().parse::<f64>().unwrap() >= m.parse::<f64>().unwrap()
+                    })
+            })
+            .collect();
+        kept.sort_by_key(|p| p.purchased_at);
+        if self.desc {
+            kept.reverse();
+        }
+        kept.iter()
+            .map(|p| {
+                p.purchased_at
+                    .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+            })
+            .collect()
+    }
+}
+
+fn merge(mut vars: Value, extra: Value) -> Value {
+    for (k, v) in extra.as_object().unwrap() {
+        vars[k] = v.clone();
+    }
+    vars
+}
+
+/// Walks the connection with page size `size` in one direction and returns the items in
+/// connection order, checking every page's size and `pageInfo` on the way.
+async fn walk(
+    app: &TestApp,
+    user: &str,
+    args: &Args,
+    size: i64,
+    forward: bool,
+    label: &str,
+) -> Vec<String> {
+    let mut items: Vec<String> = Vec::new();
+    let mut cursor: Option<String> = None;
+    for page_number in 0.. {
+        assert!(page_number < 2000, "{label}: the walk does not end");
+        let paging = if forward {
+            json!({ "user": user, "first": size, "after": cursor })
+        } else {
+            json!({ "user": user, "last": size, "before": cursor })
+        };
+        let response = app
+            .graphql(PURCHASES, merge(args.variables(), paging))
+            .await;
+        assert!(response.get("errors").is_none(), "{label}: {response}");
+        let connection = &response["data"]["user"]["purchases"];
+        let info = &connection["pageInfo"];
+        let edges = connection["edges"].as_array().unwrap();
+        let page: Vec<String> = edges
+            .iter()
+            .map(|e| e["node"]["purchasedAt"].as_str().unwrap().to_owned())
+            .collect();
+        let (more, other_side) = if forward {
+            (
+                info["hasNextPage"].as_bool().unwrap(),
+                info["hasPreviousPage"].as_bool().unwrap(),
+            )
+        } else {
+            (
+                info["hasPreviousPage"].as_bool().unwrap(),
+                info["hasNextPage"].as_bool().unwrap(),
+            )
+        };
+        assert!(!other_side, "{label}: a flag claims a page it has not read");
+        if more {
+            assert_eq!(
+                page.len(),
+                size as usize,
+                "{label}: page {page_number} is not full"
+            );
+        } else {
+            assert!(
+                !page.is_empty() || page_number == 0,
+                "{label}: phantom last page"
+            );
+        }
+        assert_eq!(
+            info["startCursor"],
+            edges.first().map_or(Value::Null, |e| e["cursor"].clone()),
+            "{label}"
+        );
+        assert_eq!(
+            info["endCursor"],
+            edges.last().map_or(Value::Null, |e| e["cursor"].clone()),
+            "{label}"
+        );
+        if forward {
+            items.extend(page);
+        } else {
+            items.splice(0..0, page);
+        }
+        if !more {
+            return items;
+        }
+        let next = if forward {
+            &info["endCursor"]
+        } else {
+            &info["startCursor"]
+        };
+        cursor = Some(next.as_str().unwrap().to_owned());
+    }
+    unreachable!()
+}
+
+#[tokio::test]
+async fn user_purchases_walk_both_ways_to_the_ground_truth_for_every_argument_combination() {
+    let app = TestApp::spawn().await;
+    for seed in [1u64, 2] {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let first = 1 + below(&mut rng, 9) as usize;
+        let users = seed_users(&app, &mut rng, first, seed).await;
+        let mid = BASE_MS + 60_000;
+        let combos = [
+            Args {
+                desc: false,
+                since: None,
+                until: None,
+                status: None,
+                min_amount: None,
+            },
+            Args {
+                desc: true,
+                since: None,
+                until: None,
+                status: None,
+                min_amount: None,
+            },
+            Args {
+                desc: false,
+                since: Some(mid),
+                until: None,
+                status: None,
+                min_amount: None,
+            },
+            Args {
+                desc: true,
+                since: Some(BASE_MS + 20_000),
+                until: Some(mid + 200_000),
+                status: None,
+                min_amount: None,
+            },
+            Args {
+                desc: false,
+                since: None,
+                until: Some(mid),
+                status: Some(PurchaseStatus::Paid),
+                min_amount: None,
+            },
+            Args {
+                desc: true,
+                since: None,
+                until: None,
+                status: Some(PurchaseStatus::Refunded),
+                min_amount: Some("150"),
+            },
+            Args {
+                desc: false,
+                since: None,
+                until: None,
+                status: None,
+                min_amount: Some("190.5"),
+            },
+        ];
+        for (user, records) in &users {
+            for args in &combos {
+                let truth = args.truth(records);
+                // The partition's own sizes, the fixed `first`, and a random size up to 100.
+                for size in [first as i64, 1 + below(&mut rng, 100) as i64] {
+                    for forward in [true, false] {
+                        let label = format!(
+                            "seed {seed}, {user} ({} items), {args:?}, size {size}, forward {forward}",
+                            records.len()
+                        );
+                        let walked = walk(&app, user, args, size, forward, &label).await;
+                        assert_eq!(walked, truth, "{label}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Partitions of size 0, 1, `first`, `first + 1`, and two larger random ones.
+async fn seed_users(
+    app: &TestApp,
+    rng: &mut ChaCha8Rng,
+    first: usize,
+    tag: u64,
+) -> Vec<(String, Vec<PurchaseRecord>)> {
+    let sizes = [
+        0,
+        1,
+        first,
+        first + 1,
+        40 + below(rng, 40) as usize,
+        150 + below(rng, 100) as usize,
+    ];
+    seed_partitions(app, rng, tag, &sizes).await
+}
+
+#[tokio::test]
+async fn a_sparse_filter_is_read_in_few_calls_and_a_spent_budget_still_hands_back_a_cursor() {
+    // Budget 30: far below what one page of a 2% filter needs.
+    let app = TestApp::spawn_with(PageLimits::new(5, 10, 30).unwrap()).await;
+    app.put_user("sparse").await;
+    let items = (0..400)
+        .map(|i| {
+            let mut item = purchase_item("sparse", &(BASE_MS + i).to_string(), "1");
+            let status = if i % 50 == 7 { "REFUNDED" } else { "PAID" };
+            item.insert("status".into(), AttributeValue::S(status.into()));
+            item
+        })
+        .collect();
+    app.put_items(&app.tables().purchases.clone(), items).await;
+    let args = Args {
+        desc: false,
+        since: None,
+        until: None,
+        status: Some(PurchaseStatus::Refunded),
+        min_amount: None,
+    };
+
+    // Walk with the budget: pages may be short or empty, but each hands back an endCursor, and
+    // the walk still returns exactly the 8 matches, once each.
+    let mut found = Vec::new();
+    let mut after: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        pages += 1;
+        assert!(pages < 100, "the walk does not end");
+        let response = app
+            .graphql(
+                PURCHASES,
+                merge(
+                    args.variables(),
+                    json!({ "user": "sparse", "first": 5, "after": after }),
+                ),
+            )
+            .await;
+        let connection = &response["data"]["user"]["purchases"];
+        let edges = connection["edges"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{response}"));
+        found.extend(
+            edges
+                .iter()
+                .map(|e| e["node"]["purchasedAt"].as_str().unwrap().to_owned()),
+        );
+        if connection["pageInfo"]["hasNextPage"] != true {
+            break;
+        }
+        let end = connection["pageInfo"]["endCursor"].as_str();
+        assert!(
+            end.is_some(),
+            "hasNextPage without an endCursor: {response}"
+        );
+        after = end.map(str::to_owned);
+    }
+    let expected: Vec<i64> = (0..400).filter(|i| i % 50 == 7).collect();
+    assert_eq!(found.len(), expected.len(), "{found:?}");
+    assert!(pages > 2, "the budget of 30 should have split the walk");
+    let mut deduped = found.clone();
+    deduped.dedup();
+    assert_eq!(deduped, found, "an item came twice");
+
+    // With the default budget the first full page of 5 (6 matches, counting the one that
+    // proves hasNextPage) lies within the first 258 items: a loop with Limit = first would
+    // take 52 Queries. The growing Limit must take at most a third of that.
+    let roomy = app.with_ring(&test_ring());
+    let before = app.calls.snapshot().get("Query").copied().unwrap_or(0);
+    let response = roomy
+        .graphql(
+            PURCHASES,
+            merge(args.variables(), json!({ "user": "sparse", "first": 5 })),
+        )
+        .await;
+    let queries = app.calls.snapshot()["Query"] - before;
+    let connection = &response["data"]["user"]["purchases"];
+    assert_eq!(
+        connection["edges"].as_array().map(Vec::len),
+        Some(5),
+        "{response}"
+    );
+    assert_eq!(connection["pageInfo"]["hasNextPage"], true);
+    assert!(queries <= 52 / 3, "{queries} Query calls for one page");
+}
