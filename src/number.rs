@@ -61,6 +61,41 @@ impl DynamoNumber {
     }
 }
 
+impl DynamoNumber {
+    /// Numeric order, exact at any precision: compares sign, then the integer digits, then the
+    /// fraction, on the validated plain decimal strings. (Not `Ord`: equality stays textual, so
+    /// `19.9` and `19.90` are equal here but not `==`.)
+    pub fn numeric_cmp(&self, other: &Self) -> std::cmp::Ordering {
+        use std::cmp::Ordering;
+        let parts = |s: &str| {
+            let (negative, digits) = match s.strip_prefix('-') {
+                Some(rest) => (true, rest),
+                None => (false, s),
+            };
+            let (int, frac) = digits.split_once('.').unwrap_or((digits, ""));
+            let (int, frac) = (int.trim_start_matches('0'), frac.trim_end_matches('0'));
+            let zero = int.is_empty() && frac.is_empty();
+            (negative && !zero, zero, int.to_owned(), frac.to_owned())
+        };
+        let (a_neg, a_zero, a_int, a_frac) = parts(&self.0);
+        let (b_neg, b_zero, b_int, b_frac) = parts(&other.0);
+        let magnitude = || {
+            a_int
+                .len()
+                .cmp(&b_int.len())
+                .then_with(|| a_int.cmp(&b_int))
+                .then_with(|| a_frac.cmp(&b_frac))
+        };
+        match (a_neg, b_neg) {
+            (false, true) => Ordering::Greater,
+            (true, false) => Ordering::Less,
+            (false, false) if a_zero && b_zero => Ordering::Equal,
+            (false, false) => magnitude(),
+            (true, true) => magnitude().reverse(),
+        }
+    }
+}
+
 impl TryFrom<String> for DynamoNumber {
     type Error = NumberError;
 
@@ -176,6 +211,45 @@ mod tests {
             ),
         ] {
             assert_eq!(DynamoNumber::parse(bad), Err(why), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn numbers_compare_by_value_exactly() {
+        let n = |s: &str| DynamoNumber::parse(s).unwrap();
+        let ascending = [
+            "-100",
+            "-19.99",
+            "-19.9",
+            "-0.5",
+            "0",
+            "0.0000000000000000000000000000000000001",
+            "0.5",
+            "9.99",
+            "19.9",
+            "19.99",
+            "20",
+            "100",
+            "12345678901234567890123456789012345678",
+        ];
+        for pair in ascending.windows(2) {
+            assert_eq!(
+                n(pair[0]).numeric_cmp(&n(pair[1])),
+                std::cmp::Ordering::Less,
+                "{pair:?}"
+            );
+            assert_eq!(
+                n(pair[1]).numeric_cmp(&n(pair[0])),
+                std::cmp::Ordering::Greater,
+                "{pair:?}"
+            );
+        }
+        for (a, b) in [("-0", "0"), ("19.90", "19.9"), ("007", "7")] {
+            assert_eq!(
+                n(a).numeric_cmp(&n(b)),
+                std::cmp::Ordering::Equal,
+                "{a} = {b}"
+            );
         }
     }
 

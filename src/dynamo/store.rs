@@ -4,15 +4,17 @@ use std::{sync::Arc, time::Duration};
 
 use aws_sdk_dynamodb::{
     Client,
-    operation::query::builders::QueryFluentBuilder,
+    operation::{query::builders::QueryFluentBuilder, scan::builders::ScanFluentBuilder},
     types::{AttributeValue, PutRequest, WriteRequest},
 };
 use tracing::instrument;
 
 use super::{
     Tables,
-    model::{Item, ModelError, PurchaseRecord, PurchaseStatus, UserRecord},
-    tables::PURCHASE_KEY,
+    model::{Item, ModelError, ProductRecord, PurchaseRecord, PurchaseStatus, UserRecord},
+    tables::{
+        BY_CATEGORY, BY_CATEGORY_START_KEY, BY_SKU, BY_SKU_START_KEY, PURCHASE_KEY, USER_KEY,
+    },
 };
 use crate::{
     cursor::{Key, KeyError, KeyShape},
@@ -76,10 +78,10 @@ impl StoreError {
 
 /// How to read one page: where to start, which way, how many matching rows, and how many items
 /// DynamoDB may evaluate at most.
-#[derive(Debug, Clone, Copy)]
-pub struct ReadPlan<'a> {
+#[derive(Debug, Clone)]
+pub struct ReadPlan {
     /// Read after this key (exclusive), or from the start.
-    pub start: Option<&'a Key>,
+    pub start: Option<Key>,
     /// Ascending sort-key order.
     pub ascending: bool,
     /// Matching rows wanted (the page size plus one).
@@ -100,6 +102,129 @@ pub struct PurchaseFilter {
     pub status: Option<PurchaseStatus>,
     /// Only amounts at least this.
     pub min_amount: Option<DynamoNumber>,
+}
+
+/// A Query or Scan request, sent once per page-filling step with a new `Limit` and start key.
+enum Request {
+    Query(QueryFluentBuilder),
+    Scan(ScanFluentBuilder),
+}
+
+impl Request {
+    async fn send(
+        &self,
+        table: &str,
+        limit: i32,
+        start: Option<Item>,
+    ) -> Result<Batch, StoreError> {
+        match self {
+            Request::Query(query) => {
+                let out = query
+                    .clone()
+                    .limit(limit)
+                    .set_exclusive_start_key(start)
+                    .send()
+                    .await
+                    .map_err(|e| StoreError::dynamo("Query", table, e))?;
+                Ok(Batch::new(
+                    out.items,
+                    out.last_evaluated_key,
+                    out.scanned_count,
+                    out.count,
+                ))
+            }
+            Request::Scan(scan) => {
+                let out = scan
+                    .clone()
+                    .limit(limit)
+                    .set_exclusive_start_key(start)
+                    .send()
+                    .await
+                    .map_err(|e| StoreError::dynamo("Scan", table, e))?;
+                Ok(Batch::new(
+                    out.items,
+                    out.last_evaluated_key,
+                    out.scanned_count,
+                    out.count,
+                ))
+            }
+        }
+    }
+}
+
+/// One Query or Scan response, reduced to what paging needs.
+struct Batch {
+    items: Vec<Item>,
+    last: Option<Item>,
+    evaluated: usize,
+    matched: usize,
+}
+
+impl Batch {
+    fn new(items: Option<Vec<Item>>, last: Option<Item>, scanned: i32, count: i32) -> Self {
+        Self {
+            items: items.unwrap_or_default(),
+            last: last.filter(|key| !key.is_empty()),
+            evaluated: usize::try_from(scanned).unwrap_or(0),
+            matched: usize::try_from(count).unwrap_or(0),
+        }
+    }
+}
+
+/// A Query on one partition of a table or index: an optional inclusive range on the sort key,
+/// and equality or comparison filters on other attributes.
+struct KeyQuery<'a> {
+    table: &'a str,
+    index: Option<&'static str>,
+    /// The start-key shape of the table or index.
+    shape: KeyShape,
+    partition: (&'static str, AttributeValue),
+    /// Sort key name, lower and upper bound (both inclusive).
+    range: Option<(&'static str, Option<AttributeValue>, Option<AttributeValue>)>,
+    /// Attribute, operator, value.
+    filters: Vec<(&'static str, &'static str, AttributeValue)>,
+}
+
+impl KeyQuery<'_> {
+    /// The Query request; attribute names go through placeholders, so no name can collide with
+    /// a DynamoDB reserved word.
+    fn build(self, client: &Client) -> QueryFluentBuilder {
+        let (pk, pk_value) = self.partition;
+        let mut condition = "#pk = :pk".to_owned();
+        let mut query = client
+            .query()
+            .table_name(self.table)
+            .set_index_name(self.index.map(str::to_owned))
+            .expression_attribute_names("#pk", pk)
+            .expression_attribute_values(":pk", pk_value);
+        if let Some((sk, lower, upper)) = self.range
+            && (lower.is_some() || upper.is_some())
+        {
+            query = query.expression_attribute_names("#sk", sk);
+            condition.push_str(match (&lower, &upper) {
+                (Some(_), Some(_)) => " AND #sk BETWEEN :lo AND :hi",
+                (Some(_), None) => " AND #sk >= :lo",
+                _ => " AND #sk <= :hi",
+            });
+            if let Some(lower) = lower {
+                query = query.expression_attribute_values(":lo", lower);
+            }
+            if let Some(upper) = upper {
+                query = query.expression_attribute_values(":hi", upper);
+            }
+        }
+        let mut filter = Vec::new();
+        for (i, (name, op, value)) in self.filters.into_iter().enumerate() {
+            filter.push(format!("#f{i} {op} :f{i}"));
+            query = query
+                .expression_attribute_names(format!("#f{i}"), name)
+                .expression_attribute_values(format!(":f{i}"), value);
+        }
+        if !filter.is_empty() {
+            query = query.filter_expression(filter.join(" AND "));
+        }
+        query.key_condition_expression(condition)
+    }
 }
 
 /// A record together with its exact key, from which cursors are made.
@@ -172,6 +297,27 @@ impl Store {
             })
     }
 
+    /// One product by SKU.
+    #[instrument(skip(self))]
+    pub async fn get_product(&self, sku: &str) -> Result<Option<ProductRecord>, StoreError> {
+        let table = &self.tables.products;
+        let out = self
+            .client
+            .get_item()
+            .table_name(table)
+            .key("sku", AttributeValue::S(sku.to_owned()))
+            .send()
+            .await
+            .map_err(|e| StoreError::dynamo("GetItem", table, e))?;
+        out.item
+            .map(|item| ProductRecord::from_item(&item))
+            .transpose()
+            .map_err(|source| StoreError::MalformedItem {
+                table: table.clone(),
+                source,
+            })
+    }
+
     /// A page of a user's purchases: up to `read.want` matching rows from `read.start`, in
     /// `purchasedAt` order (descending when `read.ascending` is false).
     #[instrument(skip(self, read), fields(table = %self.tables.purchases, want = read.want))]
@@ -179,87 +325,105 @@ impl Store {
         &self,
         user_id: &str,
         filter: &PurchaseFilter,
-        read: ReadPlan<'_>,
+        read: ReadPlan,
     ) -> Result<Fetched<Row<PurchaseRecord>, Key>, StoreError> {
-        let table = &self.tables.purchases;
-        let mut key_condition = "#pk = :pk".to_owned();
-        let mut query = self
-            .client
-            .query()
-            .table_name(table)
-            .expression_attribute_names("#pk", "userId")
-            .expression_attribute_values(":pk", AttributeValue::S(user_id.to_owned()));
         let n = |ms: i64| AttributeValue::N(ms.to_string());
-        match (filter.since, filter.until) {
-            (Some(lo), Some(hi)) => {
-                key_condition.push_str(" AND #sk BETWEEN :lo AND :hi");
-                query = query
-                    .expression_attribute_values(":lo", n(lo))
-                    .expression_attribute_values(":hi", n(hi));
-            }
-            (Some(lo), None) => {
-                key_condition.push_str(" AND #sk >= :lo");
-                query = query.expression_attribute_values(":lo", n(lo));
-            }
-            (None, Some(hi)) => {
-                key_condition.push_str(" AND #sk <= :hi");
-                query = query.expression_attribute_values(":hi", n(hi));
-            }
-            (None, None) => {}
-        }
-        if filter.since.is_some() || filter.until.is_some() {
-            query = query.expression_attribute_names("#sk", "purchasedAt");
-        }
-        let mut conditions = Vec::new();
+        let mut filters = Vec::new();
         if let Some(status) = filter.status {
-            conditions.push("#status = :status");
-            query = query
-                .expression_attribute_names("#status", "status")
-                .expression_attribute_values(
-                    ":status",
-                    AttributeValue::S(status.as_str().to_owned()),
-                );
+            filters.push(("status", "=", AttributeValue::S(status.as_str().to_owned())));
         }
         if let Some(min) = &filter.min_amount {
-            conditions.push("#amount >= :minAmount");
-            query = query
-                .expression_attribute_names("#amount", "amount")
-                .expression_attribute_values(
-                    ":minAmount",
-                    AttributeValue::N(min.as_str().to_owned()),
-                );
+            filters.push(("amount", ">=", AttributeValue::N(min.as_str().to_owned())));
         }
-        let filtered = !conditions.is_empty();
-        if filtered {
-            query = query.filter_expression(conditions.join(" AND "));
-        }
-        let query = query.key_condition_expression(key_condition);
-        self.collect(
-            table,
-            query,
-            filtered,
-            read,
-            PURCHASE_KEY,
-            PurchaseRecord::from_item,
-        )
-        .await
+        let query = KeyQuery {
+            table: &self.tables.purchases,
+            index: None,
+            shape: PURCHASE_KEY,
+            partition: ("userId", AttributeValue::S(user_id.to_owned())),
+            range: Some(("purchasedAt", filter.since.map(n), filter.until.map(n))),
+            filters,
+        };
+        self.query_page(query, read, PurchaseRecord::from_item)
+            .await
     }
 
-    /// Runs `query` page after page until `read.want` rows match, the data ends, or DynamoDB has
+    /// A page of a product's purchases from the `BySku` index, in `purchasedAt` order.
+    #[instrument(skip(self, read), fields(table = %self.tables.purchases, want = read.want))]
+    pub async fn product_purchases(
+        &self,
+        sku: &str,
+        read: ReadPlan,
+    ) -> Result<Fetched<Row<PurchaseRecord>, Key>, StoreError> {
+        let query = KeyQuery {
+            table: &self.tables.purchases,
+            index: Some(BY_SKU),
+            shape: BY_SKU_START_KEY,
+            partition: ("sku", AttributeValue::S(sku.to_owned())),
+            range: None,
+            filters: Vec::new(),
+        };
+        self.query_page(query, read, PurchaseRecord::from_item)
+            .await
+    }
+
+    /// A page of a category's products from the `ByCategory` index, in `price` order, with an
+    /// optional inclusive price range.
+    #[instrument(skip(self, read), fields(table = %self.tables.products, want = read.want))]
+    pub async fn products_by_category(
+        &self,
+        category: &str,
+        min_price: Option<&DynamoNumber>,
+        max_price: Option<&DynamoNumber>,
+        read: ReadPlan,
+    ) -> Result<Fetched<Row<ProductRecord>, Key>, StoreError> {
+        let n = |d: &DynamoNumber| AttributeValue::N(d.as_str().to_owned());
+        let query = KeyQuery {
+            table: &self.tables.products,
+            index: Some(BY_CATEGORY),
+            shape: BY_CATEGORY_START_KEY,
+            partition: ("category", AttributeValue::S(category.to_owned())),
+            range: Some(("price", min_price.map(n), max_price.map(n))),
+            filters: Vec::new(),
+        };
+        self.query_page(query, read, ProductRecord::from_item).await
+    }
+
+    /// A page of all users, in DynamoDB's Scan order.
+    #[instrument(skip(self, read), fields(table = %self.tables.users, want = read.want))]
+    pub async fn users(&self, read: ReadPlan) -> Result<Fetched<Row<UserRecord>, Key>, StoreError> {
+        let table = &self.tables.users;
+        let scan = Request::Scan(self.client.scan().table_name(table));
+        self.collect(table, scan, false, read, USER_KEY, UserRecord::from_item)
+            .await
+    }
+
+    async fn query_page<T>(
+        &self,
+        spec: KeyQuery<'_>,
+        read: ReadPlan,
+        parse: fn(&Item) -> Result<T, ModelError>,
+    ) -> Result<Fetched<Row<T>, Key>, StoreError> {
+        let (table, shape, filtered) = (spec.table, spec.shape, !spec.filters.is_empty());
+        let query = Request::Query(spec.build(&self.client).scan_index_forward(read.ascending));
+        self.collect(table, query, filtered, read, shape, parse)
+            .await
+    }
+
+    /// Sends `request` page after page until `read.want` rows match, the data ends, or DynamoDB has
     /// evaluated `read.budget` items. With a filter, each call's `Limit` grows with the match
     /// rate seen so far, so sparse filters take few calls; without one it asks for exactly what
-    /// is missing. One Query returns at most 1 MB, so even unfiltered pages may take several.
+    /// is missing. One call returns at most 1 MB, so even unfiltered pages may take several.
     async fn collect<T>(
         &self,
         table: &str,
-        query: QueryFluentBuilder,
+        request: Request,
         filtered: bool,
-        read: ReadPlan<'_>,
+        read: ReadPlan,
         shape: KeyShape,
         parse: fn(&Item) -> Result<T, ModelError>,
     ) -> Result<Fetched<Row<T>, Key>, StoreError> {
         let mut rows = Vec::with_capacity(read.want.min(128));
-        let mut start = read.start.map(Key::to_attribute_map);
+        let mut start = read.start.as_ref().map(Key::to_attribute_map);
         let (mut evaluated, mut matched) = (0usize, 0usize);
         loop {
             let missing = read.want - rows.len();
@@ -272,22 +436,16 @@ impl Store {
                 missing
             };
             let limit = estimate.max(missing).min(budget_left).max(1);
-            let out = query
-                .clone()
-                .limit(i32::try_from(limit).unwrap_or(i32::MAX))
-                .scan_index_forward(read.ascending)
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(|e| StoreError::dynamo("Query", table, e))?;
-            evaluated += usize::try_from(out.scanned_count).unwrap_or(0);
-            matched += usize::try_from(out.count).unwrap_or(0);
-            for item in out.items.unwrap_or_default() {
+            let limit = i32::try_from(limit).unwrap_or(i32::MAX);
+            let batch = request.send(table, limit, start.take()).await?;
+            evaluated += batch.evaluated;
+            matched += batch.matched;
+            for item in &batch.items {
                 if rows.len() < read.want {
-                    rows.push(row(table, &item, shape, parse)?);
+                    rows.push(row(table, item, shape, parse)?);
                 }
             }
-            let Some(last) = out.last_evaluated_key.filter(|k| !k.is_empty()) else {
+            let Some(last) = batch.last else {
                 return Ok(Fetched { rows, resume: None });
             };
             if rows.len() >= read.want {

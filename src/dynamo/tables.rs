@@ -24,6 +24,11 @@ pub const USER_KEY: KeyShape = &[attr("userId", KeyType::S)];
 pub const PRODUCT_KEY: KeyShape = &[attr("sku", KeyType::S)];
 /// `Purchases` primary key: `userId` (HASH) + `purchasedAt` (RANGE).
 pub const PURCHASE_KEY: KeyShape = &[attr("userId", KeyType::S), attr("purchasedAt", KeyType::N)];
+/// The `Products` index on `category` + `price`.
+pub const BY_CATEGORY: &str = "ByCategory";
+/// The `Purchases` index on `sku` + `purchasedAt`.
+pub const BY_SKU: &str = "BySku";
+
 /// `Products.ByCategory` start key: the index keys, then the table key.
 pub const BY_CATEGORY_START_KEY: KeyShape = &[
     attr("category", KeyType::S),
@@ -71,7 +76,7 @@ pub const PRODUCTS: TableSpec = TableSpec {
     base_name: "Products",
     key: PRODUCT_KEY,
     indexes: &[IndexSpec {
-        name: "ByCategory",
+        name: BY_CATEGORY,
         key: BY_CATEGORY_START_KEY.split_at(2).0,
     }],
 };
@@ -80,7 +85,7 @@ pub const PURCHASES: TableSpec = TableSpec {
     base_name: "Purchases",
     key: PURCHASE_KEY,
     indexes: &[IndexSpec {
-        name: "BySku",
+        name: BY_SKU,
         key: BY_SKU_START_KEY.split_at(2).0,
     }],
 };

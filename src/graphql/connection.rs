@@ -7,11 +7,61 @@ use async_graphql::{
     connection::{Edge, EmptyFields},
 };
 
+use std::future::Future;
+
+use async_graphql::Context;
+
+use super::error::{ApiError, ApiResult};
 use crate::{
-    cursor::{Binding, CursorCodec, Key},
-    dynamo::Row,
-    pagination::{Direction, Page},
+    cursor::{Binding, CursorCodec, Key, KeyShape},
+    dynamo::{ReadPlan, Row, StoreError},
+    pagination::{Direction, Fetched, Page, PageArgs, PageLimits},
 };
+
+/// Serves one page of a connection: plans it from the Relay arguments, opens the cursor against
+/// `binding` (rejecting foreign or forged ones before any read), reads with `read`, and seals
+/// the edges. `descending` is the connection's order; backward pages read the other way.
+pub async fn resolve<T, N, Fut>(
+    ctx: &Context<'_>,
+    args: PageArgs,
+    binding: Binding,
+    shape: KeyShape,
+    descending: bool,
+    read: impl FnOnce(ReadPlan) -> Fut,
+    node: impl Fn(T) -> N,
+) -> ApiResult<Connection<N>>
+where
+    N: OutputType,
+    Fut: Future<Output = Result<Fetched<Row<T>, Key>, StoreError>>,
+{
+    let limits = ctx.data::<PageLimits>().map_err(|_| ApiError::Internal)?;
+    let codec = ctx.data::<CursorCodec>().map_err(|_| ApiError::Internal)?;
+    let plan = limits.plan(args)?;
+    let start = plan
+        .cursor
+        .as_deref()
+        .map(|c| {
+            codec
+                .decode(c, shape, &binding)
+                .map_err(|_| ApiError::invalid_cursor())
+        })
+        .transpose()?;
+    let fetched = read(ReadPlan {
+        start,
+        ascending: descending != (plan.direction == Direction::Forward),
+        want: plan.size.fetch_count(),
+        budget: limits.read_budget(),
+    })
+    .await?;
+    let page = plan.finish(fetched);
+    Ok(Connection::from_page(
+        page,
+        plan.cursor.as_deref(),
+        codec,
+        &binding,
+        node,
+    ))
+}
 
 /// A page of a Relay connection.
 ///

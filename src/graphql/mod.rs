@@ -9,8 +9,23 @@ use async_graphql::{
     Context, EmptyMutation, EmptySubscription, Object, SDLExportOptions, Schema, SchemaBuilder,
 };
 
-use self::{error::ApiResult, types::User};
-use crate::{cursor::CursorCodec, dynamo::Store, pagination::PageLimits};
+use std::cmp::Ordering;
+
+use self::{
+    connection::{Connection, resolve},
+    error::{ApiError, ApiResult},
+    scalars::Decimal,
+    types::{Product, SortOrder, User},
+};
+use crate::{
+    cursor::{Binding, CursorCodec, KeyValue},
+    dynamo::{
+        Store,
+        tables::{BY_CATEGORY, BY_CATEGORY_START_KEY, USER_KEY},
+    },
+    number::DynamoNumber,
+    pagination::{PageArgs, PageLimits},
+};
 
 /// The executable schema.
 pub type AppSchema = Schema<QueryRoot, EmptyMutation, EmptySubscription>;
@@ -43,7 +58,102 @@ pub struct QueryRoot;
 impl QueryRoot {
     /// Looks up one user by id. Null when there is no such user.
     async fn user(&self, ctx: &Context<'_>, user_id: String) -> ApiResult<Option<User>> {
-        let store = ctx.data::<Store>().map_err(|_| error::ApiError::Internal)?;
+        let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
         Ok(store.get_user(&user_id).await?.map(User))
+    }
+
+    /// All users, in no particular but stable order (a DynamoDB Scan). Pages forward only:
+    /// pass the previous page's `pageInfo.endCursor` as `after`.
+    async fn users(
+        &self,
+        ctx: &Context<'_>,
+        #[graphql(desc = "How many users to return, from 0 to the server's maximum.")]
+        first: Option<i32>,
+        #[graphql(desc = "Return users after this cursor from this same connection.")]
+        after: Option<String>,
+    ) -> ApiResult<Connection<User>> {
+        let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
+        let binding = Binding::builder("Query.users", &store.tables().users, None).finish();
+        let args = PageArgs {
+            first,
+            after,
+            ..PageArgs::default()
+        };
+        resolve(
+            ctx,
+            args,
+            binding,
+            USER_KEY,
+            false,
+            |read| store.users(read),
+            User,
+        )
+        .await
+    }
+
+    /// Looks up one product by SKU. Null when there is no such product.
+    async fn product(&self, ctx: &Context<'_>, sku: String) -> ApiResult<Option<Product>> {
+        let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
+        Ok(store.get_product(&sku).await?.map(Product))
+    }
+
+    /// The products of one category by price: cheapest first, or dearest first with
+    /// `order: DESC`. `minPrice` and `maxPrice` bound the price, both inclusive. Products of
+    /// equal price keep a stable order and are never skipped or repeated across pages. Pages
+    /// forward (`first`/`after`) or backward (`last`/`before`), like `User.purchases`.
+    #[allow(clippy::too_many_arguments)]
+    async fn products(
+        &self,
+        ctx: &Context<'_>,
+        #[graphql(desc = "The category to list.")] category: String,
+        #[graphql(desc = "Only products priced at least this.")] min_price: Option<Decimal>,
+        #[graphql(desc = "Only products priced at most this.")] max_price: Option<Decimal>,
+        #[graphql(
+            desc = "`ASC`: cheapest first (the default, also when null); `DESC`: dearest first.",
+            default_with = "Some(SortOrder::Asc)"
+        )]
+        order: Option<SortOrder>,
+        #[graphql(desc = "How many products to return after `after`, from 0 to the maximum.")]
+        first: Option<i32>,
+        #[graphql(desc = "Return products after this cursor from this same connection.")]
+        after: Option<String>,
+        #[graphql(desc = "How many products to return before `before`, from 0 to the maximum.")]
+        last: Option<i32>,
+        #[graphql(desc = "Return products before this cursor from this same connection.")]
+        before: Option<String>,
+    ) -> ApiResult<Connection<Product>> {
+        let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
+        let (min, max) = (min_price.map(|d| d.0), max_price.map(|d| d.0));
+        if let (Some(min), Some(max)) = (&min, &max)
+            && min.numeric_cmp(max) == Ordering::Greater
+        {
+            return Err(ApiError::BadUserInput(
+                "`minPrice` must not exceed `maxPrice`.".into(),
+            ));
+        }
+        let binding = Binding::builder(
+            "Query.products",
+            &store.tables().products,
+            Some(BY_CATEGORY),
+        )
+        .fixed("category", KeyValue::S(category.clone()))
+        .argument("minPrice", min.as_ref().map(DynamoNumber::as_str))
+        .argument("maxPrice", max.as_ref().map(DynamoNumber::as_str))
+        .finish();
+        resolve(
+            ctx,
+            PageArgs {
+                first,
+                after,
+                last,
+                before,
+            },
+            binding,
+            BY_CATEGORY_START_KEY,
+            order == Some(SortOrder::Desc),
+            |read| store.products_by_category(&category, min.as_ref(), max.as_ref(), read),
+            Product,
+        )
+        .await
     }
 }

@@ -3,18 +3,18 @@
 use async_graphql::{Context, Enum, Object};
 
 use super::{
-    connection::Connection,
+    connection::{Connection, resolve},
     error::{ApiError, ApiResult},
     scalars::{DateTime, Decimal},
 };
 use crate::{
-    cursor::{Binding, CursorCodec, KeyValue},
+    cursor::{Binding, KeyValue},
     dynamo::{
-        PurchaseFilter, ReadPlan, Store,
-        model::{self, PurchaseRecord, UserRecord},
-        tables::PURCHASE_KEY,
+        PurchaseFilter, Store,
+        model::{self, ProductRecord, PurchaseRecord, UserRecord},
+        tables::{BY_SKU, BY_SKU_START_KEY, PURCHASE_KEY},
     },
-    pagination::{Direction, PageArgs, PageLimits},
+    pagination::PageArgs,
 };
 
 /// A customer.
@@ -75,14 +75,6 @@ impl User {
         before: Option<String>,
     ) -> ApiResult<Connection<Purchase>> {
         let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
-        let limits = ctx.data::<PageLimits>().map_err(|_| ApiError::Internal)?;
-        let codec = ctx.data::<CursorCodec>().map_err(|_| ApiError::Internal)?;
-        let plan = limits.plan(PageArgs {
-            first,
-            after,
-            last,
-            before,
-        })?;
         let filter = PurchaseFilter {
             since: since.map(|t| t.0.timestamp_millis()),
             until: until.map(|t| t.0.timestamp_millis()),
@@ -103,30 +95,91 @@ impl User {
             .argument("status", filter.status.map(|s| s.as_str()))
             .argument("minAmount", filter.min_amount.as_ref().map(|n| n.as_str()))
             .finish();
-        let start = plan
-            .cursor
-            .as_deref()
-            .map(|s| {
-                codec
-                    .decode(s, PURCHASE_KEY, &binding)
-                    .map_err(|_| ApiError::invalid_cursor())
-            })
-            .transpose()?;
-        let read = ReadPlan {
-            start: start.as_ref(),
-            ascending: (order != Some(SortOrder::Desc)) == (plan.direction == Direction::Forward),
-            want: plan.size.fetch_count(),
-            budget: limits.read_budget(),
-        };
-        let fetched = store.user_purchases(&self.0.user_id, &filter, read).await?;
-        let page = plan.finish(fetched);
-        Ok(Connection::from_page(
-            page,
-            plan.cursor.as_deref(),
-            codec,
-            &binding,
+        let user_id = &self.0.user_id;
+        resolve(
+            ctx,
+            PageArgs {
+                first,
+                after,
+                last,
+                before,
+            },
+            binding,
+            PURCHASE_KEY,
+            order == Some(SortOrder::Desc),
+            |read| store.user_purchases(user_id, &filter, read),
             Purchase,
-        ))
+        )
+        .await
+    }
+}
+
+/// A product for sale.
+#[derive(Debug, Clone)]
+pub struct Product(pub ProductRecord);
+
+#[Object]
+impl Product {
+    /// The product's stock-keeping unit, its unique id.
+    async fn sku(&self) -> &str {
+        &self.0.sku
+    }
+
+    /// The product's display name.
+    async fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    /// The category the product is listed in.
+    async fn category(&self) -> &str {
+        &self.0.category
+    }
+
+    /// The unit price, as an exact decimal string such as `"19.99"`.
+    async fn price(&self) -> Decimal {
+        Decimal(self.0.price.clone())
+    }
+
+    /// Everyone's purchases of this product in `purchasedAt` order: oldest first, or newest
+    /// first with `order: DESC`. Pages like `User.purchases`.
+    async fn purchases(
+        &self,
+        ctx: &Context<'_>,
+        #[graphql(
+            desc = "`ASC`: oldest first (the default, also when null); `DESC`: newest first.",
+            default_with = "Some(SortOrder::Asc)"
+        )]
+        order: Option<SortOrder>,
+        #[graphql(desc = "How many purchases to return after `after`, from 0 to the maximum.")]
+        first: Option<i32>,
+        #[graphql(desc = "Return purchases after this cursor from this same connection.")]
+        after: Option<String>,
+        #[graphql(desc = "How many purchases to return before `before`, from 0 to the maximum.")]
+        last: Option<i32>,
+        #[graphql(desc = "Return purchases before this cursor from this same connection.")]
+        before: Option<String>,
+    ) -> ApiResult<Connection<Purchase>> {
+        let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
+        let binding =
+            Binding::builder("Product.purchases", &store.tables().purchases, Some(BY_SKU))
+                .fixed("sku", KeyValue::S(self.0.sku.clone()))
+                .finish();
+        let sku = &self.0.sku;
+        resolve(
+            ctx,
+            PageArgs {
+                first,
+                after,
+                last,
+                before,
+            },
+            binding,
+            BY_SKU_START_KEY,
+            order == Some(SortOrder::Desc),
+            |read| store.product_purchases(sku, read),
+            Purchase,
+        )
+        .await
     }
 }
 

@@ -189,7 +189,7 @@ async fn a_start_key_dynamodb_rejects_becomes_a_masked_internal_error() {
             ALICE,
             &PurchaseFilter::default(),
             ReadPlan {
-                start: Some(&bobs_key),
+                start: Some(bobs_key),
                 ascending: true,
                 want: 3,
                 budget: 100,

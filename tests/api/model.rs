@@ -45,7 +45,8 @@ async fn seed_partitions(
         let mut at = BASE_MS;
         let mut items = Vec::new();
         for _ in 0..size {
-            at += 1 + below(rng, 5_000) as i64;
+            // Whole seconds, so purchases of different users share times in the BySku index.
+            at += 1_000 * (1 + below(rng, 5) as i64);
             let status = ["PENDING", "PAID", "SHIPPED", "REFUNDED"][below(rng, 4) as usize];
             let mut item = purchase_item(
                 &user,
@@ -53,6 +54,8 @@ async fn seed_partitions(
                 &format!("{}.{:02}", below(rng, 200), below(rng, 100)),
             );
             item.insert("status".into(), AttributeValue::S(status.into()));
+            let sku = format!("s{tag}-SKU-{}", below(rng, 3));
+            item.insert("sku".into(), AttributeValue::S(sku));
             items.push(item);
         }
         app.put_items(&app.tables().purchases.clone(), items).await;
@@ -143,6 +146,28 @@ fn merge(mut vars: Value, extra: Value) -> Value {
     vars
 }
 
+/// A connection under test: its query, where the connection sits in the response, and the
+/// node field that identifies an item.
+struct Conn {
+    query: &'static str,
+    path: &'static [&'static str],
+    /// The identity of an edge's node, as the test compares it with the ground truth.
+    id: fn(&Value) -> String,
+}
+
+fn field(node: &Value, name: &str) -> String {
+    node[name]
+        .as_str()
+        .unwrap_or_else(|| panic!("no {name} in {node}"))
+        .to_owned()
+}
+
+const USER_PURCHASES: Conn = Conn {
+    query: PURCHASES,
+    path: &["user", "purchases"],
+    id: |n| field(n, "purchasedAt"),
+};
+
 /// Walks the connection with page size `size` in one direction and returns the items in
 /// connection order, checking every page's size and `pageInfo` on the way.
 async fn walk(
@@ -153,26 +178,35 @@ async fn walk(
     forward: bool,
     label: &str,
 ) -> Vec<String> {
+    let vars = merge(args.variables(), json!({ "user": user }));
+    walk_conn(app, &USER_PURCHASES, vars, size, forward, label).await
+}
+
+async fn walk_conn(
+    app: &TestApp,
+    conn: &Conn,
+    vars: Value,
+    size: i64,
+    forward: bool,
+    label: &str,
+) -> Vec<String> {
     let mut items: Vec<String> = Vec::new();
     let mut cursor: Option<String> = None;
     for page_number in 0.. {
         assert!(page_number < 2000, "{label}: the walk does not end");
         let paging = if forward {
-            json!({ "user": user, "first": size, "after": cursor })
+            json!({ "first": size, "after": cursor })
         } else {
-            json!({ "user": user, "last": size, "before": cursor })
+            json!({ "last": size, "before": cursor })
         };
-        let response = app
-            .graphql(PURCHASES, merge(args.variables(), paging))
-            .await;
+        let response = app.graphql(conn.query, merge(vars.clone(), paging)).await;
         assert!(response.get("errors").is_none(), "{label}: {response}");
-        let connection = &response["data"]["user"]["purchases"];
+        let connection = conn.path.iter().fold(&response["data"], |v, k| &v[*k]);
         let info = &connection["pageInfo"];
-        let edges = connection["edges"].as_array().unwrap();
-        let page: Vec<String> = edges
-            .iter()
-            .map(|e| e["node"]["purchasedAt"].as_str().unwrap().to_owned())
-            .collect();
+        let edges = connection["edges"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{label}: {response}"));
+        let page: Vec<String> = edges.iter().map(|e| (conn.id)(&e["node"])).collect();
         let (more, other_side) = if forward {
             (
                 info["hasNextPage"].as_bool().unwrap(),
@@ -406,4 +440,235 @@ async fn a_sparse_filter_is_read_in_few_calls_and_a_spent_budget_still_hands_bac
     );
     assert_eq!(connection["pageInfo"]["hasNextPage"], true);
     assert!(queries <= 52 / 3, "{queries} Query calls for one page");
+}
+
+const PRODUCT_PURCHASES: Conn = Conn {
+    query: "query Page($sku: String!, $order: SortOrder, $first: Int, $after: String, $last: Int, $before: String) {
+      product(sku: $sku) { purchases(order: $order, first: $first, after: $after, last: $last, before: $before) {
+        edges { cursor node { userId purchasedAt } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } } }",
+    path: &["product", "purchases"],
+    id: |n| format!("{}@{}", field(n, "userId"), field(n, "purchasedAt")),
+};
+
+const PRODUCTS: Conn = Conn {
+    query: "query Page($category: String!, $minPrice: Decimal, $maxPrice: Decimal, $order: SortOrder,
+                    $first: Int, $after: String, $last: Int, $before: String) {
+      products(category: $category, minPrice: $minPrice, maxPrice: $maxPrice, order: $order,
+               first: $first, after: $after, last: $last, before: $before) {
+        edges { cursor node { sku } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } }",
+    path: &["products"],
+    id: |n| field(n, "sku"),
+};
+
+const USERS: Conn = Conn {
+    query: "query Page($first: Int, $after: String) {
+      users(first: $first, after: $after) {
+        edges { cursor node { userId } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } }",
+    path: &["users"],
+    id: |n| field(n, "userId"),
+};
+
+/// A plain, complete read of one index partition in DynamoDB's own order (ties included).
+async fn full_index_read(
+    app: &TestApp,
+    table: &str,
+    index: &str,
+    pk: &str,
+    value: &str,
+    forward: bool,
+    id: impl Fn(&dynarelay::dynamo::model::Item) -> String,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut start = None;
+    loop {
+        let page = app
+            .client()
+            .query()
+            .table_name(table)
+            .index_name(index)
+            .key_condition_expression("#pk = :v")
+            .expression_attribute_names("#pk", pk)
+            .expression_attribute_values(":v", AttributeValue::S(value.into()))
+            .scan_index_forward(forward)
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .unwrap();
+        out.extend(page.items().iter().map(&id));
+        start = page.last_evaluated_key;
+        if start.is_none() {
+            return out;
+        }
+    }
+}
+
+#[tokio::test]
+async fn index_and_scan_connections_walk_both_ways_to_the_ground_truth() {
+    let app = TestApp::spawn().await;
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let first = 3;
+    // Purchases spread over three SKUs with many equal purchase times across users.
+    seed_users(&app, &mut rng, first, 7).await;
+    // Products: categories of 0, 1, first, first + 1 and 37 items, priced from four values.
+    let prices = ["4.99", "9.99", "19.99", "24.5"];
+    let mut products = Vec::new();
+    for (c, size) in [(0, 0), (1, 1), (2, first), (3, first + 1), (4, 37)] {
+        for i in 0..size {
+            let mut item = dynarelay::dynamo::model::Item::new();
+            item.insert("sku".into(), AttributeValue::S(format!("P{c}-{i:03}")));
+            item.insert("name".into(), AttributeValue::S(format!("Product {c}-{i}")));
+            item.insert("category".into(), AttributeValue::S(format!("cat-{c}")));
+            item.insert(
+                "price".into(),
+                AttributeValue::N(prices[below(&mut rng, 4) as usize].into()),
+            );
+            products.push(item);
+        }
+    }
+    for sku in ["s7-SKU-0", "s7-SKU-1", "s7-SKU-2", "s7-SKU-none"] {
+        let mut item = dynarelay::dynamo::model::Item::new();
+        item.insert("sku".into(), AttributeValue::S(sku.into()));
+        item.insert("name".into(), AttributeValue::S(sku.into()));
+        item.insert("category".into(), AttributeValue::S("sold".into()));
+        item.insert("price".into(), AttributeValue::N("1".into()));
+        products.push(item);
+    }
+    app.put_items(&app.tables().products.clone(), products)
+        .await;
+
+    let purchase_id = |i: &dynarelay::dynamo::model::Item| {
+        let s = |k: &str| match &i[k] {
+            AttributeValue::S(v) | AttributeValue::N(v) => v.clone(),
+            other => panic!("{other:?}"),
+        };
+        let ms: i64 = s("purchasedAt").parse().unwrap();
+        let at = chrono::DateTime::from_timestamp_millis(ms).unwrap();
+        format!(
+            "{}@{}",
+            s("userId"),
+            at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+        )
+    };
+    for sku in ["s7-SKU-0", "s7-SKU-1", "s7-SKU-2", "s7-SKU-none"] {
+        for desc in [false, true] {
+            let truth = full_index_read(
+                &app,
+                &app.tables().purchases,
+                "BySku",
+                "sku",
+                sku,
+                !desc,
+                purchase_id,
+            )
+            .await;
+            if sku == "s7-SKU-0" {
+                let times: Vec<&str> = truth
+                    .iter()
+                    .map(|id| id.split('@').nth(1).unwrap())
+                    .collect();
+                assert!(
+                    times.windows(2).any(|w| w[0] == w[1]),
+                    "the data must hold equal index sort values"
+                );
+            }
+            let vars = json!({ "sku": sku, "order": if desc { "DESC" } else { "ASC" } });
+            for size in [first as i64, 1 + below(&mut rng, 100) as i64] {
+                for forward in [true, false] {
+                    let label = format!("{sku} desc {desc} size {size} forward {forward}");
+                    let walked = walk_conn(
+                        &app,
+                        &PRODUCT_PURCHASES,
+                        vars.clone(),
+                        size,
+                        forward,
+                        &label,
+                    )
+                    .await;
+                    assert_eq!(walked, truth, "{label}");
+                }
+            }
+        }
+    }
+    let product_id = |i: &dynarelay::dynamo::model::Item| match &i["sku"] {
+        AttributeValue::S(v) => v.clone(),
+        other => panic!("{other:?}"),
+    };
+    for c in 0..5 {
+        let category = format!("cat-{c}");
+        for (min, max) in [
+            (None, None),
+            (Some("9.99"), None),
+            (Some("5"), Some("19.99")),
+        ] {
+            for desc in [false, true] {
+                let all = full_index_read(
+                    &app,
+                    &app.tables().products,
+                    "ByCategory",
+                    "category",
+                    &category,
+                    !desc,
+                    product_id,
+                )
+                .await;
+                // Price bounds, applied to the ground truth by reading each product's price.
+                let priced = full_index_read(
+                    &app,
+                    &app.tables().products,
+                    "ByCategory",
+                    "category",
+                    &category,
+                    !desc,
+                    |i| match &i["price"] {
+                        AttributeValue::N(v) => v.clone(),
+                        other => panic!("{other:?}"),
+                    },
+                )
+                .await;
+                let truth: Vec<String> = all
+                    .into_iter()
+                    .zip(priced)
+                    .filter(|(_, p)| {
+                        let p: f64 = p.parse().unwrap();
+                        min.is_none_or(|m: &str| p >= m.parse().unwrap())
+                            && max.is_none_or(|m: &str| p <= m.parse().unwrap())
+                    })
+                    .map(|(s, _)| s)
+                    .collect();
+                let vars = json!({ "category": category, "minPrice": min, "maxPrice": max, "order": if desc { "DESC" } else { "ASC" } });
+                for size in [first as i64, 1 + below(&mut rng, 100) as i64] {
+                    for forward in [true, false] {
+                        let label = format!(
+                            "{category} {min:?}..{max:?} desc {desc} size {size} forward {forward}"
+                        );
+                        let walked =
+                            walk_conn(&app, &PRODUCTS, vars.clone(), size, forward, &label).await;
+                        assert_eq!(walked, truth, "{label}");
+                    }
+                }
+            }
+        }
+    }
+    // Users: a Scan, forward only, in DynamoDB's Scan order.
+    let out = app
+        .client()
+        .scan()
+        .table_name(&app.tables().users)
+        .send()
+        .await
+        .unwrap();
+    assert!(out.last_evaluated_key.is_none());
+    let truth: Vec<String> = out
+        .items()
+        .iter()
+        .map(|i| match &i["userId"] {
+            AttributeValue::S(v) => v.clone(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    for size in [1, first as i64, 1 + below(&mut rng, 100) as i64] {
+        let label = format!("users size {size}");
+        let walked = walk_conn(&app, &USERS, json!({}), size, true, &label).await;
+        assert_eq!(walked, truth, "{label}");
+    }
 }

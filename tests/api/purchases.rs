@@ -424,3 +424,27 @@ async fn a_cursor_works_in_both_orders_but_not_under_other_filters() {
         .await;
     assert_eq!(error_code(&filtered), Some("BAD_USER_INPUT"), "{filtered}");
 }
+
+#[tokio::test]
+async fn an_inverted_price_range_and_a_backward_users_page_are_refused() {
+    let app = TestApp::spawn().await;
+    let response = app
+        .graphql(r#"{ products(category: "books", minPrice: "20", maxPrice: "19.99") { edges { cursor } } }"#, json!({}))
+        .await;
+    assert_eq!(error_code(&response), Some("BAD_USER_INPUT"), "{response}");
+    assert_eq!(
+        response["errors"][0]["message"],
+        "`minPrice` must not exceed `maxPrice`."
+    );
+    // `users` is a Scan: it has no backward arguments at all.
+    let response = app
+        .graphql("{ users(last: 2) { edges { cursor } } }", json!({}))
+        .await;
+    assert!(
+        response["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("last"),
+        "{response}"
+    );
+}
