@@ -48,7 +48,7 @@ const MAX_CURSOR_LEN: usize = 8192;
 pub const SECRET_LEN: usize = 32;
 
 /// The scalar types a key attribute can have.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum KeyType {
     /// String.
     S,
@@ -59,7 +59,7 @@ pub enum KeyType {
 }
 
 /// One attribute of a key schema.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct KeyAttr {
     /// The attribute name.
     pub name: &'static str,
@@ -72,7 +72,7 @@ pub struct KeyAttr {
 pub type KeyShape = &'static [KeyAttr];
 
 /// One key attribute value.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum KeyValue {
     /// String.
     S(String),
@@ -110,7 +110,7 @@ impl KeyValue {
 }
 
 /// A complete key of one [`KeyShape`]: every attribute present with its declared type.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Key {
     shape: KeyShape,
     values: Vec<KeyValue>,
@@ -459,17 +459,7 @@ impl CursorCodec {
                     .sum::<usize>(),
         );
         buf.resize(HEADER_LEN, 0);
-        for (attr, value) in key.shape.iter().zip(&key.values) {
-            if let Some(fixed) = binding.fixed_value(attr.name) {
-                debug_assert_eq!(fixed, value, "a row outside its connection's partition");
-                continue;
-            }
-            let bytes = value.bytes();
-            buf.push(tag(value.ty()));
-            // Key attributes are at most 2048 bytes (DynamoDB's limit), well within u16.
-            buf.extend_from_slice(&(bytes.len() as u16).to_be_bytes());
-            buf.extend_from_slice(bytes);
-        }
+        write_values(&mut buf, key, binding);
         self.seal(buf, binding)
     }
 
@@ -548,6 +538,42 @@ fn associated_data(key_id: u8, binding: &Binding) -> [u8; 34] {
     aad[1] = key_id;
     aad[2..].copy_from_slice(&binding.fingerprint);
     aad
+}
+
+/// A binding that fixes no attribute, for plain key encodings (such as node ids).
+const UNBOUND: Binding = Binding {
+    fingerprint: [0; 32],
+    fixed: Vec::new(),
+};
+
+impl Key {
+    /// The key's values as `(type tag | u16 big-endian length | bytes)` each, unsealed: for
+    /// identifiers that must stay the same for ever, such as node ids.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut buf = Vec::new();
+        write_values(&mut buf, self, &UNBOUND);
+        buf
+    }
+
+    /// The inverse of [`Key::to_bytes`] for a key of `shape`.
+    pub fn from_bytes(bytes: &[u8], shape: KeyShape) -> Result<Self, CursorError> {
+        parse_plaintext(bytes, shape, &UNBOUND)
+    }
+}
+
+/// Appends the values `binding` does not fix.
+fn write_values(buf: &mut Vec<u8>, key: &Key, binding: &Binding) {
+    for (attr, value) in key.shape.iter().zip(&key.values) {
+        if let Some(fixed) = binding.fixed_value(attr.name) {
+            debug_assert_eq!(fixed, value, "a row outside its connection's partition");
+            continue;
+        }
+        let bytes = value.bytes();
+        buf.push(tag(value.ty()));
+        // Key attributes are at most 2048 bytes (DynamoDB's limit), well within u16.
+        buf.extend_from_slice(&(bytes.len() as u16).to_be_bytes());
+        buf.extend_from_slice(bytes);
+    }
 }
 
 fn parse_plaintext(

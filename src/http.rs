@@ -23,7 +23,10 @@ use serde_json::json;
 use tokio::net::TcpListener;
 use tower_http::{limit::RequestBodyLimitLayer, trace::TraceLayer};
 
-use crate::{dynamo::Store, graphql::AppSchema};
+use crate::{
+    dynamo::Store,
+    graphql::{self, AppSchema},
+};
 
 /// Everything the handlers need.
 #[derive(Clone)]
@@ -115,7 +118,10 @@ async fn graphql(
     method: Method,
     request: GraphQLRequest<BadRequest>,
 ) -> Response {
-    let request = request.into_inner();
+    // Each request gets its own loader, so cached items never outlive the request.
+    let request = request
+        .into_inner()
+        .data(graphql::node::request_loader(&state.store));
     if method == Method::GET && !is_query(&request) {
         let mut response = error_response(
             StatusCode::METHOD_NOT_ALLOWED,

@@ -1,17 +1,18 @@
 //! The store: every DynamoDB read and write the server makes, returning typed records.
 
-use std::{sync::Arc, time::Duration};
+use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use aws_sdk_dynamodb::{
     Client,
     operation::{query::builders::QueryFluentBuilder, scan::builders::ScanFluentBuilder},
-    types::{AttributeValue, PutRequest, WriteRequest},
+    types::{AttributeValue, KeysAndAttributes, PutRequest, WriteRequest},
 };
 use tracing::instrument;
 
 use super::{
     Tables,
     model::{Item, ModelError, ProductRecord, PurchaseRecord, PurchaseStatus, UserRecord},
+    tables::TableKind,
     tables::{
         BY_CATEGORY, BY_CATEGORY_START_KEY, BY_SKU, BY_SKU_START_KEY, PURCHASE_KEY, USER_KEY,
     },
@@ -54,8 +55,8 @@ pub enum StoreError {
         #[source]
         source: KeyError,
     },
-    /// BatchWriteItem kept returning unprocessed items.
-    #[error("BatchWriteItem on {table} left items unprocessed after retries")]
+    /// BatchWriteItem or BatchGetItem kept returning unprocessed items.
+    #[error("a batch operation on {table} left items unprocessed after retries")]
     Unprocessed {
         /// The table.
         table: String,
@@ -464,6 +465,68 @@ impl Store {
             }
             start = Some(last);
         }
+    }
+
+    /// Reads items by primary key with BatchGetItem, 100 keys a call, retrying unprocessed keys
+    /// with backoff. Keys with no item are absent from the result.
+    #[instrument(skip(self, keys), fields(keys = keys.len()))]
+    pub async fn batch_get(
+        &self,
+        keys: &[(TableKind, Key)],
+    ) -> Result<HashMap<(TableKind, Key), Item>, StoreError> {
+        const CHUNK: usize = 100;
+        const ATTEMPTS: u32 = 8;
+        let mut found = HashMap::with_capacity(keys.len());
+        for chunk in keys.chunks(CHUNK) {
+            let mut request: HashMap<String, KeysAndAttributes> = HashMap::new();
+            for (kind, key) in chunk {
+                let table = self.tables.name(*kind).to_owned();
+                let entry = request
+                    .remove(&table)
+                    .map_or_else(KeysAndAttributes::builder, |k| {
+                        KeysAndAttributes::builder().set_keys(Some(k.keys().to_vec()))
+                    });
+                let built = entry.keys(key.to_attribute_map()).build().map_err(|e| {
+                    StoreError::dynamo("BatchGetItem", &table, aws_sdk_dynamodb::Error::from(e))
+                })?;
+                request.insert(table, built);
+            }
+            for attempt in 0.. {
+                let out = self
+                    .client
+                    .batch_get_item()
+                    .set_request_items(Some(request))
+                    .send()
+                    .await
+                    .map_err(|e| StoreError::dynamo("BatchGetItem", "several tables", e))?;
+                for (table, items) in out.responses.unwrap_or_default() {
+                    let kind = self.tables.kind(&table);
+                    for item in items {
+                        if let Some(kind) = kind {
+                            let key =
+                                Key::from_item(&item, kind.key_shape()).map_err(|source| {
+                                    StoreError::MissingKey {
+                                        table: table.clone(),
+                                        source,
+                                    }
+                                })?;
+                            found.insert((kind, key), item);
+                        }
+                    }
+                }
+                request = out.unprocessed_keys.unwrap_or_default();
+                if request.is_empty() {
+                    break;
+                }
+                if attempt + 1 >= ATTEMPTS {
+                    return Err(StoreError::Unprocessed {
+                        table: "several tables".to_owned(),
+                    });
+                }
+                tokio::time::sleep(Duration::from_millis(25 << attempt)).await;
+            }
+        }
+        Ok(found)
     }
 
     /// Writes items with BatchWriteItem, 25 at a time, retrying unprocessed items with backoff.

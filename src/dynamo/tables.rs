@@ -121,6 +121,46 @@ impl Tables {
     }
 }
 
+/// The three tables, by role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TableKind {
+    /// `Users`.
+    Users,
+    /// `Products`.
+    Products,
+    /// `Purchases`.
+    Purchases,
+}
+
+impl TableKind {
+    /// The table's primary key shape.
+    pub fn key_shape(self) -> KeyShape {
+        match self {
+            TableKind::Users => USER_KEY,
+            TableKind::Products => PRODUCT_KEY,
+            TableKind::Purchases => PURCHASE_KEY,
+        }
+    }
+}
+
+impl Tables {
+    /// The full name of a table.
+    pub fn name(&self, kind: TableKind) -> &str {
+        match kind {
+            TableKind::Users => &self.users,
+            TableKind::Products => &self.products,
+            TableKind::Purchases => &self.purchases,
+        }
+    }
+
+    /// Which table a full name belongs to.
+    pub fn kind(&self, name: &str) -> Option<TableKind> {
+        [TableKind::Users, TableKind::Products, TableKind::Purchases]
+            .into_iter()
+            .find(|kind| self.name(*kind) == name)
+    }
+}
+
 /// What `create_missing` did to one table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TableOutcome {

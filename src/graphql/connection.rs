@@ -120,6 +120,13 @@ impl<N: OutputType> std::fmt::Debug for Connection<N> {
     }
 }
 
+impl<N: OutputType> Connection<N> {
+    /// The page's nodes, in order.
+    pub fn page_nodes(&self) -> impl Iterator<Item = &N> {
+        self.edges.iter().map(|edge| &edge.node)
+    }
+}
+
 impl<N: OutputType> TypeName for Connection<N> {
     fn type_name() -> Cow<'static, str> {
         format!("{}Connection", N::type_name()).into()

@@ -62,6 +62,13 @@ impl From<PageArgError> for ApiError {
     }
 }
 
+impl From<std::sync::Arc<StoreError>> for ApiError {
+    fn from(err: std::sync::Arc<StoreError>) -> Self {
+        tracing::error!(error = %DisplayErrorContext(&*err), "batched load failed");
+        Self::Internal
+    }
+}
+
 impl From<StoreError> for ApiError {
     fn from(err: StoreError) -> Self {
         tracing::error!(error = %DisplayErrorContext(&err), "store operation failed");

@@ -2,11 +2,12 @@
 
 pub mod connection;
 pub mod error;
+pub mod node;
 pub mod scalars;
 pub mod types;
 
 use async_graphql::{
-    Context, EmptyMutation, EmptySubscription, Object, SDLExportOptions, Schema, SchemaBuilder,
+    Context, EmptyMutation, EmptySubscription, ID, Object, SDLExportOptions, Schema, SchemaBuilder,
 };
 
 use std::cmp::Ordering;
@@ -14,6 +15,7 @@ use std::cmp::Ordering;
 use self::{
     connection::{Connection, resolve},
     error::{ApiError, ApiResult},
+    node::{Node, parse_node_id, to_node},
     scalars::Decimal,
     types::{Product, SortOrder, User},
 };
@@ -91,6 +93,26 @@ impl QueryRoot {
         .await
     }
 
+    /// Refetches any object by its global `id`. Null when the object no longer exists; a
+    /// malformed id is an error (`BAD_USER_INPUT`).
+    async fn node(&self, ctx: &Context<'_>, id: ID) -> ApiResult<Option<Node>> {
+        Ok(load_nodes(ctx, std::slice::from_ref(&id))
+            .await?
+            .pop()
+            .flatten())
+    }
+
+    /// Refetches several objects by global id, in the order given, with null for those that no
+    /// longer exist. At most 100 ids; all are read together.
+    async fn nodes(&self, ctx: &Context<'_>, ids: Vec<ID>) -> ApiResult<Vec<Option<Node>>> {
+        if ids.len() > 100 {
+            return Err(ApiError::BadUserInput(
+                "`ids` may hold at most 100 ids.".into(),
+            ));
+        }
+        load_nodes(ctx, &ids).await
+    }
+
     /// Looks up one product by SKU. Null when there is no such product.
     async fn product(&self, ctx: &Context<'_>, sku: String) -> ApiResult<Option<Product>> {
         let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
@@ -156,4 +178,25 @@ impl QueryRoot {
         )
         .await
     }
+}
+
+async fn load_nodes(ctx: &Context<'_>, ids: &[ID]) -> ApiResult<Vec<Option<Node>>> {
+    let loader = node::loader(ctx)?;
+    let keys = ids
+        .iter()
+        .map(|id| {
+            parse_node_id(id).ok_or_else(|| ApiError::BadUserInput("The id is not valid.".into()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let items = loader.load_many(keys.iter().cloned()).await?;
+    keys.iter()
+        .map(|key| {
+            items
+                .get(key)
+                .and_then(Option::as_ref)
+                .map(|item| to_node(key.0, item))
+                .transpose()
+                .map_err(ApiError::from)
+        })
+        .collect()
 }

@@ -1,19 +1,21 @@
 //! The GraphQL object types and their field resolvers.
 
-use async_graphql::{Context, Enum, Object};
+use async_graphql::{Context, Enum, ID, Object};
 
 use super::{
     connection::{Connection, resolve},
     error::{ApiError, ApiResult},
+    node::{loader, node_id},
     scalars::{DateTime, Decimal},
 };
 use crate::{
-    cursor::{Binding, KeyValue},
+    cursor::{Binding, Key, KeyValue},
     dynamo::{
-        PurchaseFilter, Store,
+        PurchaseFilter, Store, StoreError,
         model::{self, ProductRecord, PurchaseRecord, UserRecord},
-        tables::{BY_SKU, BY_SKU_START_KEY, PURCHASE_KEY},
+        tables::{BY_SKU, BY_SKU_START_KEY, PRODUCT_KEY, PURCHASE_KEY, TableKind, USER_KEY},
     },
+    number::DynamoNumber,
     pagination::PageArgs,
 };
 
@@ -23,6 +25,11 @@ pub struct User(pub UserRecord);
 
 #[Object]
 impl User {
+    /// A global id: opaque, stable, and unique across all types; refetch with `node(id:)`.
+    pub async fn id(&self) -> ID {
+        node_id(TableKind::Users, &user_key(&self.0.user_id))
+    }
+
     /// The user's id.
     async fn user_id(&self) -> &str {
         &self.0.user_id
@@ -96,7 +103,7 @@ impl User {
             .argument("minAmount", filter.min_amount.as_ref().map(|n| n.as_str()))
             .finish();
         let user_id = &self.0.user_id;
-        resolve(
+        let connection = resolve(
             ctx,
             PageArgs {
                 first,
@@ -110,7 +117,8 @@ impl User {
             |read| store.user_purchases(user_id, &filter, read),
             Purchase,
         )
-        .await
+        .await?;
+        prefetch_related(ctx, connection).await
     }
 }
 
@@ -120,6 +128,15 @@ pub struct Product(pub ProductRecord);
 
 #[Object]
 impl Product {
+    /// A global id: opaque, stable, and unique across all types; refetch with `node(id:)`.
+    pub async fn id(&self) -> ID {
+        node_id(
+            TableKind::Products,
+            &Key::new(PRODUCT_KEY, vec![KeyValue::S(self.0.sku.clone())])
+                .unwrap_or_else(|_| unreachable!("one S value fits the Products key")),
+        )
+    }
+
     /// The product's stock-keeping unit, its unique id.
     async fn sku(&self) -> &str {
         &self.0.sku
@@ -165,7 +182,7 @@ impl Product {
                 .fixed("sku", KeyValue::S(self.0.sku.clone()))
                 .finish();
         let sku = &self.0.sku;
-        resolve(
+        let connection = resolve(
             ctx,
             PageArgs {
                 first,
@@ -179,7 +196,8 @@ impl Product {
             |read| store.product_purchases(sku, read),
             Purchase,
         )
-        .await
+        .await?;
+        prefetch_related(ctx, connection).await
     }
 }
 
@@ -189,6 +207,49 @@ pub struct Purchase(pub PurchaseRecord);
 
 #[Object]
 impl Purchase {
+    /// A global id: opaque, stable, and unique across all types; refetch with `node(id:)`.
+    pub async fn id(&self) -> ID {
+        node_id(TableKind::Purchases, &self.key())
+    }
+
+    /// The user who made the purchase. Requested for a whole page, all users and products are
+    /// read together in one batch.
+    async fn user(&self, ctx: &Context<'_>) -> ApiResult<User> {
+        let loader = loader(ctx)?;
+        let item = loader
+            .load_one((TableKind::Users, user_key(&self.0.user_id)))
+            .await?
+            .flatten();
+        let Some(item) = item else {
+            tracing::error!(
+                user_id = self.0.user_id,
+                "a purchase refers to a missing user"
+            );
+            return Err(ApiError::Internal);
+        };
+        let record = UserRecord::from_item(&item).map_err(|source| StoreError::MalformedItem {
+            table: "Users".into(),
+            source,
+        })?;
+        Ok(User(record))
+    }
+
+    /// The product bought, or null if it is no longer listed.
+    async fn product(&self, ctx: &Context<'_>) -> ApiResult<Option<Product>> {
+        let loader = loader(ctx)?;
+        let key = Key::new(PRODUCT_KEY, vec![KeyValue::S(self.0.sku.clone())])
+            .map_err(|_| ApiError::Internal)?;
+        let Some(item) = loader.load_one((TableKind::Products, key)).await?.flatten() else {
+            return Ok(None);
+        };
+        let record =
+            ProductRecord::from_item(&item).map_err(|source| StoreError::MalformedItem {
+                table: "Products".into(),
+                source,
+            })?;
+        Ok(Some(Product(record)))
+    }
+
     /// The id of the user who made the purchase.
     async fn user_id(&self) -> &str {
         &self.0.user_id
@@ -218,6 +279,61 @@ impl Purchase {
     async fn status(&self) -> PurchaseStatus {
         self.0.status.into()
     }
+}
+
+impl Purchase {
+    fn key(&self) -> Key {
+        Key::new(
+            PURCHASE_KEY,
+            vec![
+                KeyValue::S(self.0.user_id.clone()),
+                KeyValue::N(DynamoNumber::from_i64(
+                    self.0.purchased_at.timestamp_millis(),
+                )),
+            ],
+        )
+        .unwrap_or_else(|_| unreachable!("S and N values fit the Purchases key"))
+    }
+}
+
+/// When the query selects `user` or `product` on a page's purchases, loads them all in one batch
+/// before the fields resolve; each field then reads the request's loader cache. This makes one
+/// BatchGetItem per page (per 100 keys) however field resolution is scheduled.
+async fn prefetch_related(
+    ctx: &Context<'_>,
+    connection: Connection<Purchase>,
+) -> ApiResult<Connection<Purchase>> {
+    let look = ctx.look_ahead();
+    let selected = |field: &str| {
+        look.field("edges").field("node").field(field).exists()
+            || look.field("nodes").field(field).exists()
+    };
+    let (users, products) = (selected("user"), selected("product"));
+    if !users && !products {
+        return Ok(connection);
+    }
+    let mut keys = Vec::new();
+    for purchase in connection.page_nodes() {
+        let user = (TableKind::Users, user_key(&purchase.0.user_id));
+        let product = (TableKind::Products, product_key(&purchase.0.sku));
+        for (wanted, key) in [(users, user), (products, product)] {
+            if wanted && !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+    }
+    loader(ctx)?.load_many(keys).await?;
+    Ok(connection)
+}
+
+fn product_key(sku: &str) -> Key {
+    Key::new(PRODUCT_KEY, vec![KeyValue::S(sku.to_owned())])
+        .unwrap_or_else(|_| unreachable!("one S value fits the Products key"))
+}
+
+fn user_key(user_id: &str) -> Key {
+    Key::new(USER_KEY, vec![KeyValue::S(user_id.to_owned())])
+        .unwrap_or_else(|_| unreachable!("one S value fits the Users key"))
 }
 
 /// The order of a connection's items by their sort key.

@@ -9,6 +9,7 @@ mod cursors;
 mod helpers;
 mod http;
 mod model;
+mod nodes;
 mod purchases;
 mod schema;
 mod tables;
