@@ -133,7 +133,16 @@ async fn graphql(
             .insert(header::ALLOW, HeaderValue::from_static("GET, POST"));
         return response;
     }
-    GraphQLResponse::from(state.schema.execute(request).await).into_response()
+    let mut response = state.schema.execute(request).await;
+    // Parse, validation and input-coercion errors come from async-graphql without a code; they
+    // are all about the request as sent. (Resolver errors always carry their own code.)
+    for error in &mut response.errors {
+        let extensions = error.extensions.get_or_insert_with(Default::default);
+        if extensions.get("code").is_none() {
+            extensions.set("code", "BAD_USER_INPUT");
+        }
+    }
+    GraphQLResponse::from(response).into_response()
 }
 
 /// Whether the operation a GET request would run is a query. Unparsable documents count as

@@ -467,6 +467,58 @@ impl Store {
         }
     }
 
+    /// Writes `item` only if no item with its key exists. `Ok(false)` when one does.
+    #[instrument(skip(self, item))]
+    pub async fn put_new(&self, kind: TableKind, item: Item) -> Result<bool, StoreError> {
+        let table = self.tables.name(kind);
+        let result = self
+            .client
+            .put_item()
+            .table_name(table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(#pk)")
+            .expression_attribute_names("#pk", kind.key_shape()[0].name)
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(err)
+                if err
+                    .as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                Ok(false)
+            }
+            Err(err) => Err(StoreError::dynamo("PutItem", table, err)),
+        }
+    }
+
+    /// Deletes the item with `key` if it exists. `Ok(false)` when there was none.
+    #[instrument(skip(self))]
+    pub async fn delete_existing(&self, kind: TableKind, key: &Key) -> Result<bool, StoreError> {
+        let table = self.tables.name(kind);
+        let result = self
+            .client
+            .delete_item()
+            .table_name(table)
+            .set_key(Some(key.to_attribute_map()))
+            .condition_expression("attribute_exists(#pk)")
+            .expression_attribute_names("#pk", kind.key_shape()[0].name)
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(err)
+                if err
+                    .as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                Ok(false)
+            }
+            Err(err) => Err(StoreError::dynamo("DeleteItem", table, err)),
+        }
+    }
+
     /// Reads items by primary key with BatchGetItem, 100 keys a call, retrying unprocessed keys
     /// with backoff. Keys with no item are absent from the result.
     #[instrument(skip(self, keys), fields(keys = keys.len()))]

@@ -2,12 +2,13 @@
 
 pub mod connection;
 pub mod error;
+pub mod mutation;
 pub mod node;
 pub mod scalars;
 pub mod types;
 
 use async_graphql::{
-    Context, EmptyMutation, EmptySubscription, ID, Object, SDLExportOptions, Schema, SchemaBuilder,
+    Context, EmptySubscription, ID, Object, SDLExportOptions, Schema, SchemaBuilder,
 };
 
 use std::cmp::Ordering;
@@ -15,6 +16,7 @@ use std::cmp::Ordering;
 use self::{
     connection::{Connection, resolve},
     error::{ApiError, ApiResult},
+    mutation::MutationRoot,
     node::{Node, parse_node_id, to_node},
     scalars::Decimal,
     types::{Product, SortOrder, User},
@@ -30,7 +32,7 @@ use crate::{
 };
 
 /// The executable schema.
-pub type AppSchema = Schema<QueryRoot, EmptyMutation, EmptySubscription>;
+pub type AppSchema = Schema<QueryRoot, MutationRoot, EmptySubscription>;
 
 /// Builds the schema over `store`, sealing cursors with `codec`.
 pub fn build_schema(store: Store, limits: PageLimits, codec: CursorCodec) -> AppSchema {
@@ -47,8 +49,8 @@ pub fn sdl() -> String {
     )
 }
 
-fn builder() -> SchemaBuilder<QueryRoot, EmptyMutation, EmptySubscription> {
-    Schema::build(QueryRoot, EmptyMutation, EmptySubscription)
+fn builder() -> SchemaBuilder<QueryRoot, MutationRoot, EmptySubscription> {
+    Schema::build(QueryRoot, MutationRoot, EmptySubscription)
 }
 
 /// The root of every query.

@@ -95,13 +95,7 @@ impl User {
                 "`since` must not be later than `until`.".into(),
             ));
         }
-        let binding = Binding::builder("User.purchases", &store.tables().purchases, None)
-            .fixed("userId", KeyValue::S(self.0.user_id.clone()))
-            .argument("since", filter.since.map(|ms| ms.to_string()).as_deref())
-            .argument("until", filter.until.map(|ms| ms.to_string()).as_deref())
-            .argument("status", filter.status.map(|s| s.as_str()))
-            .argument("minAmount", filter.min_amount.as_ref().map(|n| n.as_str()))
-            .finish();
+        let binding = user_purchases_binding(store, &self.0.user_id, &filter);
         let user_id = &self.0.user_id;
         let connection = resolve(
             ctx,
@@ -296,6 +290,18 @@ impl Purchase {
     }
 }
 
+/// The connection identity of a user's purchases under `filter` (the order is not part of it).
+/// `createPurchase` seals its edge with the unfiltered one.
+pub fn user_purchases_binding(store: &Store, user_id: &str, filter: &PurchaseFilter) -> Binding {
+    Binding::builder("User.purchases", &store.tables().purchases, None)
+        .fixed("userId", KeyValue::S(user_id.to_owned()))
+        .argument("since", filter.since.map(|ms| ms.to_string()).as_deref())
+        .argument("until", filter.until.map(|ms| ms.to_string()).as_deref())
+        .argument("status", filter.status.map(|s| s.as_str()))
+        .argument("minAmount", filter.min_amount.as_ref().map(|n| n.as_str()))
+        .finish()
+}
+
 /// When the query selects `user` or `product` on a page's purchases, loads them all in one batch
 /// before the fields resolve; each field then reads the request's loader cache. This makes one
 /// BatchGetItem per page (per 100 keys) however field resolution is scheduled.
@@ -326,12 +332,12 @@ async fn prefetch_related(
     Ok(connection)
 }
 
-fn product_key(sku: &str) -> Key {
+pub(super) fn product_key(sku: &str) -> Key {
     Key::new(PRODUCT_KEY, vec![KeyValue::S(sku.to_owned())])
         .unwrap_or_else(|_| unreachable!("one S value fits the Products key"))
 }
 
-fn user_key(user_id: &str) -> Key {
+pub(super) fn user_key(user_id: &str) -> Key {
     Key::new(USER_KEY, vec![KeyValue::S(user_id.to_owned())])
         .unwrap_or_else(|_| unreachable!("one S value fits the Users key"))
 }

@@ -9,6 +9,7 @@ mod cursors;
 mod helpers;
 mod http;
 mod model;
+mod mutations;
 mod nodes;
 mod purchases;
 mod schema;
