@@ -4,6 +4,7 @@ use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use aws_sdk_dynamodb::{
     Client,
+    error::{ProvideErrorMetadata, SdkError},
     operation::{query::builders::QueryFluentBuilder, scan::builders::ScanFluentBuilder},
     types::{AttributeValue, KeysAndAttributes, PutRequest, WriteRequest},
 };
@@ -480,17 +481,7 @@ impl Store {
             .expression_attribute_names("#pk", kind.key_shape()[0].name)
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(err)
-                if err
-                    .as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
-            Err(err) => Err(StoreError::dynamo("PutItem", table, err)),
-        }
+        conditional(result, "PutItem", table)
     }
 
     /// Deletes the item with `key` if it exists. `Ok(false)` when there was none.
@@ -506,17 +497,7 @@ impl Store {
             .expression_attribute_names("#pk", kind.key_shape()[0].name)
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(err)
-                if err
-                    .as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
-            Err(err) => Err(StoreError::dynamo("DeleteItem", table, err)),
-        }
+        conditional(result, "DeleteItem", table)
     }
 
     /// Reads items by primary key with BatchGetItem, 100 keys a call, retrying unprocessed keys
@@ -636,6 +617,29 @@ impl Store {
             .await
             .map_err(|e| StoreError::dynamo("Scan", table, e))?;
         Ok(out.count == 0 && out.last_evaluated_key.is_none())
+    }
+}
+
+/// The outcome of a conditional write: `true` when it happened, `false` when its condition
+/// failed (told apart by DynamoDB's error code, never its message).
+fn conditional<T, E, R>(
+    result: Result<T, SdkError<E, R>>,
+    operation: &'static str,
+    table: &str,
+) -> Result<bool, StoreError>
+where
+    E: ProvideErrorMetadata,
+    SdkError<E, R>: Into<aws_sdk_dynamodb::Error>,
+{
+    match result {
+        Ok(_) => Ok(true),
+        Err(err)
+            if err.as_service_error().and_then(ProvideErrorMetadata::code)
+                == Some("ConditionalCheckFailedException") =>
+        {
+            Ok(false)
+        }
+        Err(err) => Err(StoreError::dynamo(operation, table, err)),
     }
 }
 
