@@ -44,6 +44,9 @@ const HEADER_LEN: usize = 2 + NONCE_LEN;
 /// Longest cursor string accepted before decoding, so garbage cannot cost large allocations.
 /// DynamoDB key attributes are at most 2048 bytes (partition) and 1024 bytes (sort).
 const MAX_CURSOR_LEN: usize = 8192;
+/// DynamoDB's limit on a partition key value, in bytes (sort keys allow 1024; every string key
+/// a client names here is a partition key).
+pub const MAX_KEY_VALUE_BYTES: usize = 2048;
 /// Length of a cursor secret in bytes.
 pub const SECRET_LEN: usize = 32;
 
@@ -189,6 +192,16 @@ impl Key {
             .iter()
             .position(|attr| attr.name == name)
             .map(|i| &self.values[i])
+    }
+
+    /// Whether DynamoDB can store this key: every S and B value non-empty and at most
+    /// [`MAX_KEY_VALUE_BYTES`] long. Keys read from DynamoDB always are; keys decoded from
+    /// client-supplied ids may not be.
+    pub fn fits_dynamodb(&self) -> bool {
+        self.values.iter().all(|v| match v {
+            KeyValue::N(_) => true,
+            KeyValue::S(_) | KeyValue::B(_) => (1..=MAX_KEY_VALUE_BYTES).contains(&v.bytes().len()),
+        })
     }
 
     /// The key as an `ExclusiveStartKey` map.

@@ -56,6 +56,23 @@ impl From<ApiError> for async_graphql::Error {
     }
 }
 
+/// Checks a client-supplied key value (`userId`, `sku`, `category`): DynamoDB rejects empty key
+/// strings and ones over 2048 bytes, which must surface as bad input, not an internal error.
+pub fn check_key_value(value: &str, field: &str) -> ApiResult<()> {
+    if value.is_empty() {
+        return Err(ApiError::BadUserInput(format!(
+            "`{field}` must not be empty."
+        )));
+    }
+    if value.len() > crate::cursor::MAX_KEY_VALUE_BYTES {
+        return Err(ApiError::BadUserInput(format!(
+            "`{field}` must be at most {} bytes.",
+            crate::cursor::MAX_KEY_VALUE_BYTES
+        )));
+    }
+    Ok(())
+}
+
 impl From<PageArgError> for ApiError {
     fn from(err: PageArgError) -> Self {
         Self::BadUserInput(err.to_string())

@@ -62,6 +62,7 @@ pub struct QueryRoot;
 impl QueryRoot {
     /// Looks up one user by id. Null when there is no such user.
     async fn user(&self, ctx: &Context<'_>, user_id: String) -> ApiResult<Option<User>> {
+        error::check_key_value(&user_id, "userId")?;
         let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
         Ok(store.get_user(&user_id).await?.map(User))
     }
@@ -117,6 +118,7 @@ impl QueryRoot {
 
     /// Looks up one product by SKU. Null when there is no such product.
     async fn product(&self, ctx: &Context<'_>, sku: String) -> ApiResult<Option<Product>> {
+        error::check_key_value(&sku, "sku")?;
         let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
         Ok(store.get_product(&sku).await?.map(Product))
     }
@@ -146,6 +148,7 @@ impl QueryRoot {
         #[graphql(desc = "Return products before this cursor from this same connection.")]
         before: Option<String>,
     ) -> ApiResult<Connection<Product>> {
+        error::check_key_value(&category, "category")?;
         let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
         let (min, max) = (min_price.map(|d| d.0), max_price.map(|d| d.0));
         if let (Some(min), Some(max)) = (&min, &max)

@@ -10,7 +10,7 @@ use async_graphql::{
 use chrono::Utc;
 
 use super::{
-    error::{ApiError, ApiResult},
+    error::{ApiError, ApiResult, check_key_value},
     node::{loader, node_id, parse_node_id},
     scalars::{DateTime, Decimal},
     types::{
@@ -157,7 +157,7 @@ impl MutationRoot {
         input: CreateUserInput,
     ) -> ApiResult<CreateUserPayload> {
         let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
-        non_empty(&input.user_id, "userId")?;
+        check_key_value(&input.user_id, "userId")?;
         non_empty(&input.name, "name")?;
         if !input.email.contains('@') {
             return Err(bad("`email` must be an email address."));
@@ -181,9 +181,9 @@ impl MutationRoot {
         input: CreateProductInput,
     ) -> ApiResult<CreateProductPayload> {
         let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
-        non_empty(&input.sku, "sku")?;
+        check_key_value(&input.sku, "sku")?;
         non_empty(&input.name, "name")?;
-        non_empty(&input.category, "category")?;
+        check_key_value(&input.category, "category")?;
         not_negative(&input.price.0, "price")?;
         let record = ProductRecord {
             sku: input.sku,
@@ -208,8 +208,8 @@ impl MutationRoot {
     ) -> ApiResult<CreatePurchasePayload> {
         let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
         let codec = ctx.data::<CursorCodec>().map_err(|_| ApiError::Internal)?;
-        non_empty(&input.user_id, "userId")?;
-        non_empty(&input.sku, "sku")?;
+        check_key_value(&input.user_id, "userId")?;
+        check_key_value(&input.sku, "sku")?;
         if input.quantity < 1 {
             return Err(bad("`quantity` must be at least 1."));
         }

@@ -58,7 +58,8 @@ pub fn parse_node_id(id: &str) -> Option<(TableKind, Key)> {
     let kind = [TableKind::Users, TableKind::Products, TableKind::Purchases]
         .into_iter()
         .find(|k| kind_byte(*k) == kind)?;
-    Some((kind, Key::from_bytes(key, kind.key_shape()).ok()?))
+    let key = Key::from_bytes(key, kind.key_shape()).ok()?;
+    key.fits_dynamodb().then_some((kind, key))
 }
 
 fn kind_byte(kind: TableKind) -> u8 {

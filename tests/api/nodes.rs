@@ -157,3 +157,55 @@ async fn a_page_of_100_purchases_loads_their_users_and_products_in_one_batch_get
     assert_eq!(delta("BatchGetItem"), 1, "{before:?} -> {after:?}");
     assert_eq!(delta("GetItem"), 1, "only the root user lookup");
 }
+
+#[tokio::test]
+async fn empty_or_oversized_key_values_are_bad_user_input_not_internal_errors() {
+    let app = TestApp::spawn().await;
+    let long = "x".repeat(3000);
+    // "U" + S of length 0: a well-formed encoding of a key DynamoDB cannot hold.
+    let empty_user_id = "VVMAAA";
+    for (case, query, vars) in [
+        (
+            "empty userId",
+            "query($v: String!) { user(userId: $v) { userId } }",
+            json!({ "v": "" }),
+        ),
+        (
+            "oversized userId",
+            "query($v: String!) { user(userId: $v) { userId } }",
+            json!({ "v": long }),
+        ),
+        (
+            "empty sku",
+            "query($v: String!) { product(sku: $v) { sku } }",
+            json!({ "v": "" }),
+        ),
+        (
+            "empty category",
+            "query($v: String!) { products(category: $v) { nodes { sku } } }",
+            json!({ "v": "" }),
+        ),
+        (
+            "oversized category",
+            "query($v: String!) { products(category: $v) { nodes { sku } } }",
+            json!({ "v": long }),
+        ),
+        (
+            "id of an empty key",
+            "query($v: ID!) { node(id: $v) { id } }",
+            json!({ "v": empty_user_id }),
+        ),
+        (
+            "oversized userId in createUser",
+            "mutation($v: String!) { createUser(input: { userId: $v, name: \"n\", email: \"a@b\" }) { user { userId } } }",
+            json!({ "v": long }),
+        ),
+    ] {
+        let response = app.graphql(query, vars).await;
+        assert_eq!(
+            error_code(&response),
+            Some("BAD_USER_INPUT"),
+            "{case}: {response}"
+        );
+    }
+}
