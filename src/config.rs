@@ -8,7 +8,7 @@ use clap::{ArgAction, Args, Parser, Subcommand};
 use crate::{
     cursor::{KeyRing, KeyRingError},
     dynamo::Tables,
-    http::HttpSettings,
+    http::{AllowedOrigins, HttpSettings},
     pagination::PageLimits,
     seed::SeedSpec,
 };
@@ -109,6 +109,17 @@ pub struct ServeArgs {
     #[arg(long, env = "DYNARELAY_GRAPHIQL", default_value_t = true, action = ArgAction::Set)]
     pub graphiql: bool,
 
+    /// Browser origins allowed to call the API (CORS), comma-separated: exact origins such as
+    /// https://app.example.com, any port with http://localhost:*, or * for all. Empty (the
+    /// default): no cross-origin browser access.
+    #[arg(long, env = "DYNARELAY_CORS_ALLOWED_ORIGINS", default_value = "")]
+    pub cors_allowed_origins: AllowedOrigins,
+
+    /// How many Apollo Automatic Persisted Queries to remember (least recently used are
+    /// forgotten first); 0 turns them off.
+    #[arg(long, env = "DYNARELAY_PERSISTED_QUERIES", default_value_t = 1000)]
+    pub persisted_queries: usize,
+
     /// On SIGTERM or Ctrl-C, how long requests in flight may take to finish, in seconds.
     #[arg(long, env = "DYNARELAY_SHUTDOWN_TIMEOUT_SECS", default_value_t = 10)]
     pub shutdown_timeout_secs: u64,
@@ -134,6 +145,8 @@ impl ServeArgs {
         HttpSettings {
             graphiql: self.graphiql,
             max_body_bytes: self.max_body_bytes,
+            cors_origins: self.cors_allowed_origins.clone(),
+            persisted_queries: self.persisted_queries,
         }
     }
 

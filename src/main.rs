@@ -8,7 +8,7 @@ use dynarelay::{
     config::{Cli, Command, KeygenArgs, SeedArgs, ServeArgs, TablesCommand},
     cursor::{CursorCodec, CursorSecret},
     dynamo::{self, Store, tables},
-    graphql, http, seed,
+    http, seed,
 };
 use tracing_subscriber::EnvFilter;
 
@@ -60,11 +60,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     let codec = CursorCodec::new(ring);
     let store = Store::new(dynamo::client_from_env().await, args.tables.tables());
-    let state = http::AppState {
-        schema: graphql::build_schema(store.clone(), limits, codec),
-        store,
-        http: args.http(),
-    };
+    let state = http::AppState::new(store, limits, codec, args.http());
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("binding {}", args.listen))?;

@@ -9,6 +9,7 @@ pub mod types;
 
 use async_graphql::{
     Context, EmptySubscription, ID, Object, SDLExportOptions, Schema, SchemaBuilder,
+    extensions::apollo_persisted_queries::{ApolloPersistedQueries, LruCacheStorage},
 };
 
 use std::cmp::Ordering;
@@ -34,9 +35,26 @@ use crate::{
 /// The executable schema.
 pub type AppSchema = Schema<QueryRoot, MutationRoot, EmptySubscription>;
 
+/// The cache of Apollo Automatic Persisted Queries: parsed documents by SHA-256 of their text.
+pub type PersistedQueries = LruCacheStorage;
+
 /// Builds the schema over `store`, sealing cursors with `codec`.
 pub fn build_schema(store: Store, limits: PageLimits, codec: CursorCodec) -> AppSchema {
-    builder().data(store).data(limits).data(codec).finish()
+    build_schema_with(store, limits, codec, None)
+}
+
+/// [`build_schema`], also answering Apollo Automatic Persisted Queries from `persisted`.
+pub fn build_schema_with(
+    store: Store,
+    limits: PageLimits,
+    codec: CursorCodec,
+    persisted: Option<PersistedQueries>,
+) -> AppSchema {
+    let mut builder = builder().data(store).data(limits).data(codec);
+    if let Some(persisted) = persisted {
+        builder = builder.extension(ApolloPersistedQueries::new(persisted));
+    }
+    builder.finish()
 }
 
 /// The schema in SDL, sorted so that it is stable: the content of `schema.graphql`.

@@ -2,6 +2,7 @@
 
 use std::{
     collections::BTreeMap,
+    net::SocketAddr,
     sync::{
         Arc, Mutex,
         atomic::{AtomicUsize, Ordering},
@@ -27,11 +28,11 @@ use axum::{
 use dynarelay::{
     cursor::{CursorCodec, KeyRing},
     dynamo::{self, Store, Tables, model::Item, tables},
-    graphql,
-    http::{AppState, HttpSettings, router},
+    http::{AppState, HttpSettings, router, serve},
     pagination::PageLimits,
 };
 use serde_json::{Value, json};
+use tokio::sync::oneshot;
 use tower::ServiceExt;
 
 /// The DynamoDB Local endpoint that `scripts/test` started.
@@ -178,6 +179,60 @@ impl TestApp {
         serde_json::from_slice(&bytes).expect("JSON response")
     }
 
+    /// Every item of one partition of a table or index, in DynamoDB's order, read with plain SDK
+    /// Queries (not the store's code): the ground truth for paging tests.
+    pub async fn query_all(
+        &self,
+        table: &str,
+        index: Option<&str>,
+        (key, value): (&str, &str),
+        forward: bool,
+    ) -> Vec<Item> {
+        let mut items = Vec::new();
+        let mut start = None;
+        loop {
+            let page = self
+                .client()
+                .query()
+                .table_name(table)
+                .set_index_name(index.map(str::to_owned))
+                .key_condition_expression("#k = :v")
+                .expression_attribute_names("#k", key)
+                .expression_attribute_values(":v", AttributeValue::S(value.to_owned()))
+                .scan_index_forward(forward)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .expect("a ground-truth Query");
+            items.extend(page.items().iter().cloned());
+            start = page.last_evaluated_key;
+            if start.is_none() {
+                return items;
+            }
+        }
+    }
+
+    /// Every item of a table in Scan order, read with plain SDK Scans.
+    pub async fn scan_all(&self, table: &str) -> Vec<Item> {
+        let mut items = Vec::new();
+        let mut start = None;
+        loop {
+            let page = self
+                .client()
+                .scan()
+                .table_name(table)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .expect("a ground-truth Scan");
+            items.extend(page.items().iter().cloned());
+            start = page.last_evaluated_key;
+            if start.is_none() {
+                return items;
+            }
+        }
+    }
+
     pub async fn put_items(&self, table: &str, items: Vec<Item>) {
         self.store
             .put_items(table, items)
@@ -218,11 +273,12 @@ impl TestApp {
 }
 
 fn app_router(store: &Store, limits: PageLimits, ring: &KeyRing) -> Router {
-    router(AppState {
-        schema: graphql::build_schema(store.clone(), limits, CursorCodec::new(ring)),
-        store: store.clone(),
-        http: HttpSettings::default(),
-    })
+    router(AppState::new(
+        store.clone(),
+        limits,
+        CursorCodec::new(ring),
+        HttpSettings::default(),
+    ))
 }
 
 /// A `Purchases` item as another program would write it.
@@ -243,4 +299,100 @@ pub fn purchase_item(user_id: &str, purchased_at: &str, amount: &str) -> Item {
 /// The `extensions.code` of the first error, if any.
 pub fn error_code(response: &Value) -> Option<&str> {
     response["errors"][0]["extensions"]["code"].as_str()
+}
+
+/// A server on an ephemeral loopback port, over a real socket; stops when dropped.
+pub struct Running {
+    pub addr: SocketAddr,
+    _stop: oneshot::Sender<()>,
+}
+
+impl Running {
+    /// Serves the schema over `store` with the test cursor keys and default page limits.
+    pub async fn start(store: Store, http: HttpSettings) -> Self {
+        Self::start_with(store, PageLimits::default(), http).await
+    }
+
+    pub async fn start_with(store: Store, limits: PageLimits, http: HttpSettings) -> Self {
+        let state = AppState::new(store, limits, CursorCodec::new(&test_ring()), http);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        tokio::spawn(serve(
+            listener,
+            router(state),
+            async move {
+                let _ = stopped.await;
+            },
+            Duration::from_secs(1),
+        ));
+        Self { addr, _stop: stop }
+    }
+
+    /// `http://127.0.0.1:PORT` followed by `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+}
+
+/// What a Node.js client script printed, and how it ended.
+#[derive(Debug)]
+pub struct NodeRun {
+    pub success: bool,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl NodeRun {
+    /// Panics with everything the script printed unless it succeeded.
+    pub fn assert_success(&self) -> &Self {
+        assert!(
+            self.success,
+            "the client script failed\n--- stdout\n{}\n--- stderr\n{}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+
+    /// Panics unless the script failed, and printed `needle` on stderr when it did.
+    pub fn assert_failure_mentioning(&self, needle: &str) -> &Self {
+        assert!(
+            !self.success,
+            "the client script passed where it must fail\n--- stdout\n{}\n--- stderr\n{}",
+            self.stdout, self.stderr
+        );
+        assert!(
+            self.stderr.contains(needle),
+            "the client script failed, but not with `{needle}`\n--- stdout\n{}\n--- stderr\n{}",
+            self.stdout,
+            self.stderr
+        );
+        self
+    }
+}
+
+/// Runs `node <script> <args>` in `tests/clients` (whose packages `scripts/test` installs from
+/// the lockfile), with a time limit, and with loopback-only settings in the environment.
+pub async fn run_node(script: &str, args: &[&str], env: &[(&str, &str)]) -> NodeRun {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients");
+    assert!(
+        dir.join("node_modules").is_dir(),
+        "tests/clients/node_modules is missing: run the tests with scripts/test, which installs them with `npm ci`"
+    );
+    let mut command = tokio::process::Command::new("node");
+    command
+        .arg(script)
+        .args(args)
+        .current_dir(&dir)
+        .envs(env.iter().copied())
+        .kill_on_drop(true);
+    let output = tokio::time::timeout(Duration::from_secs(150), command.output())
+        .await
+        .unwrap_or_else(|_| panic!("node {script} did not finish within 150 s"))
+        .unwrap_or_else(|err| panic!("cannot run node: {err}"));
+    NodeRun {
+        success: output.status.success(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
 }

@@ -1,55 +1,27 @@
 //! HTTP over a real socket: GraphQL over POST and GET, GraphiQL served offline, health and
 //! readiness, body limits, and coded errors for requests that are not GraphQL.
 
-use std::{net::SocketAddr, time::Duration};
-
 use dynarelay::{
-    cursor::CursorCodec,
     dynamo::{self, Store, Tables},
-    graphql,
-    http::{AppState, HttpSettings, router, serve},
-    pagination::PageLimits,
+    http::HttpSettings,
 };
 use serde_json::{Value, json};
-use tokio::sync::oneshot;
 
-use crate::helpers::{TestApp, test_ring, unique_prefix};
-
-/// A server on an ephemeral loopback port; stops when dropped.
-struct Running {
-    addr: SocketAddr,
-    _stop: oneshot::Sender<()>,
-}
+use crate::helpers::{Running, TestApp, unique_prefix};
 
 async fn start(store: Store) -> Running {
-    let state = AppState {
-        schema: graphql::build_schema(
-            store.clone(),
-            PageLimits::default(),
-            CursorCodec::new(&test_ring()),
-        ),
-        store,
-        http: HttpSettings {
-            graphiql: true,
-            max_body_bytes: 8 * 1024,
-        },
-    };
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(serve(
-        listener,
-        router(state),
-        async move {
-            let _ = stopped.await;
-        },
-        Duration::from_secs(1),
-    ));
-    Running { addr, _stop: stop }
+    Running::start(store, small_body_limit()).await
+}
+
+fn small_body_limit() -> HttpSettings {
+    HttpSettings {
+        max_body_bytes: 8 * 1024,
+        ..HttpSettings::default()
+    }
 }
 
 fn url(server: &Running, path: &str) -> String {
-    format!("http://{}{path}", server.addr)
+    server.url(path)
 }
 
 #[tokio::test]
@@ -94,7 +66,7 @@ async fn a_mutation_over_get_is_refused_with_405() {
         .await
         .unwrap();
     assert_eq!(response.status(), 405);
-    assert_eq!(response.headers()["allow"], "GET, POST");
+    assert_eq!(response.headers()["allow"], "POST");
     let body: Value = response.json().await.unwrap();
     assert_eq!(
         body["errors"][0]["extensions"]["code"],
@@ -229,4 +201,443 @@ async fn health_is_always_ok_and_ready_follows_dynamodb() {
     let empty = start(no_tables).await;
     let response = http.get(url(&empty, "/ready")).send().await.unwrap();
     assert_eq!(response.status(), 503);
+}
+
+/// One request to `/graphql` and what must come back.
+struct Exchange {
+    case: &'static str,
+    method: &'static str,
+    accept: Option<&'static str>,
+    content_type: Option<&'static str>,
+    body: String,
+    status: u16,
+    media: &'static str,
+    data: bool,
+    code: Option<&'static str>,
+}
+
+async fn exchange(http: &reqwest::Client, server: &Running, e: &Exchange) -> Value {
+    let mut request = match e.method {
+        "GET" => http.get(format!("{}?{}", server.url("/graphql"), e.body)),
+        _ => http.post(server.url("/graphql")).body(e.body.clone()),
+    };
+    if let Some(accept) = e.accept {
+        request = request.header("accept", accept);
+    }
+    if let Some(content_type) = e.content_type {
+        request = request.header("content-type", content_type);
+    }
+    let response = request.send().await.unwrap();
+    assert_eq!(response.status(), e.status, "{}", e.case);
+    let media = response.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        media.starts_with(e.media),
+        "{}: content-type {media}",
+        e.case
+    );
+    assert!(media.contains("charset=utf-8"), "{}: {media}", e.case);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body.get("data").is_some(), e.data, "{}: {body}", e.case);
+    assert_eq!(
+        body["errors"][0]["extensions"]["code"].as_str(),
+        e.code,
+        "{}: {body}",
+        e.case
+    );
+    body
+}
+
+const GQL: &str = "application/graphql-response+json";
+const JSON: &str = "application/json";
+const APOLLO_ACCEPT: &str = "application/graphql-response+json,application/json;q=0.9";
+
+fn post(case: &'static str, accept: &'static str, body: Value) -> Exchange {
+    Exchange {
+        case,
+        method: "POST",
+        accept: Some(accept),
+        content_type: Some("application/json"),
+        body: body.to_string(),
+        status: 200,
+        media: if accept == JSON { JSON } else { GQL },
+        data: true,
+        code: None,
+    }
+}
+
+/// The status-code rules of GraphQL over HTTP: under `application/graphql-response+json`, a
+/// request error is a 400 without `data`; under `application/json` it is a 200; field errors are
+/// always 200 with `data`. Seen failing: with request errors answered 200 under
+/// `application/graphql-response+json` (what async-graphql-axum does), the syntax-error case
+/// failed.
+#[tokio::test]
+async fn status_codes_and_media_types_follow_graphql_over_http() {
+    let app = TestApp::spawn().await;
+    app.put_user("ivy").await;
+    let server = start(app.store.clone()).await;
+    let http = reqwest::Client::new();
+    let ok = json!({ "query": "{ __typename }" });
+    let syntax = json!({ "query": "{ user(" });
+    let invalid = json!({ "query": "{ noSuchField }" });
+    let bad_variable = json!({
+        "query": "query ($id: String!) { user(userId: $id) { userId } }",
+        "variables": { "id": 7 },
+    });
+    let field_error = json!({
+        "query": r#"{ user(userId: "ivy") { purchases(first: -1) { edges { cursor } } } }"#,
+    });
+    let cases = [
+        post("a query, Apollo's Accept", APOLLO_ACCEPT, ok.clone()),
+        post("a query, JSON", JSON, ok.clone()),
+        Exchange {
+            accept: None,
+            media: JSON,
+            ..post("no Accept means application/json", JSON, ok.clone())
+        },
+        Exchange {
+            accept: Some("*/*"),
+            media: JSON,
+            ..post("*/* gets application/json", JSON, ok.clone())
+        },
+        Exchange {
+            status: 400,
+            data: false,
+            code: Some("GRAPHQL_PARSE_FAILED"),
+            ..post("syntax error", GQL, syntax.clone())
+        },
+        Exchange {
+            data: false,
+            code: Some("GRAPHQL_PARSE_FAILED"),
+            ..post("syntax error, legacy JSON", JSON, syntax)
+        },
+        Exchange {
+            status: 400,
+            data: false,
+            code: Some("BAD_USER_INPUT"),
+            ..post("validation error", GQL, invalid.clone())
+        },
+        Exchange {
+            data: false,
+            code: Some("BAD_USER_INPUT"),
+            ..post("validation error, legacy JSON", JSON, invalid)
+        },
+        Exchange {
+            status: 400,
+            data: false,
+            code: Some("BAD_USER_INPUT"),
+            ..post("variable coercion error", GQL, bad_variable)
+        },
+        Exchange {
+            code: Some("BAD_USER_INPUT"),
+            ..post("a field error keeps data and 200", GQL, field_error)
+        },
+        Exchange {
+            status: 400,
+            data: false,
+            code: Some("BAD_REQUEST"),
+            ..post("query of the wrong type", GQL, json!({ "query": 1 }))
+        },
+        Exchange {
+            status: 400,
+            data: false,
+            code: Some("BAD_REQUEST"),
+            ..post(
+                "variables of the wrong type",
+                GQL,
+                json!({ "query": "{ __typename }", "variables": "x" }),
+            )
+        },
+        Exchange {
+            status: 400,
+            data: false,
+            code: Some("BAD_REQUEST"),
+            ..post("no query", JSON, json!({}))
+        },
+        Exchange {
+            status: 400,
+            data: false,
+            code: Some("BAD_REQUEST"),
+            ..post("a batch", GQL, json!([ok.clone(), ok.clone()]))
+        },
+        Exchange {
+            content_type: Some("text/plain"),
+            status: 415,
+            data: false,
+            code: Some("UNSUPPORTED_MEDIA_TYPE"),
+            ..post("text/plain body", GQL, ok.clone())
+        },
+        Exchange {
+            content_type: None,
+            status: 415,
+            data: false,
+            code: Some("UNSUPPORTED_MEDIA_TYPE"),
+            ..post("no content type", GQL, ok.clone())
+        },
+        Exchange {
+            accept: Some("text/html"),
+            status: 406,
+            media: JSON,
+            data: false,
+            code: Some("NOT_ACCEPTABLE"),
+            ..post("nothing acceptable", GQL, ok.clone())
+        },
+        Exchange {
+            method: "GET",
+            content_type: None,
+            body: "query=%7B__typename%7D".to_owned(),
+            ..post("GET query", GQL, ok.clone())
+        },
+        Exchange {
+            method: "GET",
+            content_type: None,
+            body: "query=mutation%7BdeletePurchase%7D".to_owned(),
+            status: 405,
+            data: false,
+            code: Some("METHOD_NOT_ALLOWED"),
+            ..post("GET mutation", GQL, ok.clone())
+        },
+        Exchange {
+            method: "GET",
+            content_type: None,
+            body: "operationName=x".to_owned(),
+            status: 400,
+            data: false,
+            code: Some("BAD_REQUEST"),
+            ..post("GET without query", GQL, ok.clone())
+        },
+        Exchange {
+            method: "GET",
+            content_type: None,
+            body: "query=%7B__typename%7D&variables=%7Bnope".to_owned(),
+            status: 400,
+            data: false,
+            code: Some("BAD_REQUEST"),
+            ..post("GET with variables that are not JSON", GQL, ok)
+        },
+    ];
+    for case in &cases {
+        exchange(&http, &server, case).await;
+    }
+}
+
+fn sha256_hex(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+fn persisted(hash: &str) -> Value {
+    json!({ "persistedQuery": { "version": 1, "sha256Hash": hash } })
+}
+
+/// Apollo Automatic Persisted Queries at the protocol level: an unknown hash gets
+/// PERSISTED_QUERY_NOT_FOUND; once registered with its text, the hash alone runs the query, over
+/// POST or GET; a persisted mutation still may not run over GET. Seen failing: with the
+/// persisted-query cache never enabled, the unknown-hash case got PERSISTED_QUERY_NOT_SUPPORTED.
+#[tokio::test]
+async fn persisted_queries_register_by_hash_and_never_run_mutations_over_get() {
+    let app = TestApp::spawn().await;
+    app.put_user("ivy").await;
+    let server = start(app.store.clone()).await;
+    let http = reqwest::Client::new();
+    let query = r#"{ user(userId: "ivy") { name } }"#;
+    let hash = sha256_hex(query);
+    let hash_only = json!({ "extensions": persisted(&hash) });
+
+    let unknown = exchange(
+        &http,
+        &server,
+        &Exchange {
+            status: 400,
+            data: false,
+            code: Some("PERSISTED_QUERY_NOT_FOUND"),
+            ..post("unknown hash", GQL, hash_only.clone())
+        },
+    )
+    .await;
+    assert_eq!(unknown["errors"][0]["message"], "PersistedQueryNotFound");
+    let expected = json!({ "user": { "name": "User ivy" } });
+    let registered = exchange(
+        &http,
+        &server,
+        &post(
+            "register",
+            GQL,
+            json!({ "query": query, "extensions": persisted(&hash) }),
+        ),
+    )
+    .await;
+    assert_eq!(registered["data"], expected);
+    let by_post = exchange(&http, &server, &post("hash over POST", GQL, hash_only)).await;
+    assert_eq!(by_post["data"], expected);
+    let extensions = persisted(&hash).to_string();
+    let get = Exchange {
+        method: "GET",
+        content_type: None,
+        body: format!("extensions={}", urlencode(&extensions)),
+        ..post("hash over GET", GQL, json!({}))
+    };
+    assert_eq!(exchange(&http, &server, &get).await["data"], expected);
+
+    let wrong_hash = json!({ "query": "{ __typename }", "extensions": persisted(&hash) });
+    exchange(
+        &http,
+        &server,
+        &Exchange {
+            status: 400,
+            data: false,
+            code: Some("BAD_USER_INPUT"),
+            ..post("a hash that is not the query's", GQL, wrong_hash)
+        },
+    )
+    .await;
+
+    let mutation = r#"mutation { createUser(input: { userId: "mallory", name: "M", email: "m@example.com" }) { user { userId } } }"#;
+    let mutation_hash = sha256_hex(mutation);
+    // Registering a mutation over POST runs it; the same hash over GET must not.
+    exchange(
+        &http,
+        &server,
+        &post(
+            "register a mutation",
+            GQL,
+            json!({ "query": mutation, "extensions": persisted(&mutation_hash) }),
+        ),
+    )
+    .await;
+    let extensions = persisted(&mutation_hash).to_string();
+    exchange(
+        &http,
+        &server,
+        &Exchange {
+            method: "GET",
+            content_type: None,
+            body: format!("extensions={}", urlencode(&extensions)),
+            status: 405,
+            data: false,
+            code: Some("METHOD_NOT_ALLOWED"),
+            ..post("a persisted mutation over GET", GQL, json!({}))
+        },
+    )
+    .await;
+
+    // With persisted queries turned off, clients are told so and fall back to full queries.
+    let off = Running::start(
+        app.store.clone(),
+        HttpSettings {
+            persisted_queries: 0,
+            ..HttpSettings::default()
+        },
+    )
+    .await;
+    exchange(
+        &http,
+        &off,
+        &Exchange {
+            status: 400,
+            data: false,
+            code: Some("PERSISTED_QUERY_NOT_SUPPORTED"),
+            ..post(
+                "persisted queries off",
+                GQL,
+                json!({ "extensions": persisted(&hash) }),
+            )
+        },
+    )
+    .await;
+}
+
+fn urlencode(text: &str) -> String {
+    text.bytes()
+        .map(|byte| match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (byte as char).to_string()
+            }
+            _ => format!("%{byte:02X}"),
+        })
+        .collect()
+}
+
+/// CORS: with no allowed origins (the default) a browser gets no CORS headers, so it refuses to
+/// share responses with other origins; with `http://localhost:*` any localhost port may call,
+/// and nothing else. Seen failing: with the allowed list ignored, the preflight from
+/// https://evil.example got the CORS headers.
+#[tokio::test]
+async fn cors_allows_only_the_configured_origins() {
+    let app = TestApp::spawn().await;
+    let closed = start(app.store.clone()).await;
+    let open = Running::start(
+        app.store.clone(),
+        HttpSettings {
+            cors_origins: "http://localhost:*".parse().unwrap(),
+            ..HttpSettings::default()
+        },
+    )
+    .await;
+    let http = reqwest::Client::new();
+    let preflight = |server: &Running, origin: &str| {
+        http.request(reqwest::Method::OPTIONS, server.url("/graphql"))
+            .header("origin", origin)
+            .header("access-control-request-method", "POST")
+            .header("access-control-request-headers", "content-type")
+            .send()
+    };
+
+    let allowed = preflight(&open, "http://localhost:5173").await.unwrap();
+    assert!(allowed.status().is_success());
+    assert_eq!(
+        allowed.headers()["access-control-allow-origin"],
+        "http://localhost:5173"
+    );
+    let methods = allowed.headers()["access-control-allow-methods"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        methods.contains("POST") && methods.contains("GET"),
+        "{methods}"
+    );
+    assert!(
+        allowed.headers()["access-control-allow-headers"]
+            .to_str()
+            .unwrap()
+            .contains("content-type")
+    );
+    for origin in ["https://evil.example", "http://localhost.evil.example:80"] {
+        let refused = preflight(&open, origin).await.unwrap();
+        assert!(
+            refused
+                .headers()
+                .get("access-control-allow-origin")
+                .is_none(),
+            "{origin}"
+        );
+    }
+    let refused = preflight(&closed, "http://localhost:5173").await.unwrap();
+    assert!(
+        refused
+            .headers()
+            .get("access-control-allow-origin")
+            .is_none()
+    );
+
+    let actual = http
+        .post(open.url("/graphql"))
+        .header("origin", "http://localhost:3000")
+        .json(&json!({ "query": "{ __typename }" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(actual.status(), 200);
+    assert_eq!(
+        actual.headers()["access-control-allow-origin"],
+        "http://localhost:3000"
+    );
+    let vary = actual.headers().get_all("vary").iter().count();
+    assert!(vary > 0, "CORS answers vary by Origin");
 }

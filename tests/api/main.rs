@@ -4,7 +4,10 @@
 // Test code fails loudly: a panic is the report.
 #![allow(clippy::unwrap_used)]
 
+mod apollo;
+mod audits;
 mod binary;
+mod browser;
 mod cursors;
 mod helpers;
 mod http;
@@ -12,5 +15,6 @@ mod model;
 mod mutations;
 mod nodes;
 mod purchases;
+mod relay;
 mod schema;
 mod tables;

@@ -478,28 +478,10 @@ async fn full_index_read(
     forward: bool,
     id: impl Fn(&dynarelay::dynamo::model::Item) -> String,
 ) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut start = None;
-    loop {
-        let page = app
-            .client()
-            .query()
-            .table_name(table)
-            .index_name(index)
-            .key_condition_expression("#pk = :v")
-            .expression_attribute_names("#pk", pk)
-            .expression_attribute_values(":v", AttributeValue::S(value.into()))
-            .scan_index_forward(forward)
-            .set_exclusive_start_key(start)
-            .send()
-            .await
-            .unwrap();
-        out.extend(page.items().iter().map(&id));
-        start = page.last_evaluated_key;
-        if start.is_none() {
-            return out;
-        }
-    }
+    let items = app
+        .query_all(table, Some(index), (pk, value), forward)
+        .await;
+    items.iter().map(id).collect()
 }
 
 #[tokio::test]

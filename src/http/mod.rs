@@ -1,20 +1,18 @@
-//! HTTP: the axum router (`/graphql`, GraphiQL at `/`, `/health`, `/ready`), its layers, and
-//! `serve` with graceful shutdown.
+//! HTTP: the axum router (`/graphql`, GraphiQL at `/`, `/health`, `/ready`), its layers
+//! (body limit, CORS, tracing), and `serve` with graceful shutdown.
+
+mod cors;
+mod graphql;
 
 use std::{future::Future, time::Duration};
 
 use async_graphql::{
-    ParseRequestError,
-    parser::{
-        parse_query,
-        types::{DocumentOperations, OperationType},
-    },
+    extensions::apollo_persisted_queries::CacheStorage, parser::types::ExecutableDocument,
 };
-use async_graphql_axum::{GraphQLRequest, GraphQLResponse};
 use axum::{
     Json, Router,
     extract::State,
-    http::{HeaderValue, Method, StatusCode, header},
+    http::{StatusCode, header},
     middleware::map_response,
     response::{IntoResponse, Response},
     routing::get,
@@ -23,9 +21,12 @@ use serde_json::json;
 use tokio::net::TcpListener;
 use tower_http::{limit::RequestBodyLimitLayer, trace::TraceLayer};
 
+pub use self::cors::{AllowedOrigins, OriginError};
 use crate::{
+    cursor::CursorCodec,
     dynamo::Store,
-    graphql::{self, AppSchema},
+    graphql::{AppSchema, PersistedQueries, build_schema_with},
+    pagination::PageLimits,
 };
 
 /// Everything the handlers need.
@@ -33,10 +34,12 @@ use crate::{
 pub struct AppState {
     /// The executable schema.
     pub schema: AppSchema,
-    /// For the readiness probe.
+    /// For the readiness probe and the per-request loaders.
     pub store: Store,
     /// HTTP-level settings.
     pub http: HttpSettings,
+    /// The persisted-query cache the schema answers from, if enabled.
+    persisted: Option<PersistedQueries>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -48,6 +51,25 @@ impl std::fmt::Debug for AppState {
     }
 }
 
+impl AppState {
+    /// The schema over `store` with the given limits and cursor codec, served with `http`.
+    pub fn new(store: Store, limits: PageLimits, codec: CursorCodec, http: HttpSettings) -> Self {
+        let persisted =
+            (http.persisted_queries > 0).then(|| PersistedQueries::new(http.persisted_queries));
+        Self {
+            schema: build_schema_with(store.clone(), limits, codec, persisted.clone()),
+            store,
+            http,
+            persisted,
+        }
+    }
+
+    /// The document registered under an Apollo persisted-query hash, if any.
+    async fn persisted_document(&self, hash: &str) -> Option<ExecutableDocument> {
+        self.persisted.as_ref()?.get(hash.to_owned()).await
+    }
+}
+
 /// HTTP-level settings.
 #[derive(Clone, Debug)]
 pub struct HttpSettings {
@@ -55,6 +77,10 @@ pub struct HttpSettings {
     pub graphiql: bool,
     /// Largest accepted request body, in bytes.
     pub max_body_bytes: usize,
+    /// Browser origins allowed to call the API (CORS). Empty: none.
+    pub cors_origins: AllowedOrigins,
+    /// How many Apollo persisted queries to keep (least recently used go first); 0 disables them.
+    pub persisted_queries: usize,
 }
 
 impl Default for HttpSettings {
@@ -62,6 +88,8 @@ impl Default for HttpSettings {
         Self {
             graphiql: true,
             max_body_bytes: 64 * 1024,
+            cors_origins: AllowedOrigins::default(),
+            persisted_queries: 1000,
         }
     }
 }
@@ -69,7 +97,7 @@ impl Default for HttpSettings {
 /// The application's routes and layers.
 pub fn router(state: AppState) -> Router {
     let mut router = Router::new()
-        .route("/graphql", get(graphql).post(graphql))
+        .route("/graphql", get(graphql::get).post(graphql::post))
         .route("/health", get(health))
         .route("/ready", get(ready));
     if state.http.graphiql {
@@ -77,12 +105,14 @@ pub fn router(state: AppState) -> Router {
             .route("/", get(graphiql_page))
             .route("/graphiql/{file}", get(graphiql_asset));
     }
-    router
-        // async-graphql-axum reads bodies as streams, where axum's default limit does not apply.
+    router = router
         .layer(RequestBodyLimitLayer::new(state.http.max_body_bytes))
-        .layer(map_response(coded_payload_too_large))
-        .layer(TraceLayer::new_for_http())
-        .with_state(state)
+        .layer(map_response(coded_payload_too_large));
+    // Outside the routes, so that preflight requests are answered here.
+    if let Some(cors) = state.http.cors_origins.layer() {
+        router = router.layer(cors);
+    }
+    router.layer(TraceLayer::new_for_http()).with_state(state)
 }
 
 /// Serves `router` on `listener` until `shutdown` resolves, then lets requests in flight finish
@@ -113,100 +143,19 @@ pub async fn serve(
     }
 }
 
-async fn graphql(
-    State(state): State<AppState>,
-    method: Method,
-    request: GraphQLRequest<BadRequest>,
-) -> Response {
-    // Each request gets its own loader, so cached items never outlive the request.
-    let request = request
-        .into_inner()
-        .data(graphql::node::request_loader(&state.store));
-    if method == Method::GET && !is_query(&request) {
-        let mut response = error_response(
-            StatusCode::METHOD_NOT_ALLOWED,
-            "Only queries may be sent with GET; send mutations with POST.",
-            "METHOD_NOT_ALLOWED",
-        );
-        response
-            .headers_mut()
-            .insert(header::ALLOW, HeaderValue::from_static("GET, POST"));
-        return response;
-    }
-    let mut response = state.schema.execute(request).await;
-    // Parse, validation and input-coercion errors come from async-graphql without a code; they
-    // are all about the request as sent. (Resolver errors always carry their own code.)
-    for error in &mut response.errors {
-        let extensions = error.extensions.get_or_insert_with(Default::default);
-        if extensions.get("code").is_none() {
-            extensions.set("code", "BAD_USER_INPUT");
-        }
-    }
-    GraphQLResponse::from(response).into_response()
-}
-
-/// Whether the operation a GET request would run is a query. Unparsable documents count as
-/// queries: execution then reports the syntax error.
-fn is_query(request: &async_graphql::Request) -> bool {
-    let Ok(document) = parse_query(&request.query) else {
-        return true;
-    };
-    let ty = match (&document.operations, request.operation_name.as_deref()) {
-        (DocumentOperations::Single(op), _) => Some(op.node.ty),
-        (DocumentOperations::Multiple(ops), Some(name)) => ops.get(name).map(|op| op.node.ty),
-        (DocumentOperations::Multiple(_), None) => None,
-    };
-    ty.is_none_or(|ty| ty == OperationType::Query)
-}
-
-/// A request that is not a GraphQL request: 400 (or 413 when too large) with a coded error.
-#[derive(Debug)]
-pub struct BadRequest(ParseRequestError);
-
-impl From<ParseRequestError> for BadRequest {
-    fn from(err: ParseRequestError) -> Self {
-        Self(err)
-    }
-}
-
-impl IntoResponse for BadRequest {
-    fn into_response(self) -> Response {
-        match self.0 {
-            ParseRequestError::PayloadTooLarge => error_response(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "The request body is too large.",
-                "PAYLOAD_TOO_LARGE",
-            ),
-            ParseRequestError::UnsupportedBatch => error_response(
-                StatusCode::BAD_REQUEST,
-                "Batched requests are not supported; send one operation per request.",
-                "BAD_REQUEST",
-            ),
-            err => {
-                tracing::debug!(error = %err, "unreadable GraphQL request");
-                error_response(
-                    StatusCode::BAD_REQUEST,
-                    "The request is not a valid GraphQL request.",
-                    "BAD_REQUEST",
-                )
-            }
-        }
-    }
-}
-
 /// The body limit layer answers 413 with a plain-text body; give clients the coded JSON error
 /// every other rejection has.
 async fn coded_payload_too_large(response: Response) -> Response {
     if response.status() == StatusCode::PAYLOAD_TOO_LARGE {
-        BadRequest(ParseRequestError::PayloadTooLarge).into_response()
+        graphql::HttpError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "The request body is too large.",
+            "PAYLOAD_TOO_LARGE",
+        )
+        .into_response(graphql::Format::Json)
     } else {
         response
     }
-}
-
-fn error_response(status: StatusCode, message: &str, code: &str) -> Response {
-    let body = json!({ "errors": [{ "message": message, "extensions": { "code": code } }] });
-    (status, Json(body)).into_response()
 }
 
 async fn health() -> Json<serde_json::Value> {
@@ -248,7 +197,7 @@ async fn graphiql_page() -> Response {
             (header::CONTENT_SECURITY_POLICY, GRAPHIQL_CSP),
             (header::CACHE_CONTROL, "no-cache"),
         ],
-        include_str!("../assets/graphiql/index.html"),
+        include_str!("../../assets/graphiql/index.html"),
     )
         .into_response()
 }
@@ -258,23 +207,23 @@ async fn graphiql_page() -> Response {
 async fn graphiql_asset(axum::extract::Path(file): axum::extract::Path<String>) -> Response {
     let (body, content_type): (&'static [u8], &str) = match file.as_str() {
         "graphiql.min.js" => (
-            include_bytes!("../assets/graphiql/vendor/graphiql.min.js"),
+            include_bytes!("../../assets/graphiql/vendor/graphiql.min.js"),
             "text/javascript",
         ),
         "graphiql.min.css" => (
-            include_bytes!("../assets/graphiql/vendor/graphiql.min.css"),
+            include_bytes!("../../assets/graphiql/vendor/graphiql.min.css"),
             "text/css",
         ),
         "react.production.min.js" => (
-            include_bytes!("../assets/graphiql/vendor/react.production.min.js"),
+            include_bytes!("../../assets/graphiql/vendor/react.production.min.js"),
             "text/javascript",
         ),
         "react-dom.production.min.js" => (
-            include_bytes!("../assets/graphiql/vendor/react-dom.production.min.js"),
+            include_bytes!("../../assets/graphiql/vendor/react-dom.production.min.js"),
             "text/javascript",
         ),
         "init.js" => (
-            include_bytes!("../assets/graphiql/init.js"),
+            include_bytes!("../../assets/graphiql/init.js"),
             "text/javascript",
         ),
         _ => return StatusCode::NOT_FOUND.into_response(),

@@ -1,0 +1,514 @@
+//! GraphQL over HTTP (<https://graphql.github.io/graphql-over-http/draft/>): reading a request
+//! from a GET query string or a POST JSON body, negotiating the response media type from
+//! `Accept`, and choosing the status code.
+//!
+//! async-graphql-axum always answers `application/graphql-response+json` with status 200, which
+//! breaks the spec's rule that a request error under that media type is a 4xx without `data`. So
+//! this handler does the HTTP side itself and leaves execution to async-graphql.
+//!
+//! | request | status |
+//! |---|---|
+//! | not HTTP-level valid: bad JSON, a batch, wrong parameter types, no `query` | 400 |
+//! | GraphQL request error (parse, validation, variables) with `application/graphql-response+json` | 400, no `data` |
+//! | GraphQL request error with `application/json` | 200, no `data` |
+//! | executed, with or without field errors | 200 |
+//! | a mutation over GET | 405 |
+//! | POST with a content type other than `application/json` | 415 |
+//! | `Accept` allows neither JSON media type | 406 |
+
+use std::collections::{BTreeMap, HashMap};
+
+use async_graphql::{
+    ServerError, Variables,
+    parser::{
+        parse_query,
+        types::{DocumentOperations, ExecutableDocument, OperationType},
+    },
+};
+use axum::{
+    body::Bytes,
+    extract::{Query, State, rejection::QueryRejection},
+    http::{HeaderMap, HeaderValue, StatusCode, header},
+    response::{IntoResponse, Response},
+};
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use super::AppState;
+use crate::graphql;
+
+/// The two response media types of GraphQL over HTTP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Format {
+    /// `application/graphql-response+json`: request errors get 4xx.
+    GraphqlResponse,
+    /// `application/json`, the legacy type: every well-formed GraphQL request gets 200.
+    Json,
+}
+
+impl Format {
+    fn content_type(self) -> HeaderValue {
+        HeaderValue::from_static(match self {
+            Format::GraphqlResponse => "application/graphql-response+json; charset=utf-8",
+            Format::Json => "application/json; charset=utf-8",
+        })
+    }
+
+    /// Picks the response media type from an `Accept` header, or `None` when it allows neither.
+    ///
+    /// Hand-written because no maintained crate in our tree parses `Accept` with quality values;
+    /// the grammar needed here (media ranges with a `q` parameter) is small. Wildcards select
+    /// `application/json`, which every GraphQL client understands; `graphql-response+json` is
+    /// chosen only when named, and wins ties.
+    pub(super) fn negotiate(accept: Option<&HeaderValue>) -> Option<Format> {
+        let Some(accept) = accept.and_then(|value| value.to_str().ok()) else {
+            return Some(Format::Json);
+        };
+        if accept.trim().is_empty() {
+            return Some(Format::Json);
+        }
+        let mut graphql_response: Option<f32> = None;
+        // The quality of application/json from its most specific matching range:
+        // (specificity, q).
+        let mut json: Option<(u8, f32)> = None;
+        for range in accept.split(',') {
+            let mut parts = range.split(';');
+            let media = parts.next().unwrap_or_default().trim().to_ascii_lowercase();
+            let q = parts
+                .filter_map(|param| param.split_once('='))
+                .find(|(name, _)| name.trim().eq_ignore_ascii_case("q"))
+                .map_or(Some(1.0), |(_, value)| value.trim().parse::<f32>().ok())
+                .filter(|q| (0.0..=1.0).contains(q))
+                .unwrap_or(0.0);
+            let specificity = match media.as_str() {
+                "application/graphql-response+json" => {
+                    graphql_response = Some(graphql_response.map_or(q, |old| old.max(q)));
+                    continue;
+                }
+                "application/json" => 3,
+                "application/*" => 2,
+                "*/*" => 1,
+                _ => continue,
+            };
+            json = match json {
+                Some((old, old_q)) if old > specificity => Some((old, old_q)),
+                Some((old, old_q)) if old == specificity => Some((old, old_q.max(q))),
+                _ => Some((specificity, q)),
+            };
+        }
+        let json = json.map_or(0.0, |(_, q)| q);
+        let graphql_response = graphql_response.unwrap_or(0.0);
+        if graphql_response > 0.0 && graphql_response >= json {
+            Some(Format::GraphqlResponse)
+        } else if json > 0.0 {
+            Some(Format::Json)
+        } else {
+            None
+        }
+    }
+}
+
+/// The parameters of a GraphQL-over-HTTP request, from either method.
+#[derive(Debug, Default)]
+struct Params {
+    query: Option<String>,
+    operation_name: Option<String>,
+    variables: Option<Map<String, Value>>,
+    extensions: Option<Map<String, Value>>,
+}
+
+impl Params {
+    /// From a POST body's JSON object.
+    fn from_object(mut object: Map<String, Value>) -> Result<Self, HttpError> {
+        Ok(Self {
+            query: string_param(object.remove("query"), "query")?,
+            operation_name: string_param(object.remove("operationName"), "operationName")?,
+            variables: map_param(object.remove("variables"), "variables")?,
+            extensions: map_param(object.remove("extensions"), "extensions")?,
+        })
+    }
+
+    /// From a GET query string, where `variables` and `extensions` are JSON text.
+    fn from_query(mut query: HashMap<String, String>) -> Result<Self, HttpError> {
+        let json = |value: Option<String>, name: &str| {
+            value
+                .map(|text| {
+                    serde_json::from_str::<Value>(&text)
+                        .map_err(|_| HttpError::bad_request(format!("`{name}` is not valid JSON.")))
+                })
+                .transpose()
+                .and_then(|value| map_param(value, name))
+        };
+        Ok(Self {
+            query: query.remove("query"),
+            operation_name: query
+                .remove("operationName")
+                .filter(|name| !name.is_empty()),
+            variables: json(query.remove("variables"), "variables")?,
+            extensions: json(query.remove("extensions"), "extensions")?,
+        })
+    }
+
+    fn has_persisted_query(&self) -> bool {
+        self.extensions
+            .as_ref()
+            .is_some_and(|extensions| extensions.contains_key("persistedQuery"))
+    }
+
+    /// The `sha256Hash` of an Apollo persisted-query extension.
+    fn persisted_query_hash(&self) -> Option<&str> {
+        self.extensions.as_ref()?.get("persistedQuery")?["sha256Hash"].as_str()
+    }
+}
+
+fn string_param(value: Option<Value>, name: &str) -> Result<Option<String>, HttpError> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text)),
+        Some(_) => Err(HttpError::bad_request(format!(
+            "`{name}` must be a string."
+        ))),
+    }
+}
+
+fn map_param(value: Option<Value>, name: &str) -> Result<Option<Map<String, Value>>, HttpError> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Object(map)) => Ok(Some(map)),
+        Some(_) => Err(HttpError::bad_request(format!(
+            "`{name}` must be a JSON object."
+        ))),
+    }
+}
+
+/// A request refused before any GraphQL processing, with its status and coded message.
+#[derive(Debug)]
+pub(super) struct HttpError {
+    status: StatusCode,
+    message: String,
+    code: &'static str,
+}
+
+impl HttpError {
+    pub(super) fn new(status: StatusCode, message: impl Into<String>, code: &'static str) -> Self {
+        Self {
+            status,
+            message: message.into(),
+            code,
+        }
+    }
+
+    fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, message, "BAD_REQUEST")
+    }
+
+    pub(super) fn into_response(self, format: Format) -> Response {
+        let body = json!({
+            "errors": [{ "message": self.message, "extensions": { "code": self.code } }]
+        });
+        let mut response = (self.status, body.to_string()).into_response();
+        response
+            .headers_mut()
+            .insert(header::CONTENT_TYPE, format.content_type());
+        if self.status == StatusCode::METHOD_NOT_ALLOWED {
+            response
+                .headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static("POST"));
+        }
+        response
+    }
+}
+
+/// `GET /graphql`: queries only.
+pub(super) async fn get(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    query: Result<Query<HashMap<String, String>>, QueryRejection>,
+) -> Response {
+    let Some(format) = Format::negotiate(headers.get(header::ACCEPT)) else {
+        return not_acceptable();
+    };
+    let params = query
+        .map_err(|_| HttpError::bad_request("The query string is not valid URL encoding."))
+        .and_then(|Query(query)| Params::from_query(query));
+    match params {
+        Ok(params) => execute(&state, params, format, true).await,
+        Err(err) => err.into_response(format),
+    }
+}
+
+/// `POST /graphql`: a JSON body with `query`, `operationName`, `variables` and `extensions`.
+pub(super) async fn post(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let Some(format) = Format::negotiate(headers.get(header::ACCEPT)) else {
+        return not_acceptable();
+    };
+    if let Err(err) = check_content_type(headers.get(header::CONTENT_TYPE)) {
+        return err.into_response(format);
+    }
+    let params = match serde_json::from_slice::<Value>(&body) {
+        Ok(Value::Object(object)) => Params::from_object(object),
+        Ok(Value::Array(_)) => Err(HttpError::bad_request(
+            "Batched requests are not supported; send one operation per request.",
+        )),
+        Ok(_) => Err(HttpError::bad_request(
+            "The request body must be a JSON object.",
+        )),
+        Err(_) => Err(HttpError::bad_request(
+            "The request body is not valid JSON.",
+        )),
+    };
+    match params {
+        Ok(params) => execute(&state, params, format, false).await,
+        Err(err) => err.into_response(format),
+    }
+}
+
+fn not_acceptable() -> Response {
+    HttpError::new(
+        StatusCode::NOT_ACCEPTABLE,
+        "Accept application/graphql-response+json or application/json.",
+        "NOT_ACCEPTABLE",
+    )
+    .into_response(Format::Json)
+}
+
+/// POST bodies must be `application/json`, in UTF-8.
+fn check_content_type(value: Option<&HeaderValue>) -> Result<(), HttpError> {
+    let unsupported = || {
+        HttpError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "Send the request as Content-Type: application/json.",
+            "UNSUPPORTED_MEDIA_TYPE",
+        )
+    };
+    let value = value
+        .and_then(|value| value.to_str().ok())
+        .ok_or_else(unsupported)?;
+    let mut parts = value.split(';');
+    let media = parts.next().unwrap_or_default().trim();
+    if !media.eq_ignore_ascii_case("application/json") {
+        return Err(unsupported());
+    }
+    let charset_ok = parts
+        .filter_map(|param| param.split_once('='))
+        .filter(|(name, _)| name.trim().eq_ignore_ascii_case("charset"))
+        .all(|(_, charset)| {
+            let charset = charset.trim().trim_matches('"');
+            charset.eq_ignore_ascii_case("utf-8") || charset.eq_ignore_ascii_case("utf8")
+        });
+    if charset_ok {
+        Ok(())
+    } else {
+        Err(unsupported())
+    }
+}
+
+async fn execute(state: &AppState, params: Params, format: Format, is_get: bool) -> Response {
+    let has_persisted_query = params.has_persisted_query();
+    let query = params.query.clone().unwrap_or_default();
+    if query.is_empty() && !has_persisted_query {
+        return HttpError::bad_request("The request has no `query`.").into_response(format);
+    }
+    if has_persisted_query && state.persisted.is_none() {
+        let mut error = ServerError::new("PersistedQueryNotSupported", None);
+        set_code(&mut error, "PERSISTED_QUERY_NOT_SUPPORTED");
+        return graphql_response(async_graphql::Response::from_errors(vec![error]), format);
+    }
+    // Parse here rather than in async-graphql, to tell syntax errors apart (and to see the
+    // operation type of a GET). Persisted queries without text are parsed from the cache.
+    let document = if query.is_empty() {
+        None
+    } else {
+        match parse_query(&query) {
+            Ok(document) => Some(document),
+            Err(err) => {
+                let mut error = ServerError::from(err);
+                set_code(&mut error, "GRAPHQL_PARSE_FAILED");
+                return graphql_response(async_graphql::Response::from_errors(vec![error]), format);
+            }
+        }
+    };
+    if is_get {
+        let persisted;
+        let operation_document = match (&document, params.persisted_query_hash()) {
+            (Some(document), _) => Some(document),
+            (None, Some(hash)) => {
+                persisted = state.persisted_document(hash).await;
+                persisted.as_ref()
+            }
+            (None, None) => None,
+        };
+        if let Some(document) = operation_document
+            && !is_query(document, params.operation_name.as_deref())
+        {
+            return HttpError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "Only queries may be sent with GET; send mutations with POST.",
+                "METHOD_NOT_ALLOWED",
+            )
+            .into_response(format);
+        }
+    }
+
+    let mut request = async_graphql::Request::new(query);
+    if let Some(name) = params.operation_name {
+        request = request.operation_name(name);
+    }
+    if let Some(variables) = params.variables {
+        request = request.variables(Variables::from_json(Value::Object(variables)));
+    }
+    for (name, value) in params.extensions.unwrap_or_default() {
+        match async_graphql::Value::from_json(value) {
+            Ok(value) => {
+                request.extensions.0.insert(name, value);
+            }
+            Err(_) => {
+                return HttpError::bad_request(format!("Extension `{name}` is not valid."))
+                    .into_response(format);
+            }
+        }
+    }
+    if let Some(document) = document {
+        request.set_parsed_query(document);
+    }
+    // Each request gets its own loader, so cached items never outlive the request.
+    let request = request.data(graphql::node::request_loader(&state.store));
+    let response = state.schema.execute(request).await;
+    graphql_response(response, format)
+}
+
+/// Whether the operation a request would run is a query. A document with several operations
+/// and no (or an unknown) operation name counts as a query: execution then reports the error.
+fn is_query(document: &ExecutableDocument, operation_name: Option<&str>) -> bool {
+    let ty = match (&document.operations, operation_name) {
+        (DocumentOperations::Single(op), _) => Some(op.node.ty),
+        (DocumentOperations::Multiple(ops), Some(name)) => ops.get(name).map(|op| op.node.ty),
+        (DocumentOperations::Multiple(_), None) => None,
+    };
+    ty.is_none_or(|ty| ty == OperationType::Query)
+}
+
+fn set_code(error: &mut ServerError, code: &str) {
+    let extensions = error.extensions.get_or_insert_with(Default::default);
+    if extensions.get("code").is_none() {
+        extensions.set("code", code);
+    }
+}
+
+/// Status, media type and body for a GraphQL response.
+///
+/// A request error (one raised before execution: the document, validation, variables, a
+/// persisted query) leaves no `data` and errors without a `path`; field errors always carry one.
+fn graphql_response(mut response: async_graphql::Response, format: Format) -> Response {
+    let request_error = response.data == async_graphql::Value::Null
+        && !response.errors.is_empty()
+        && response.errors.iter().all(|error| error.path.is_empty());
+    for error in &mut response.errors {
+        // Resolver errors carry their own codes; the rest are about the request as sent.
+        let code = if error.message == "PersistedQueryNotFound" {
+            "PERSISTED_QUERY_NOT_FOUND"
+        } else {
+            "BAD_USER_INPUT"
+        };
+        set_code(error, code);
+    }
+    let status = match format {
+        Format::GraphqlResponse if request_error => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
+    };
+    // Serialized directly (not through `serde_json::Value`, whose maps sort their keys), so
+    // fields come back in the order the query asked for them.
+    let body = if request_error {
+        serde_json::to_string(&RequestErrors {
+            errors: &response.errors,
+            extensions: &response.extensions,
+        })
+    } else {
+        serde_json::to_string(&response)
+    };
+    let Ok(body) = body else {
+        tracing::error!("a GraphQL response could not be serialized");
+        return HttpError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "Internal server error.",
+            "INTERNAL_SERVER_ERROR",
+        )
+        .into_response(format);
+    };
+    let mut http = (status, body).into_response();
+    let headers = http.headers_mut();
+    headers.insert(header::CONTENT_TYPE, format.content_type());
+    headers.insert(header::VARY, HeaderValue::from_static("accept"));
+    http
+}
+
+/// A response to a request error: no `data` entry at all.
+#[derive(Serialize)]
+struct RequestErrors<'a> {
+    errors: &'a [ServerError],
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    extensions: &'a BTreeMap<String, async_graphql::Value>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn negotiate(accept: &str) -> Option<Format> {
+        Format::negotiate(Some(&HeaderValue::from_str(accept).unwrap()))
+    }
+
+    #[test]
+    fn accept_negotiation_follows_graphql_over_http() {
+        use Format::{GraphqlResponse, Json};
+        assert_eq!(Format::negotiate(None), Some(Json));
+        let cases = [
+            ("", Some(Json)),
+            ("application/graphql-response+json", Some(GraphqlResponse)),
+            ("application/json", Some(Json)),
+            ("*/*", Some(Json)),
+            ("application/*", Some(Json)),
+            // Apollo Client's default.
+            (
+                "application/graphql-response+json,application/json;q=0.9",
+                Some(GraphqlResponse),
+            ),
+            // GraphiQL's default.
+            (
+                "application/graphql-response+json, application/json, multipart/mixed",
+                Some(GraphqlResponse),
+            ),
+            (
+                "application/graphql-response+json;q=0.5, application/json",
+                Some(Json),
+            ),
+            ("application/json;q=0, */*", None),
+            ("*/*, application/json;q=0", None),
+            ("application/graphql-response+json;q=0, */*", Some(Json)),
+            ("text/html", None),
+            ("text/html, application/xml;q=0.9", None),
+            ("application/json;q=nonsense", None),
+            ("APPLICATION/JSON", Some(Json)),
+        ];
+        for (accept, expected) in cases {
+            assert_eq!(negotiate(accept), expected, "Accept: {accept}");
+        }
+    }
+
+    #[test]
+    fn post_content_type_must_be_utf8_json() {
+        let ok = |value: &str| check_content_type(Some(&HeaderValue::from_str(value).unwrap()));
+        assert!(check_content_type(None).is_err());
+        assert!(ok("application/json").is_ok());
+        assert!(ok("application/json; charset=utf-8").is_ok());
+        assert!(ok("Application/JSON; charset=\"UTF-8\"").is_ok());
+        assert!(ok("application/json; charset=latin1").is_err());
+        assert!(ok("text/plain").is_err());
+        assert!(ok("application/graphql").is_err());
+        assert!(ok("application/x-www-form-urlencoded").is_err());
+    }
+}
