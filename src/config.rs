@@ -8,6 +8,7 @@ use clap::{ArgAction, Args, Parser, Subcommand};
 use crate::{
     cursor::{KeyRing, KeyRingError},
     dynamo::Tables,
+    graphql::limits::QueryLimits,
     http::{AllowedOrigins, HttpSettings},
     pagination::PageLimits,
     seed::SeedSpec,
@@ -120,6 +121,41 @@ pub struct ServeArgs {
     #[arg(long, env = "DYNARELAY_PERSISTED_QUERIES", default_value_t = 1000)]
     pub persisted_queries: usize,
 
+    /// Deepest nesting of selections a query may have; deeper gets QUERY_TOO_DEEP.
+    #[arg(long, env = "DYNARELAY_MAX_DEPTH", default_value_t = 10)]
+    pub max_depth: usize,
+
+    /// Largest query complexity: each field costs 1, and a connection costs its page size
+    /// (`first` or `last`, 100 when omitted) times its children. Larger gets QUERY_TOO_COMPLEX.
+    #[arg(long, env = "DYNARELAY_MAX_COMPLEXITY", default_value_t = 10_000)]
+    pub max_complexity: usize,
+
+    /// Most aliased fields in one query; more gets TOO_MANY_ALIASES.
+    #[arg(long, env = "DYNARELAY_MAX_ALIASES", default_value_t = 15)]
+    pub max_aliases: usize,
+
+    /// Longest query document, in bytes; longer gets QUERY_TOO_LONG.
+    #[arg(long, env = "DYNARELAY_MAX_QUERY_BYTES", default_value_t = 16 * 1024)]
+    pub max_query_bytes: usize,
+
+    /// Most lexical tokens in one query document; more gets TOO_MANY_TOKENS.
+    #[arg(long, env = "DYNARELAY_MAX_TOKENS", default_value_t = 2_000)]
+    pub max_tokens: usize,
+
+    /// Answer introspection queries (true or false). Turn off in production if the schema
+    /// should not be discoverable.
+    #[arg(long, env = "DYNARELAY_INTROSPECTION", default_value_t = true, action = ArgAction::Set)]
+    pub introspection: bool,
+
+    /// Suggest similar field names in validation errors (true or false).
+    #[arg(long, env = "DYNARELAY_SUGGESTIONS", default_value_t = true, action = ArgAction::Set)]
+    pub suggestions: bool,
+
+    /// Longest time one request may take, in seconds; slower requests get 504 with
+    /// REQUEST_TIMEOUT.
+    #[arg(long, env = "DYNARELAY_REQUEST_TIMEOUT_SECS", default_value_t = 15)]
+    pub request_timeout_secs: u64,
+
     /// On SIGTERM or Ctrl-C, how long requests in flight may take to finish, in seconds.
     #[arg(long, env = "DYNARELAY_SHUTDOWN_TIMEOUT_SECS", default_value_t = 10)]
     pub shutdown_timeout_secs: u64,
@@ -147,6 +183,16 @@ impl ServeArgs {
             max_body_bytes: self.max_body_bytes,
             cors_origins: self.cors_allowed_origins.clone(),
             persisted_queries: self.persisted_queries,
+            request_timeout: Duration::from_secs(self.request_timeout_secs.max(1)),
+            query_limits: QueryLimits {
+                depth: self.max_depth,
+                complexity: self.max_complexity,
+                aliases: self.max_aliases,
+                query_bytes: self.max_query_bytes,
+                tokens: self.max_tokens,
+                introspection: self.introspection,
+                suggestions: self.suggestions,
+            },
         }
     }
 

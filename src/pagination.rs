@@ -7,6 +7,10 @@
 /// The largest page size that can be configured at all.
 pub const HARD_MAX_PAGE_SIZE: u32 = 1000;
 
+/// The largest default page size: query complexity assumes at most this many items from a
+/// connection that names no page size.
+pub const MAX_DEFAULT_PAGE_SIZE: u32 = 100;
+
 /// Page sizes: the default when `first` is omitted, and the largest a client may ask for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PageLimits {
@@ -18,8 +22,8 @@ pub struct PageLimits {
 /// A rejected page size configuration.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "page sizes must satisfy 1 <= default ({default}) <= max ({max}) <= {HARD_MAX_PAGE_SIZE}, \
-     and the read budget ({read_budget}) must exceed max"
+    "page sizes must satisfy 1 <= default ({default}) <= max ({max}) <= {HARD_MAX_PAGE_SIZE} \
+     and default <= {MAX_DEFAULT_PAGE_SIZE}, and the read budget ({read_budget}) must exceed max"
 )]
 pub struct LimitsError {
     default: u32,
@@ -31,7 +35,12 @@ impl PageLimits {
     /// Validates a default and maximum page size, and the read budget: how many items DynamoDB
     /// may evaluate for one page before the server stops and returns what it found.
     pub fn new(default: u32, max: u32, read_budget: u32) -> Result<Self, LimitsError> {
-        if default >= 1 && default <= max && max <= HARD_MAX_PAGE_SIZE && read_budget > max {
+        if default >= 1
+            && default <= max
+            && default <= MAX_DEFAULT_PAGE_SIZE
+            && max <= HARD_MAX_PAGE_SIZE
+            && read_budget > max
+        {
             Ok(Self {
                 default,
                 max,

@@ -76,6 +76,27 @@ impl StoreError {
             source: Box::new(source.into()),
         }
     }
+
+    /// Whether the failure is DynamoDB being unreachable, timing out, or throttling past the
+    /// SDK's retries (so the same request may succeed later), as opposed to a request or data
+    /// problem. Decided by DynamoDB's error code, never its message: a transport failure or
+    /// timeout has no code at all.
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            Self::Dynamo { source, .. } => source.code().is_none_or(|code| {
+                matches!(
+                    code,
+                    "ProvisionedThroughputExceededException"
+                        | "ThrottlingException"
+                        | "RequestLimitExceeded"
+                        | "InternalServerError"
+                        | "ServiceUnavailable"
+                )
+            }),
+            Self::Unprocessed { .. } => true,
+            Self::MalformedItem { .. } | Self::MissingKey { .. } => false,
+        }
+    }
 }
 
 /// How to read one page: where to start, which way, how many matching rows, and how many items

@@ -12,6 +12,9 @@ use crate::{dynamo::StoreError, pagination::PageArgError};
 pub const BAD_USER_INPUT: &str = "BAD_USER_INPUT";
 /// `extensions.code` for failures the client cannot fix.
 pub const INTERNAL_SERVER_ERROR: &str = "INTERNAL_SERVER_ERROR";
+/// `extensions.code` when DynamoDB cannot be reached, times out, or throttles past the retries:
+/// the same request may succeed later.
+pub const SERVICE_UNAVAILABLE: &str = "SERVICE_UNAVAILABLE";
 
 /// The one message for every rejected cursor, so a client learns nothing about why.
 pub const INVALID_CURSOR: &str = "The cursor is not valid for this connection.";
@@ -25,6 +28,8 @@ pub enum ApiError {
     BadUserInput(String),
     /// Something failed inside; the details went to the log.
     Internal,
+    /// DynamoDB is unreachable, slow or throttling; the details went to the log.
+    Unavailable,
 }
 
 /// A resolver result.
@@ -42,6 +47,7 @@ impl fmt::Debug for ApiError {
         match self {
             Self::BadUserInput(message) => write!(f, "BadUserInput({message:?})"),
             Self::Internal => f.write_str("Internal"),
+            Self::Unavailable => f.write_str("Unavailable"),
         }
     }
 }
@@ -51,6 +57,10 @@ impl From<ApiError> for async_graphql::Error {
         let (message, code) = match err {
             ApiError::BadUserInput(message) => (message, BAD_USER_INPUT),
             ApiError::Internal => ("Internal server error.".to_owned(), INTERNAL_SERVER_ERROR),
+            ApiError::Unavailable => (
+                "The service is temporarily unavailable; try again shortly.".to_owned(),
+                SERVICE_UNAVAILABLE,
+            ),
         };
         async_graphql::Error::new(message).extend_with(|_, ext| ext.set("code", code))
     }
@@ -81,14 +91,23 @@ impl From<PageArgError> for ApiError {
 
 impl From<std::sync::Arc<StoreError>> for ApiError {
     fn from(err: std::sync::Arc<StoreError>) -> Self {
-        tracing::error!(error = %DisplayErrorContext(&*err), "batched load failed");
-        Self::Internal
+        store_failure(&err, "batched load failed")
     }
 }
 
 impl From<StoreError> for ApiError {
     fn from(err: StoreError) -> Self {
-        tracing::error!(error = %DisplayErrorContext(&err), "store operation failed");
-        Self::Internal
+        store_failure(&err, "store operation failed")
+    }
+}
+
+/// Logs a store failure in full and masks it for the client.
+fn store_failure(err: &StoreError, what: &str) -> ApiError {
+    if err.is_unavailable() {
+        tracing::warn!(error = %DisplayErrorContext(err), "{what}: DynamoDB unavailable");
+        ApiError::Unavailable
+    } else {
+        tracing::error!(error = %DisplayErrorContext(err), "{what}");
+        ApiError::Internal
     }
 }

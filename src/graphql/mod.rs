@@ -2,6 +2,7 @@
 
 pub mod connection;
 pub mod error;
+pub mod limits;
 pub mod mutation;
 pub mod node;
 pub mod scalars;
@@ -17,6 +18,7 @@ use std::cmp::Ordering;
 use self::{
     connection::{Connection, resolve},
     error::{ApiError, ApiResult},
+    limits::{QueryLimits, connection_cost},
     mutation::MutationRoot,
     node::{Node, parse_node_id, to_node},
     scalars::Decimal,
@@ -38,19 +40,32 @@ pub type AppSchema = Schema<QueryRoot, MutationRoot, EmptySubscription>;
 /// The cache of Apollo Automatic Persisted Queries: parsed documents by SHA-256 of their text.
 pub type PersistedQueries = LruCacheStorage;
 
-/// Builds the schema over `store`, sealing cursors with `codec`.
+/// Builds the schema over `store`, sealing cursors with `codec`, with the default query limits.
 pub fn build_schema(store: Store, limits: PageLimits, codec: CursorCodec) -> AppSchema {
-    build_schema_with(store, limits, codec, None)
+    build_schema_with(store, limits, codec, QueryLimits::default(), None)
 }
 
-/// [`build_schema`], also answering Apollo Automatic Persisted Queries from `persisted`.
+/// [`build_schema`] with the given query limits, also answering Apollo Automatic Persisted
+/// Queries from `persisted`.
 pub fn build_schema_with(
     store: Store,
     limits: PageLimits,
     codec: CursorCodec,
+    query: QueryLimits,
     persisted: Option<PersistedQueries>,
 ) -> AppSchema {
-    let mut builder = builder().data(store).data(limits).data(codec);
+    let mut builder = builder()
+        .data(store)
+        .data(limits)
+        .data(codec)
+        .limit_depth(query.depth)
+        .limit_complexity(query.complexity);
+    if !query.introspection {
+        builder = builder.disable_introspection();
+    }
+    if !query.suggestions {
+        builder = builder.disable_suggestions();
+    }
     if let Some(persisted) = persisted {
         builder = builder.extension(ApolloPersistedQueries::new(persisted));
     }
@@ -87,6 +102,7 @@ impl QueryRoot {
 
     /// All users, in no particular but stable order (a DynamoDB Scan). Pages forward only:
     /// pass the previous page's `pageInfo.endCursor` as `after`.
+    #[graphql(complexity = "connection_cost(first, None, child_complexity)")]
     async fn users(
         &self,
         ctx: &Context<'_>,
@@ -125,6 +141,7 @@ impl QueryRoot {
 
     /// Refetches several objects by global id, in the order given, with null for those that no
     /// longer exist. At most 100 ids; all are read together.
+    #[graphql(complexity = "ids.len().max(1).saturating_mul(child_complexity) + 1")]
     async fn nodes(&self, ctx: &Context<'_>, ids: Vec<ID>) -> ApiResult<Vec<Option<Node>>> {
         if ids.len() > 100 {
             return Err(ApiError::BadUserInput(
@@ -146,6 +163,7 @@ impl QueryRoot {
     /// equal price keep a stable order and are never skipped or repeated across pages. Pages
     /// forward (`first`/`after`) or backward (`last`/`before`), like `User.purchases`.
     #[allow(clippy::too_many_arguments)]
+    #[graphql(complexity = "connection_cost(first, last, child_complexity)")]
     async fn products(
         &self,
         ctx: &Context<'_>,

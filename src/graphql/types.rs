@@ -5,6 +5,7 @@ use async_graphql::{Context, Enum, ID, Object};
 use super::{
     connection::{Connection, resolve},
     error::{ApiError, ApiResult},
+    limits::connection_cost,
     node::{loader, node_id},
     scalars::{DateTime, Decimal},
 };
@@ -60,6 +61,7 @@ impl User {
     /// `hasNextPage` (forward) or `hasPreviousPage` (backward) is exact. Cursors belong to one
     /// user and one set of `since`, `until`, `status` and `minAmount`; they work in both orders.
     #[allow(clippy::too_many_arguments)]
+    #[graphql(complexity = "connection_cost(first, last, child_complexity)")]
     async fn purchases(
         &self,
         ctx: &Context<'_>,
@@ -153,6 +155,7 @@ impl Product {
 
     /// Everyone's purchases of this product in `purchasedAt` order: oldest first, or newest
     /// first with `order: DESC`. Pages like `User.purchases`.
+    #[graphql(complexity = "connection_cost(first, last, child_complexity)")]
     async fn purchases(
         &self,
         ctx: &Context<'_>,

@@ -35,7 +35,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::AppState;
-use crate::graphql;
+use crate::graphql::{self, limits::LimitExceeded};
 
 /// The two response media types of GraphQL over HTTP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -320,17 +320,30 @@ async fn execute(state: &AppState, params: Params, format: Format, is_get: bool)
     }
     // Parse here rather than in async-graphql, to tell syntax errors apart (and to see the
     // operation type of a GET). Persisted queries without text are parsed from the cache.
+    let limits = &state.http.query_limits;
     let document = if query.is_empty() {
         None
     } else {
-        match parse_query(&query) {
-            Ok(document) => Some(document),
+        let rejected = |rejected: LimitExceeded| {
+            let mut error = ServerError::new(rejected.message, None);
+            set_code(&mut error, rejected.code);
+            graphql_response(async_graphql::Response::from_errors(vec![error]), format)
+        };
+        if let Err(err) = limits.check_text(&query) {
+            return rejected(err);
+        }
+        let document = match parse_query(&query) {
+            Ok(document) => document,
             Err(err) => {
                 let mut error = ServerError::from(err);
                 set_code(&mut error, "GRAPHQL_PARSE_FAILED");
                 return graphql_response(async_graphql::Response::from_errors(vec![error]), format);
             }
+        };
+        if let Err(err) = limits.check_document(&document) {
+            return rejected(err);
         }
+        Some(document)
     };
     if is_get {
         let persisted;
@@ -408,11 +421,13 @@ fn graphql_response(mut response: async_graphql::Response, format: Format) -> Re
         && !response.errors.is_empty()
         && response.errors.iter().all(|error| error.path.is_empty());
     for error in &mut response.errors {
-        // Resolver errors carry their own codes; the rest are about the request as sent.
-        let code = if error.message == "PersistedQueryNotFound" {
-            "PERSISTED_QUERY_NOT_FOUND"
-        } else {
-            "BAD_USER_INPUT"
+        // Resolver errors carry their own codes; the rest are about the request as sent. These
+        // messages are async-graphql's own (pinned by tests/api/limits.rs).
+        let code = match error.message.as_str() {
+            "PersistedQueryNotFound" => "PERSISTED_QUERY_NOT_FOUND",
+            "Query is nested too deep." => "QUERY_TOO_DEEP",
+            "Query is too complex." => "QUERY_TOO_COMPLEX",
+            _ => "BAD_USER_INPUT",
         };
         set_code(error, code);
     }

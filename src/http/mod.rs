@@ -19,13 +19,13 @@ use axum::{
 };
 use serde_json::json;
 use tokio::net::TcpListener;
-use tower_http::{limit::RequestBodyLimitLayer, trace::TraceLayer};
+use tower_http::{limit::RequestBodyLimitLayer, timeout::TimeoutLayer, trace::TraceLayer};
 
 pub use self::cors::{AllowedOrigins, OriginError};
 use crate::{
     cursor::CursorCodec,
     dynamo::Store,
-    graphql::{AppSchema, PersistedQueries, build_schema_with},
+    graphql::{AppSchema, PersistedQueries, build_schema_with, limits::QueryLimits},
     pagination::PageLimits,
 };
 
@@ -57,7 +57,13 @@ impl AppState {
         let persisted =
             (http.persisted_queries > 0).then(|| PersistedQueries::new(http.persisted_queries));
         Self {
-            schema: build_schema_with(store.clone(), limits, codec, persisted.clone()),
+            schema: build_schema_with(
+                store.clone(),
+                limits,
+                codec,
+                http.query_limits,
+                persisted.clone(),
+            ),
             store,
             http,
             persisted,
@@ -81,6 +87,10 @@ pub struct HttpSettings {
     pub cors_origins: AllowedOrigins,
     /// How many Apollo persisted queries to keep (least recently used go first); 0 disables them.
     pub persisted_queries: usize,
+    /// What one request may ask for.
+    pub query_limits: QueryLimits,
+    /// Longest time one request may take; slower ones get 504.
+    pub request_timeout: Duration,
 }
 
 impl Default for HttpSettings {
@@ -90,6 +100,8 @@ impl Default for HttpSettings {
             max_body_bytes: 64 * 1024,
             cors_origins: AllowedOrigins::default(),
             persisted_queries: 1000,
+            query_limits: QueryLimits::default(),
+            request_timeout: Duration::from_secs(15),
         }
     }
 }
@@ -107,7 +119,11 @@ pub fn router(state: AppState) -> Router {
     }
     router = router
         .layer(RequestBodyLimitLayer::new(state.http.max_body_bytes))
-        .layer(map_response(coded_payload_too_large));
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::GATEWAY_TIMEOUT,
+            state.http.request_timeout,
+        ))
+        .layer(map_response(coded_layer_rejections));
     // Outside the routes, so that preflight requests are answered here.
     if let Some(cors) = state.http.cors_origins.layer() {
         router = router.layer(cors);
@@ -143,19 +159,21 @@ pub async fn serve(
     }
 }
 
-/// The body limit layer answers 413 with a plain-text body; give clients the coded JSON error
-/// every other rejection has.
-async fn coded_payload_too_large(response: Response) -> Response {
-    if response.status() == StatusCode::PAYLOAD_TOO_LARGE {
-        graphql::HttpError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "The request body is too large.",
-            "PAYLOAD_TOO_LARGE",
-        )
-        .into_response(graphql::Format::Json)
-    } else {
-        response
-    }
+/// The body limit and timeout layers answer 413 and 504 with empty or plain-text bodies; give
+/// clients the coded JSON error every other rejection has. (No handler answers 504 itself.)
+async fn coded_layer_rejections(response: Response) -> Response {
+    let (message, code) = match response.status() {
+        StatusCode::PAYLOAD_TOO_LARGE => ("The request body is too large.", "PAYLOAD_TOO_LARGE"),
+        StatusCode::GATEWAY_TIMEOUT => {
+            tracing::warn!("a request ran out of time");
+            (
+                "The request took too long; try again shortly.",
+                "REQUEST_TIMEOUT",
+            )
+        }
+        _ => return response,
+    };
+    graphql::HttpError::new(response.status(), message, code).into_response(graphql::Format::Json)
 }
 
 async fn health() -> Json<serde_json::Value> {

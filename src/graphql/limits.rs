@@ -1,0 +1,288 @@
+//! Limits on what one request may ask for, all checked before execution: document length and
+//! token count (before parsing), aliases (after parsing), and depth and complexity (async-graphql's
+//! validation, configured in `build_schema_with`). A rejected request never reaches a resolver.
+
+use async_graphql::parser::types::{ExecutableDocument, Selection, SelectionSet};
+
+/// Complexity of a connection when the query gives neither `first` nor `last`: the largest default
+/// page size the server accepts (`PageLimits` enforces it).
+const ASSUMED_PAGE_SIZE: u32 = crate::pagination::MAX_DEFAULT_PAGE_SIZE;
+
+/// The limits, each configurable on `serve`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueryLimits {
+    /// Deepest nesting of selections.
+    pub depth: usize,
+    /// Largest complexity: each field costs 1, and a connection costs its page size times the
+    /// cost of its children, so this bounds the objects one request can return.
+    pub complexity: usize,
+    /// Most aliased fields in one document.
+    pub aliases: usize,
+    /// Longest document, in bytes.
+    pub query_bytes: usize,
+    /// Most lexical tokens in one document.
+    pub tokens: usize,
+    /// Answer introspection queries (`__schema`, `__type`).
+    pub introspection: bool,
+    /// Suggest field names in validation errors ("Did you mean ...?").
+    pub suggestions: bool,
+}
+
+impl Default for QueryLimits {
+    fn default() -> Self {
+        Self {
+            depth: 10,
+            complexity: 10_000,
+            aliases: 15,
+            query_bytes: 16 * 1024,
+            tokens: 2_000,
+            introspection: true,
+            suggestions: true,
+        }
+    }
+}
+
+/// A limit a document exceeds, with its `extensions.code`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LimitExceeded {
+    /// The message for the client.
+    pub message: String,
+    /// `extensions.code`.
+    pub code: &'static str,
+}
+
+impl QueryLimits {
+    /// Checks the document's text before it is parsed.
+    pub fn check_text(&self, query: &str) -> Result<(), LimitExceeded> {
+        if query.len() > self.query_bytes {
+            return Err(LimitExceeded {
+                message: format!(
+                    "The query is {} bytes long; the limit is {}.",
+                    query.len(),
+                    self.query_bytes
+                ),
+                code: "QUERY_TOO_LONG",
+            });
+        }
+        if count_tokens(query, self.tokens).is_none() {
+            return Err(LimitExceeded {
+                message: format!("The query has more than {} tokens.", self.tokens),
+                code: "TOO_MANY_TOKENS",
+            });
+        }
+        Ok(())
+    }
+
+    /// Checks a parsed document for what async-graphql's validation does not limit, and for
+    /// introspection when it is off (async-graphql would silently answer null).
+    pub fn check_document(&self, document: &ExecutableDocument) -> Result<(), LimitExceeded> {
+        if !self.introspection && selections(document).any(is_introspection) {
+            return Err(LimitExceeded {
+                message: "Introspection is disabled on this server.".to_owned(),
+                code: "INTROSPECTION_DISABLED",
+            });
+        }
+        let aliases = count_aliases(document);
+        if aliases > self.aliases {
+            return Err(LimitExceeded {
+                message: format!(
+                    "The query uses {aliases} aliases; the limit is {}.",
+                    self.aliases
+                ),
+                code: "TOO_MANY_ALIASES",
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The complexity of a connection field: one for the field, plus its page size times the cost
+/// of its children (`edges`, `node`s, `pageInfo`).
+pub fn connection_cost(first: Option<i32>, last: Option<i32>, children: usize) -> usize {
+    let size = first.or(last).map_or(ASSUMED_PAGE_SIZE as usize, |n| {
+        usize::try_from(n).unwrap_or(0)
+    });
+    size.max(1).saturating_mul(children).saturating_add(1)
+}
+
+/// Counts the lexical tokens of a GraphQL document, giving up (`None`) past `max`.
+///
+/// Hand-written because the parser (pest, inside async-graphql) offers no token budget: it builds
+/// the whole tree first, and bounding that work is the point. The rules follow the spec's
+/// lexical grammar: whitespace, commas and comments are ignored; punctuators, names, numbers
+/// and strings (block strings included) are one token each. Anything else counts as one token
+/// and is left for the parser to reject.
+pub fn count_tokens(query: &str, max: usize) -> Option<usize> {
+    let bytes = query.as_bytes();
+    let mut i = 0;
+    let mut count = 0;
+    while i < bytes.len() {
+        let byte = bytes[i];
+        match byte {
+            b' ' | b'\t' | b'\n' | b'\r' | b',' => {
+                i += 1;
+                continue;
+            }
+            b'#' => {
+                while i < bytes.len() && bytes[i] != b'\n' && bytes[i] != b'\r' {
+                    i += 1;
+                }
+                continue;
+            }
+            b'"' if bytes[i..].starts_with(b"\"\"\"") => {
+                i += 3;
+                while i < bytes.len() && !bytes[i..].starts_with(b"\"\"\"") {
+                    i += if bytes[i..].starts_with(b"\\\"\"\"") {
+                        4
+                    } else {
+                        1
+                    };
+                }
+                i += 3;
+            }
+            b'"' => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' && bytes[i] != b'\n' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+            }
+            b'.' if bytes[i..].starts_with(b"...") => i += 3,
+            b'_' | b'a'..=b'z' | b'A'..=b'Z' => {
+                while i < bytes.len() && (bytes[i] == b'_' || bytes[i].is_ascii_alphanumeric()) {
+                    i += 1;
+                }
+            }
+            b'-' | b'0'..=b'9' => {
+                i += 1;
+                while i < bytes.len()
+                    && (bytes[i].is_ascii_alphanumeric() || matches!(bytes[i], b'.' | b'+' | b'-'))
+                {
+                    i += 1;
+                }
+            }
+            // A byte order mark is ignored.
+            0xEF if bytes[i..].starts_with(&[0xEF, 0xBB, 0xBF]) => {
+                i += 3;
+                continue;
+            }
+            _ => {
+                // One punctuator, or one character the parser will reject.
+                i += query[i..].chars().next().map_or(1, char::len_utf8);
+            }
+        }
+        count += 1;
+        if count > max {
+            return None;
+        }
+    }
+    Some(count)
+}
+
+/// Aliased fields in every operation and fragment of `document`.
+pub fn count_aliases(document: &ExecutableDocument) -> usize {
+    selections(document)
+        .filter(
+            |selection| matches!(selection, Selection::Field(field) if field.node.alias.is_some()),
+        )
+        .count()
+}
+
+/// Whether a selection is the introspection field `__schema` or `__type`.
+fn is_introspection(selection: &Selection) -> bool {
+    matches!(selection, Selection::Field(field)
+        if matches!(field.node.name.node.as_str(), "__schema" | "__type"))
+}
+
+/// Every selection, at any depth, of every operation and fragment of `document`.
+fn selections(document: &ExecutableDocument) -> impl Iterator<Item = &Selection> {
+    let roots = document
+        .operations
+        .iter()
+        .map(|(_, operation)| &operation.node.selection_set.node)
+        .chain(
+            document
+                .fragments
+                .values()
+                .map(|fragment| &fragment.node.selection_set.node),
+        );
+    let mut stack: Vec<&SelectionSet> = roots.collect();
+    let mut pending: Vec<&Selection> = Vec::new();
+    std::iter::from_fn(move || {
+        loop {
+            if let Some(selection) = pending.pop() {
+                match selection {
+                    Selection::Field(field) => stack.push(&field.node.selection_set.node),
+                    Selection::InlineFragment(fragment) => {
+                        stack.push(&fragment.node.selection_set.node);
+                    }
+                    Selection::FragmentSpread(_) => {}
+                }
+                return Some(selection);
+            }
+            let set = stack.pop()?;
+            pending.extend(set.items.iter().map(|item| &item.node));
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use async_graphql::parser::parse_query;
+
+    use super::*;
+
+    #[test]
+    fn tokens_follow_the_lexical_grammar() {
+        let count = |query: &str| count_tokens(query, usize::MAX).unwrap();
+        assert_eq!(count(""), 0);
+        assert_eq!(count("{ a }"), 3);
+        assert_eq!(count("{ a, b, c }"), 5);
+        assert_eq!(count("# a comment { } \n{ a }"), 3);
+        assert_eq!(count(r#"{ a(s: "x \" { } y") }"#), 8);
+        assert_eq!(count("{ a(s: \"\"\"block \\\"\"\" { } \"\"\") }"), 8);
+        assert_eq!(count("query Q($n: Int = -1.5e3) { ...F }"), 14);
+        assert_eq!(count("\u{feff}{ é }"), 3);
+        assert_eq!(count_tokens("{ a b c }", 4), None);
+        assert_eq!(count_tokens("{ a b c }", 5), Some(5));
+    }
+
+    #[test]
+    fn aliases_are_counted_in_operations_fragments_and_inline_fragments() {
+        let document = parse_query(
+            "query { a: user(userId: \"1\") { b: name ... on User { c: email } ...F } }
+             fragment F on User { d: name e: email }",
+        )
+        .unwrap();
+        assert_eq!(count_aliases(&document), 5);
+    }
+
+    #[test]
+    fn introspection_is_refused_anywhere_in_the_document_when_off() {
+        let off = QueryLimits {
+            introspection: false,
+            ..QueryLimits::default()
+        };
+        for query in [
+            "{ __schema { types { name } } }",
+            "{ ... on Query { __type(name: \"User\") { name } } }",
+            "query { ...F } fragment F on Query { __schema { queryType { name } } }",
+        ] {
+            let document = parse_query(query).unwrap();
+            let err = off.check_document(&document).unwrap_err();
+            assert_eq!(err.code, "INTROSPECTION_DISABLED", "{query}");
+            assert!(QueryLimits::default().check_document(&document).is_ok());
+        }
+        let plain = parse_query("{ __typename user(userId: \"a\") { name } }").unwrap();
+        assert!(off.check_document(&plain).is_ok());
+    }
+
+    #[test]
+    fn connection_cost_multiplies_the_page_size() {
+        assert_eq!(connection_cost(Some(10), None, 5), 51);
+        assert_eq!(connection_cost(None, Some(3), 5), 16);
+        assert_eq!(connection_cost(None, None, 5), 501);
+        assert_eq!(connection_cost(Some(0), None, 5), 6);
+        assert_eq!(connection_cost(Some(-4), None, 5), 6);
+    }
+}
