@@ -117,8 +117,13 @@ pub struct ServeArgs {
     pub cors_allowed_origins: AllowedOrigins,
 
     /// How many Apollo Automatic Persisted Queries to remember (least recently used are
-    /// forgotten first); 0 turns them off.
-    #[arg(long, env = "DYNARELAY_PERSISTED_QUERIES", default_value_t = 1000)]
+    /// forgotten first), up to 1,000,000; 0 turns them off.
+    #[arg(
+        long,
+        env = "DYNARELAY_PERSISTED_QUERIES",
+        default_value_t = 1000,
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=1_000_000)
+    )]
     pub persisted_queries: usize,
 
     /// Deepest nesting of selections a query may have; deeper gets QUERY_TOO_DEEP.

@@ -35,7 +35,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::AppState;
-use crate::graphql::{self, limits::LimitExceeded};
+use crate::graphql;
 
 /// The two response media types of GraphQL over HTTP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -307,55 +307,49 @@ fn check_content_type(value: Option<&HeaderValue>) -> Result<(), HttpError> {
     }
 }
 
-async fn execute(state: &AppState, params: Params, format: Format, is_get: bool) -> Response {
+async fn execute(state: &AppState, mut params: Params, format: Format, is_get: bool) -> Response {
+    let hash = params.persisted_query_hash().map(str::to_owned);
     let has_persisted_query = params.has_persisted_query();
-    let query = params.query.clone().unwrap_or_default();
+    let query = params.query.take().unwrap_or_default();
     if query.is_empty() && !has_persisted_query {
         return HttpError::bad_request("The request has no `query`.").into_response(format);
     }
     if has_persisted_query && state.persisted.is_none() {
-        let mut error = ServerError::new("PersistedQueryNotSupported", None);
-        set_code(&mut error, "PERSISTED_QUERY_NOT_SUPPORTED");
-        return graphql_response(async_graphql::Response::from_errors(vec![error]), format);
+        let error = ServerError::new("PersistedQueryNotSupported", None);
+        return request_error(error, "PERSISTED_QUERY_NOT_SUPPORTED", format);
     }
+    let mut extensions = params.extensions.take().unwrap_or_default();
     // Parse here rather than in async-graphql, to tell syntax errors apart (and to see the
-    // operation type of a GET). Persisted queries without text are parsed from the cache.
+    // operation type of a GET).
     let limits = &state.http.query_limits;
-    let document = if query.is_empty() {
+    let mut document = if query.is_empty() {
         None
     } else {
-        let rejected = |rejected: LimitExceeded| {
-            let mut error = ServerError::new(rejected.message, None);
-            set_code(&mut error, rejected.code);
-            graphql_response(async_graphql::Response::from_errors(vec![error]), format)
-        };
         if let Err(err) = limits.check_text(&query) {
-            return rejected(err);
+            return request_error(ServerError::new(err.message, None), err.code, format);
         }
         let document = match parse_query(&query) {
             Ok(document) => document,
             Err(err) => {
-                let mut error = ServerError::from(err);
-                set_code(&mut error, "GRAPHQL_PARSE_FAILED");
-                return graphql_response(async_graphql::Response::from_errors(vec![error]), format);
+                return request_error(ServerError::from(err), "GRAPHQL_PARSE_FAILED", format);
             }
         };
         if let Err(err) = limits.check_document(&document) {
-            return rejected(err);
+            return request_error(ServerError::new(err.message, None), err.code, format);
         }
         Some(document)
     };
     if is_get {
-        let persisted;
-        let operation_document = match (&document, params.persisted_query_hash()) {
-            (Some(document), _) => Some(document),
-            (None, Some(hash)) => {
-                persisted = state.persisted_document(hash).await;
-                persisted.as_ref()
-            }
-            (None, None) => None,
-        };
-        if let Some(document) = operation_document
+        // A GET may name a persisted mutation by its hash alone: look the document up here, and
+        // hand it on so that the persisted-query extension need not look it up again. An
+        // unknown hash is left to the extension, which answers PersistedQueryNotFound.
+        if let (None, Some(hash)) = (&document, &hash)
+            && let Some(persisted) = state.persisted_document(hash).await
+        {
+            extensions.remove("persistedQuery");
+            document = Some(persisted);
+        }
+        if let Some(document) = &document
             && !is_query(document, params.operation_name.as_deref())
         {
             return HttpError::new(
@@ -374,7 +368,7 @@ async fn execute(state: &AppState, params: Params, format: Format, is_get: bool)
     if let Some(variables) = params.variables {
         request = request.variables(Variables::from_json(Value::Object(variables)));
     }
-    for (name, value) in params.extensions.unwrap_or_default() {
+    for (name, value) in extensions {
         match async_graphql::Value::from_json(value) {
             Ok(value) => {
                 request.extensions.0.insert(name, value);
@@ -392,6 +386,12 @@ async fn execute(state: &AppState, params: Params, format: Format, is_get: bool)
     let request = request.data(graphql::node::request_loader(&state.store));
     let response = state.schema.execute(request).await;
     graphql_response(response, format)
+}
+
+/// A request error found before execution, with its code.
+fn request_error(mut error: ServerError, code: &str, format: Format) -> Response {
+    set_code(&mut error, code);
+    graphql_response(async_graphql::Response::from_errors(vec![error]), format)
 }
 
 /// Whether the operation a request would run is a query. A document with several operations

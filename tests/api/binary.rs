@@ -117,6 +117,30 @@ fn bad_page_limits_stop_serve_before_it_listens() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("page sizes must satisfy"));
 }
 
+#[test]
+fn bad_http_settings_stop_serve_before_it_listens() {
+    for (flag, value, complaint) in [
+        (
+            "--persisted-queries",
+            "1000000000000",
+            "--persisted-queries",
+        ),
+        (
+            "--cors-allowed-origins",
+            "localhost:3000",
+            "is not an origin",
+        ),
+    ] {
+        let out = dynarelay(&unique_prefix())
+            .args(["serve", flag, value])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{flag} {value}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(complaint), "{flag}: {stderr}");
+    }
+}
+
 #[tokio::test]
 async fn create_seed_and_serve_then_stop_on_sigterm() {
     let prefix = unique_prefix();

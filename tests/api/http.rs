@@ -479,7 +479,7 @@ async fn persisted_queries_register_by_hash_and_never_run_mutations_over_get() {
     let get = Exchange {
         method: "GET",
         content_type: None,
-        body: format!("extensions={}", urlencode(&extensions)),
+        body: query_string("extensions", &extensions),
         ..post("hash over GET", GQL, json!({}))
     };
     assert_eq!(exchange(&http, &server, &get).await["data"], expected);
@@ -517,7 +517,7 @@ async fn persisted_queries_register_by_hash_and_never_run_mutations_over_get() {
         &Exchange {
             method: "GET",
             content_type: None,
-            body: format!("extensions={}", urlencode(&extensions)),
+            body: query_string("extensions", &extensions),
             status: 405,
             data: false,
             code: Some("METHOD_NOT_ALLOWED"),
@@ -552,15 +552,10 @@ async fn persisted_queries_register_by_hash_and_never_run_mutations_over_get() {
     .await;
 }
 
-fn urlencode(text: &str) -> String {
-    text.bytes()
-        .map(|byte| match byte {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (byte as char).to_string()
-            }
-            _ => format!("%{byte:02X}"),
-        })
-        .collect()
+/// `name=value`, URL-encoded.
+fn query_string(name: &str, value: &str) -> String {
+    let url = reqwest::Url::parse_with_params("http://localhost/", [(name, value)]).unwrap();
+    url.query().unwrap_or_default().to_owned()
 }
 
 /// CORS: with no allowed origins (the default) a browser gets no CORS headers, so it refuses to

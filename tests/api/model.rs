@@ -583,32 +583,22 @@ async fn index_and_scan_connections_walk_both_ways_to_the_ground_truth() {
             (Some("5"), Some("19.99")),
         ] {
             for desc in [false, true] {
-                let all = full_index_read(
-                    &app,
-                    &app.tables().products,
-                    "ByCategory",
-                    "category",
-                    &category,
-                    !desc,
-                    product_id,
-                )
-                .await;
+                let items = app
+                    .query_all(
+                        &app.tables().products,
+                        Some("ByCategory"),
+                        ("category", &category),
+                        !desc,
+                    )
+                    .await;
                 // Price bounds, applied to the ground truth by reading each product's price.
-                let priced = full_index_read(
-                    &app,
-                    &app.tables().products,
-                    "ByCategory",
-                    "category",
-                    &category,
-                    !desc,
-                    |i| match &i["price"] {
-                        AttributeValue::N(v) => v.clone(),
-                        other => panic!("{other:?}"),
-                    },
-                )
-                .await;
-                let truth: Vec<String> = all
-                    .into_iter()
+                let priced = items.iter().map(|i| match &i["price"] {
+                    AttributeValue::N(v) => v.clone(),
+                    other => panic!("{other:?}"),
+                });
+                let truth: Vec<String> = items
+                    .iter()
+                    .map(product_id)
                     .zip(priced)
                     .filter(|(_, p)| {
                         let p: f64 = p.parse().unwrap();
