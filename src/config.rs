@@ -7,7 +7,7 @@ use clap::{ArgAction, Args, Parser, Subcommand};
 
 use crate::{
     cursor::{KeyRing, KeyRingError},
-    dynamo::Tables,
+    dynamo::{SdkSettings, Tables},
     graphql::limits::QueryLimits,
     http::{AllowedOrigins, HttpSettings},
     pagination::PageLimits,
@@ -25,6 +25,25 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+
+    /// Log format: `text` for people, or `json` (one object per line, with the request id and
+    /// other span fields) for log collectors.
+    #[arg(
+        long,
+        global = true,
+        env = "DYNARELAY_LOG_FORMAT",
+        default_value = "text"
+    )]
+    pub log_format: LogFormat,
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
 }
 
 /// The commands.
@@ -156,6 +175,16 @@ pub struct ServeArgs {
     #[arg(long, env = "DYNARELAY_SUGGESTIONS", default_value_t = true, action = ArgAction::Set)]
     pub suggestions: bool,
 
+    /// Serve Prometheus metrics at `/metrics` (true or false). They describe traffic and
+    /// DynamoDB usage; keep the path away from the public, e.g. at the load balancer.
+    #[arg(long, env = "DYNARELAY_METRICS", default_value_t = true, action = ArgAction::Set)]
+    pub metrics: bool,
+
+    /// Add `extensions.cost` to every GraphQL response (true or false): the DynamoDB calls the
+    /// request made, the capacity units they consumed, and the items evaluated and returned.
+    #[arg(long, env = "DYNARELAY_COST_EXTENSION", default_value_t = true, action = ArgAction::Set)]
+    pub cost_extension: bool,
+
     /// Longest time one request may take, in seconds; slower requests get 504 with
     /// REQUEST_TIMEOUT.
     #[arg(long, env = "DYNARELAY_REQUEST_TIMEOUT_SECS", default_value_t = 15)]
@@ -164,6 +193,22 @@ pub struct ServeArgs {
     /// On SIGTERM or Ctrl-C, how long requests in flight may take to finish, in seconds.
     #[arg(long, env = "DYNARELAY_SHUTDOWN_TIMEOUT_SECS", default_value_t = 10)]
     pub shutdown_timeout_secs: u64,
+
+    /// Attempts per DynamoDB call, the first included (1 to 10). Throttling, 5xx answers,
+    /// timeouts and broken connections are retried with jittered exponential backoff.
+    #[arg(long, env = "DYNARELAY_DYNAMODB_MAX_ATTEMPTS", default_value_t = 3,
+          value_parser = clap::value_parser!(u32).range(1..=10))]
+    pub dynamodb_max_attempts: u32,
+
+    /// Longest time one DynamoDB attempt may take, in milliseconds.
+    #[arg(long, env = "DYNARELAY_DYNAMODB_ATTEMPT_TIMEOUT_MS", default_value_t = 3_000,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub dynamodb_attempt_timeout_ms: u64,
+
+    /// Longest time one DynamoDB call may take with all its retries, in milliseconds.
+    #[arg(long, env = "DYNARELAY_DYNAMODB_OPERATION_TIMEOUT_MS", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub dynamodb_operation_timeout_ms: u64,
 }
 
 impl ServeArgs {
@@ -189,6 +234,8 @@ impl ServeArgs {
             cors_origins: self.cors_allowed_origins.clone(),
             persisted_queries: self.persisted_queries,
             request_timeout: Duration::from_secs(self.request_timeout_secs.max(1)),
+            metrics: self.metrics,
+            cost_extension: self.cost_extension,
             query_limits: QueryLimits {
                 depth: self.max_depth,
                 complexity: self.max_complexity,
@@ -198,6 +245,16 @@ impl ServeArgs {
                 introspection: self.introspection,
                 suggestions: self.suggestions,
             },
+        }
+    }
+
+    /// How the SDK retries and times out DynamoDB calls.
+    pub fn sdk(&self) -> SdkSettings {
+        SdkSettings {
+            max_attempts: self.dynamodb_max_attempts,
+            attempt_timeout: Duration::from_millis(self.dynamodb_attempt_timeout_ms),
+            operation_timeout: Duration::from_millis(self.dynamodb_operation_timeout_ms),
+            ..SdkSettings::default()
         }
     }
 

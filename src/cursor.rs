@@ -337,6 +337,7 @@ impl fmt::Debug for KeyRing {
 /// The connection a cursor belongs to. Build one per resolver call with [`Binding::builder`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Binding {
+    connection: &'static str,
     fingerprint: [u8; 32],
     fixed: Vec<(&'static str, KeyValue)>,
 }
@@ -344,14 +345,16 @@ pub struct Binding {
 /// Builds a [`Binding`] by hashing each part of the connection's identity.
 #[derive(Debug, Clone)]
 pub struct BindingBuilder {
+    connection: &'static str,
     hasher: Sha256,
     fixed: Vec<(&'static str, KeyValue)>,
 }
 
 impl Binding {
     /// Starts a binding for `field` (such as `User.purchases`) reading `table` or its `index`.
-    pub fn builder(field: &str, table: &str, index: Option<&str>) -> BindingBuilder {
+    pub fn builder(field: &'static str, table: &str, index: Option<&str>) -> BindingBuilder {
         let mut builder = BindingBuilder {
+            connection: field,
             hasher: Sha256::new(),
             fixed: Vec::new(),
         };
@@ -360,6 +363,11 @@ impl Binding {
         builder.part(table.as_bytes());
         builder.optional(index.map(str::as_bytes));
         builder
+    }
+
+    /// The field the connection is served by, such as `User.purchases`.
+    pub fn connection(&self) -> &'static str {
+        self.connection
     }
 
     fn fixed_value(&self, name: &str) -> Option<&KeyValue> {
@@ -388,6 +396,7 @@ impl BindingBuilder {
     /// The finished binding.
     pub fn finish(self) -> Binding {
         Binding {
+            connection: self.connection,
             fingerprint: self.hasher.finalize().into(),
             fixed: self.fixed,
         }
@@ -555,6 +564,7 @@ fn associated_data(key_id: u8, binding: &Binding) -> [u8; 34] {
 
 /// A binding that fixes no attribute, for plain key encodings (such as node ids).
 const UNBOUND: Binding = Binding {
+    connection: "",
     fingerprint: [0; 32],
     fixed: Vec::new(),
 };

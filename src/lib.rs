@@ -20,6 +20,7 @@ pub mod cursor;
 pub mod dynamo;
 pub mod graphql;
 pub mod http;
+pub mod metrics;
 pub mod number;
 pub mod pagination;
 pub mod seed;

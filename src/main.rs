@@ -5,7 +5,7 @@ use std::{io::IsTerminal, time::Duration};
 use anyhow::Context;
 use clap::Parser;
 use dynarelay::{
-    config::{Cli, Command, KeygenArgs, SeedArgs, ServeArgs, TablesCommand},
+    config::{Cli, Command, KeygenArgs, LogFormat, SeedArgs, ServeArgs, TablesCommand},
     cursor::{CursorCodec, CursorSecret},
     dynamo::{self, Store, tables},
     http, seed,
@@ -15,12 +15,13 @@ use tracing_subscriber::EnvFilter;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
-        )
-        .with_ansi(std::io::stdout().is_terminal())
-        .init();
+    let logs = tracing_subscriber::fmt().with_env_filter(
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+    );
+    match cli.log_format {
+        LogFormat::Text => logs.with_ansi(std::io::stdout().is_terminal()).init(),
+        LogFormat::Json => logs.json().with_current_span(true).init(),
+    }
     match cli.command {
         Command::Serve(args) => serve(args).await,
         Command::Tables(TablesCommand::Create(args)) => {
@@ -59,7 +60,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         );
     }
     let codec = CursorCodec::new(ring);
-    let store = Store::new(dynamo::client_from_env().await, args.tables.tables());
+    let store = Store::new(
+        dynamo::client_from_env_with(&args.sdk()).await,
+        args.tables.tables(),
+    );
     let state = http::AppState::new(store, limits, codec, args.http());
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await

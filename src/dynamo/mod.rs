@@ -13,12 +13,68 @@ use aws_sdk_dynamodb::{Client, config::Credentials};
 pub use store::{PurchaseFilter, ReadPlan, Row, Store, StoreError};
 pub use tables::Tables;
 
+/// How the SDK retries and times out each DynamoDB call.
+///
+/// Retries use the SDK's standard mode: throttling (`ThrottlingException`,
+/// `ProvisionedThroughputExceededException`), 5xx answers, timeouts and broken connections are
+/// retried with jittered exponential backoff, up to `max_attempts` attempts in all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SdkSettings {
+    /// Attempts per call, the first included (1 disables retries).
+    pub max_attempts: u32,
+    /// The longest wait before the first retry; each further retry may wait twice as long.
+    pub initial_backoff: Duration,
+    /// The longest wait before any retry.
+    pub max_backoff: Duration,
+    /// Time to establish a connection.
+    pub connect_timeout: Duration,
+    /// Time for one attempt, connection included.
+    pub attempt_timeout: Duration,
+    /// Time for the whole call, retries and backoff included.
+    pub operation_timeout: Duration,
+}
+
+impl Default for SdkSettings {
+    fn default() -> Self {
+        Self {
+            max_attempts: 3,
+            initial_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(2),
+            connect_timeout: Duration::from_secs(2),
+            attempt_timeout: Duration::from_secs(3),
+            operation_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+impl SdkSettings {
+    fn retry(&self) -> RetryConfig {
+        RetryConfig::standard()
+            .with_max_attempts(self.max_attempts.max(1))
+            .with_initial_backoff(self.initial_backoff)
+            .with_max_backoff(self.max_backoff)
+    }
+
+    fn timeouts(&self) -> TimeoutConfig {
+        TimeoutConfig::builder()
+            .connect_timeout(self.connect_timeout)
+            .operation_attempt_timeout(self.attempt_timeout)
+            .operation_timeout(self.operation_timeout)
+            .build()
+    }
+}
+
 /// Builds a client from the standard AWS chain: `AWS_REGION`, profiles, credentials, and
-/// `AWS_ENDPOINT_URL_DYNAMODB` for a local endpoint.
+/// `AWS_ENDPOINT_URL_DYNAMODB` for a local endpoint, with the default [`SdkSettings`].
 pub async fn client_from_env() -> Client {
+    client_from_env_with(&SdkSettings::default()).await
+}
+
+/// [`client_from_env`] with the given retries and timeouts.
+pub async fn client_from_env_with(settings: &SdkSettings) -> Client {
     let shared = aws_config::defaults(BehaviorVersion::latest())
-        .retry_config(retry_config())
-        .timeout_config(timeout_config())
+        .retry_config(settings.retry())
+        .timeout_config(settings.timeouts())
         .load()
         .await;
     Client::new(&shared)
@@ -27,6 +83,11 @@ pub async fn client_from_env() -> Client {
 /// Builds a client for a DynamoDB Local endpoint with a fixed region and dummy credentials, so
 /// nothing ever looks for real credentials (or asks the EC2 metadata service for them).
 pub fn client_for_local(endpoint_url: &str) -> Client {
+    client_for_local_with(endpoint_url, &SdkSettings::default())
+}
+
+/// [`client_for_local`] with the given retries and timeouts.
+pub fn client_for_local_with(endpoint_url: &str, settings: &SdkSettings) -> Client {
     let config = aws_sdk_dynamodb::Config::builder()
         .behavior_version(BehaviorVersion::latest())
         .region(Region::new("us-east-1"))
@@ -38,20 +99,8 @@ pub fn client_for_local(endpoint_url: &str) -> Client {
             "dynarelay-local",
         ))
         .endpoint_url(endpoint_url)
-        .retry_config(retry_config())
-        .timeout_config(timeout_config())
+        .retry_config(settings.retry())
+        .timeout_config(settings.timeouts())
         .build();
     Client::from_conf(config)
-}
-
-fn retry_config() -> RetryConfig {
-    RetryConfig::standard().with_max_attempts(3)
-}
-
-fn timeout_config() -> TimeoutConfig {
-    TimeoutConfig::builder()
-        .connect_timeout(Duration::from_secs(2))
-        .operation_attempt_timeout(Duration::from_secs(3))
-        .operation_timeout(Duration::from_secs(10))
-        .build()
 }

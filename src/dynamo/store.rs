@@ -1,12 +1,20 @@
 //! The store: every DynamoDB read and write the server makes, returning typed records.
 
-use std::{collections::HashMap, sync::Arc, time::Duration};
+use std::{
+    collections::HashMap,
+    future::Future,
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use aws_sdk_dynamodb::{
     Client,
     error::{ProvideErrorMetadata, SdkError},
     operation::{query::builders::QueryFluentBuilder, scan::builders::ScanFluentBuilder},
-    types::{AttributeValue, KeysAndAttributes, PutRequest, WriteRequest},
+    types::{
+        AttributeValue, ConsumedCapacity, KeysAndAttributes, PutRequest, ReturnConsumedCapacity,
+        WriteRequest,
+    },
 };
 use tracing::instrument;
 
@@ -20,6 +28,7 @@ use super::{
 };
 use crate::{
     cursor::{Key, KeyError, KeyShape},
+    metrics::{CallCost, Metrics, Outcome, Usage},
     number::DynamoNumber,
     pagination::Fetched,
 };
@@ -83,16 +92,10 @@ impl StoreError {
     /// timeout has no code at all.
     pub fn is_unavailable(&self) -> bool {
         match self {
-            Self::Dynamo { source, .. } => source.code().is_none_or(|code| {
-                matches!(
-                    code,
-                    "ProvisionedThroughputExceededException"
-                        | "ThrottlingException"
-                        | "RequestLimitExceeded"
-                        | "InternalServerError"
-                        | "ServiceUnavailable"
-                )
-            }),
+            Self::Dynamo { source, .. } => matches!(
+                Outcome::of_error_code(source.code()),
+                Outcome::Unavailable | Outcome::Throttled
+            ),
             Self::Unprocessed { .. } => true,
             Self::MalformedItem { .. } | Self::MissingKey { .. } => false,
         }
@@ -136,17 +139,18 @@ enum Request {
 impl Request {
     async fn send(
         &self,
+        store: &Store,
         table: &str,
         limit: i32,
         start: Option<Item>,
     ) -> Result<Batch, StoreError> {
         match self {
             Request::Query(query) => {
-                let out = query
-                    .clone()
-                    .limit(limit)
-                    .set_exclusive_start_key(start)
-                    .send()
+                let send = query.clone().limit(limit).set_exclusive_start_key(start);
+                let out = store
+                    .observe("Query", table, Box::pin(send.send()), |out| {
+                        read_cost(out.consumed_capacity(), out.scanned_count, out.count)
+                    })
                     .await
                     .map_err(|e| StoreError::dynamo("Query", table, e))?;
                 Ok(Batch::new(
@@ -157,11 +161,11 @@ impl Request {
                 ))
             }
             Request::Scan(scan) => {
-                let out = scan
-                    .clone()
-                    .limit(limit)
-                    .set_exclusive_start_key(start)
-                    .send()
+                let send = scan.clone().limit(limit).set_exclusive_start_key(start);
+                let out = store
+                    .observe("Scan", table, Box::pin(send.send()), |out| {
+                        read_cost(out.consumed_capacity(), out.scanned_count, out.count)
+                    })
                     .await
                     .map_err(|e| StoreError::dynamo("Scan", table, e))?;
                 Ok(Batch::new(
@@ -219,7 +223,8 @@ impl KeyQuery<'_> {
             .table_name(self.table)
             .set_index_name(self.index.map(str::to_owned))
             .expression_attribute_names("#pk", pk)
-            .expression_attribute_values(":pk", pk_value);
+            .expression_attribute_values(":pk", pk_value)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total);
         if let Some((sk, lower, upper)) = self.range
             && (lower.is_some() || upper.is_some())
         {
@@ -259,20 +264,88 @@ pub struct Row<T> {
     pub record: T,
 }
 
-/// Reads and writes the dynarelay tables. Cheap to clone.
+/// Reads and writes the dynarelay tables, recording every call in its [`Metrics`] (and in a
+/// request's [`Usage`] when [metered](Store::metered)). Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Store {
     client: Client,
     tables: Arc<Tables>,
+    metrics: Arc<Metrics>,
+    usage: Option<Arc<Usage>>,
 }
 
 impl Store {
-    /// A store over `tables`.
+    /// A store over `tables`, with fresh metrics.
     pub fn new(client: Client, tables: Tables) -> Self {
         Self {
             client,
             tables: Arc::new(tables),
+            metrics: Arc::new(Metrics::new()),
+            usage: None,
         }
+    }
+
+    /// The same store, also adding what each call costs to `usage` (one request's total).
+    pub fn metered(&self, usage: Arc<Usage>) -> Self {
+        Self {
+            usage: Some(usage),
+            ..self.clone()
+        }
+    }
+
+    /// The metrics every call is recorded in.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
+    /// Runs one DynamoDB call on `table` and records its outcome, duration and cost. The call
+    /// comes boxed (`Unpin`): the SDK's futures are large, and moving them through this wrapper
+    /// by value would put copies on the stack of every poll.
+    async fn observe<T, E, R>(
+        &self,
+        operation: &'static str,
+        table: &str,
+        call: impl Future<Output = Result<T, SdkError<E, R>>> + Unpin,
+        cost: impl FnOnce(&T) -> CallCost,
+    ) -> Result<T, SdkError<E, R>>
+    where
+        E: ProvideErrorMetadata,
+    {
+        self.observe_on(operation, Some(table), call, |out| {
+            let cost = cost(out);
+            self.metrics.table_cost(table, cost);
+            cost
+        })
+        .await
+    }
+
+    /// Runs one DynamoDB call and records its outcome and duration, and its total cost in the
+    /// request's usage. `cost` records the cost per table; `table` is `None` for several.
+    async fn observe_on<T, E, R>(
+        &self,
+        operation: &'static str,
+        table: Option<&str>,
+        call: impl Future<Output = Result<T, SdkError<E, R>>> + Unpin,
+        cost: impl FnOnce(&T) -> CallCost,
+    ) -> Result<T, SdkError<E, R>>
+    where
+        E: ProvideErrorMetadata,
+    {
+        let started = Instant::now();
+        let result = call.await;
+        let (outcome, cost) = match &result {
+            Ok(out) => (Outcome::Ok, cost(out)),
+            Err(err) => (
+                Outcome::of_error_code(err.as_service_error().and_then(ProvideErrorMetadata::code)),
+                CallCost::default(),
+            ),
+        };
+        self.metrics
+            .dynamodb_call(operation, table, outcome, started.elapsed());
+        if let Some(usage) = &self.usage {
+            usage.add(cost);
+        }
+        result
     }
 
     /// The table names.
@@ -289,10 +362,8 @@ impl Store {
     #[instrument(skip(self))]
     pub async fn check_ready(&self) -> Result<(), StoreError> {
         for (name, _) in self.tables.named_specs() {
-            self.client
-                .describe_table()
-                .table_name(name)
-                .send()
+            let call = Box::pin(self.client.describe_table().table_name(name).send());
+            self.observe("DescribeTable", name, call, |_| CallCost::default())
                 .await
                 .map_err(|e| StoreError::dynamo("DescribeTable", name, e))?;
         }
@@ -302,41 +373,49 @@ impl Store {
     /// One user by id.
     #[instrument(skip(self))]
     pub async fn get_user(&self, user_id: &str) -> Result<Option<UserRecord>, StoreError> {
-        let table = &self.tables.users;
-        let out = self
-            .client
-            .get_item()
-            .table_name(table)
-            .key("userId", AttributeValue::S(user_id.to_owned()))
-            .send()
+        self.get_one(&self.tables.users, "userId", user_id, UserRecord::from_item)
             .await
-            .map_err(|e| StoreError::dynamo("GetItem", table, e))?;
-        out.item
-            .map(|item| UserRecord::from_item(&item))
-            .transpose()
-            .map_err(|source| StoreError::MalformedItem {
-                table: table.clone(),
-                source,
-            })
     }
 
     /// One product by SKU.
     #[instrument(skip(self))]
     pub async fn get_product(&self, sku: &str) -> Result<Option<ProductRecord>, StoreError> {
-        let table = &self.tables.products;
+        self.get_one(&self.tables.products, "sku", sku, ProductRecord::from_item)
+            .await
+    }
+
+    /// The item of `table` whose string partition key `key` is `value`, parsed.
+    async fn get_one<T>(
+        &self,
+        table: &str,
+        key: &str,
+        value: &str,
+        parse: fn(&Item) -> Result<T, ModelError>,
+    ) -> Result<Option<T>, StoreError> {
+        let call = Box::pin(
+            self.client
+                .get_item()
+                .table_name(table)
+                .key(key, AttributeValue::S(value.to_owned()))
+                .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                .send(),
+        );
         let out = self
-            .client
-            .get_item()
-            .table_name(table)
-            .key("sku", AttributeValue::S(sku.to_owned()))
-            .send()
+            .observe("GetItem", table, call, |out| {
+                let found = u64::from(out.item.is_some());
+                CallCost {
+                    capacity: capacity(out.consumed_capacity()),
+                    evaluated: found,
+                    returned: found,
+                }
+            })
             .await
             .map_err(|e| StoreError::dynamo("GetItem", table, e))?;
         out.item
-            .map(|item| ProductRecord::from_item(&item))
+            .map(|item| parse(&item))
             .transpose()
             .map_err(|source| StoreError::MalformedItem {
-                table: table.clone(),
+                table: table.to_owned(),
                 source,
             })
     }
@@ -415,7 +494,12 @@ impl Store {
     #[instrument(skip(self, read), fields(table = %self.tables.users, want = read.want))]
     pub async fn users(&self, read: ReadPlan) -> Result<Fetched<Row<UserRecord>, Key>, StoreError> {
         let table = &self.tables.users;
-        let scan = Request::Scan(self.client.scan().table_name(table));
+        let scan = Request::Scan(
+            self.client
+                .scan()
+                .table_name(table)
+                .return_consumed_capacity(ReturnConsumedCapacity::Total),
+        );
         self.collect(table, scan, false, read, USER_KEY, UserRecord::from_item)
             .await
     }
@@ -460,7 +544,7 @@ impl Store {
             };
             let limit = estimate.max(missing).min(budget_left).max(1);
             let limit = i32::try_from(limit).unwrap_or(i32::MAX);
-            let batch = request.send(table, limit, start.take()).await?;
+            let batch = request.send(self, table, limit, start.take()).await?;
             evaluated += batch.evaluated;
             matched += batch.matched;
             for item in &batch.items {
@@ -493,14 +577,20 @@ impl Store {
     #[instrument(skip(self, item))]
     pub async fn put_new(&self, kind: TableKind, item: Item) -> Result<bool, StoreError> {
         let table = self.tables.name(kind);
+        let call = Box::pin(
+            self.client
+                .put_item()
+                .table_name(table)
+                .set_item(Some(item))
+                .condition_expression("attribute_not_exists(#pk)")
+                .expression_attribute_names("#pk", kind.key_shape()[0].name)
+                .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                .send(),
+        );
         let result = self
-            .client
-            .put_item()
-            .table_name(table)
-            .set_item(Some(item))
-            .condition_expression("attribute_not_exists(#pk)")
-            .expression_attribute_names("#pk", kind.key_shape()[0].name)
-            .send()
+            .observe("PutItem", table, call, |out| {
+                write_cost(out.consumed_capacity())
+            })
             .await;
         conditional(result, "PutItem", table)
     }
@@ -509,14 +599,20 @@ impl Store {
     #[instrument(skip(self))]
     pub async fn delete_existing(&self, kind: TableKind, key: &Key) -> Result<bool, StoreError> {
         let table = self.tables.name(kind);
+        let call = Box::pin(
+            self.client
+                .delete_item()
+                .table_name(table)
+                .set_key(Some(key.to_attribute_map()))
+                .condition_expression("attribute_exists(#pk)")
+                .expression_attribute_names("#pk", kind.key_shape()[0].name)
+                .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                .send(),
+        );
         let result = self
-            .client
-            .delete_item()
-            .table_name(table)
-            .set_key(Some(key.to_attribute_map()))
-            .condition_expression("attribute_exists(#pk)")
-            .expression_attribute_names("#pk", kind.key_shape()[0].name)
-            .send()
+            .observe("DeleteItem", table, call, |out| {
+                write_cost(out.consumed_capacity())
+            })
             .await;
         conditional(result, "DeleteItem", table)
     }
@@ -546,11 +642,45 @@ impl Store {
                 request.insert(table, built);
             }
             for attempt in 0.. {
+                let call = Box::pin(
+                    self.client
+                        .batch_get_item()
+                        .set_request_items(Some(request))
+                        .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                        .send(),
+                );
                 let out = self
-                    .client
-                    .batch_get_item()
-                    .set_request_items(Some(request))
-                    .send()
+                    .observe_on("BatchGetItem", None, call, |out| {
+                        // Capacity and items are reported per table; record them so.
+                        let mut total = CallCost::default();
+                        for consumed in out.consumed_capacity() {
+                            let capacity = units(consumed);
+                            total.capacity += capacity;
+                            if let Some(table) = consumed.table_name() {
+                                self.metrics.table_cost(
+                                    table,
+                                    CallCost {
+                                        capacity,
+                                        ..CallCost::default()
+                                    },
+                                );
+                            }
+                        }
+                        for (table, items) in out.responses.iter().flatten() {
+                            let found = u64::try_from(items.len()).unwrap_or(u64::MAX);
+                            total.evaluated += found;
+                            total.returned += found;
+                            self.metrics.table_cost(
+                                table,
+                                CallCost {
+                                    evaluated: found,
+                                    returned: found,
+                                    ..CallCost::default()
+                                },
+                            );
+                        }
+                        total
+                    })
                     .await
                     .map_err(|e| StoreError::dynamo("BatchGetItem", "several tables", e))?;
                 for (table, items) in out.responses.unwrap_or_default() {
@@ -602,11 +732,18 @@ impl Store {
                     StoreError::dynamo("BatchWriteItem", table, aws_sdk_dynamodb::Error::from(e))
                 })?;
             for attempt in 0.. {
+                let call = Box::pin(
+                    self.client
+                        .batch_write_item()
+                        .request_items(table, batch)
+                        .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                        .send(),
+                );
                 let out = self
-                    .client
-                    .batch_write_item()
-                    .request_items(table, batch)
-                    .send()
+                    .observe("BatchWriteItem", table, call, |out| CallCost {
+                        capacity: out.consumed_capacity().iter().map(units).sum(),
+                        ..CallCost::default()
+                    })
                     .await
                     .map_err(|e| StoreError::dynamo("BatchWriteItem", table, e))?;
                 batch = out
@@ -629,12 +766,11 @@ impl Store {
 
     /// Whether `table` holds no item at all.
     pub async fn is_empty(&self, table: &str) -> Result<bool, StoreError> {
+        let call = Box::pin(self.client.scan().table_name(table).limit(1).send());
         let out = self
-            .client
-            .scan()
-            .table_name(table)
-            .limit(1)
-            .send()
+            .observe("Scan", table, call, |out| {
+                read_cost(None, out.scanned_count, out.count)
+            })
             .await
             .map_err(|e| StoreError::dynamo("Scan", table, e))?;
         Ok(out.count == 0 && out.last_evaluated_key.is_none())
@@ -680,4 +816,27 @@ fn row<T>(
             source,
         })?,
     })
+}
+
+fn units(consumed: &ConsumedCapacity) -> f64 {
+    consumed.capacity_units().unwrap_or(0.0)
+}
+
+fn capacity(consumed: Option<&ConsumedCapacity>) -> f64 {
+    consumed.map_or(0.0, units)
+}
+
+fn read_cost(consumed: Option<&ConsumedCapacity>, scanned: i32, count: i32) -> CallCost {
+    CallCost {
+        capacity: capacity(consumed),
+        evaluated: u64::try_from(scanned).unwrap_or(0),
+        returned: u64::try_from(count).unwrap_or(0),
+    }
+}
+
+fn write_cost(consumed: Option<&ConsumedCapacity>) -> CallCost {
+    CallCost {
+        capacity: capacity(consumed),
+        ..CallCost::default()
+    }
 }

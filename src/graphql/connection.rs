@@ -14,7 +14,7 @@ use async_graphql::Context;
 use super::error::{ApiError, ApiResult};
 use crate::{
     cursor::{Binding, CursorCodec, Key, KeyShape},
-    dynamo::{ReadPlan, Row, StoreError},
+    dynamo::{ReadPlan, Row, Store, StoreError},
     pagination::{Direction, Fetched, Page, PageArgs, PageLimits},
 };
 
@@ -41,9 +41,12 @@ where
         .cursor
         .as_deref()
         .map(|c| {
-            codec
-                .decode(c, shape, &binding)
-                .map_err(|_| ApiError::invalid_cursor())
+            codec.decode(c, shape, &binding).map_err(|_| {
+                if let Ok(store) = ctx.data::<Store>() {
+                    store.metrics().cursor_rejected(binding.connection());
+                }
+                ApiError::invalid_cursor()
+            })
         })
         .transpose()?;
     let fetched = read(ReadPlan {

@@ -16,7 +16,10 @@
 //! | POST with a content type other than `application/json` | 415 |
 //! | `Accept` allows neither JSON media type | 406 |
 
-use std::collections::{BTreeMap, HashMap};
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::Arc,
+};
 
 use async_graphql::{
     ServerError, Variables,
@@ -35,7 +38,10 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::AppState;
-use crate::graphql;
+use crate::{
+    graphql,
+    metrics::{Metrics, Usage},
+};
 
 /// The two response media types of GraphQL over HTTP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -316,7 +322,12 @@ async fn execute(state: &AppState, mut params: Params, format: Format, is_get: b
     }
     if has_persisted_query && state.persisted.is_none() {
         let error = ServerError::new("PersistedQueryNotSupported", None);
-        return request_error(error, "PERSISTED_QUERY_NOT_SUPPORTED", format);
+        return request_error(
+            error,
+            "PERSISTED_QUERY_NOT_SUPPORTED",
+            format,
+            state.metrics(),
+        );
     }
     let mut extensions = params.extensions.take().unwrap_or_default();
     // Parse here rather than in async-graphql, to tell syntax errors apart (and to see the
@@ -326,16 +337,31 @@ async fn execute(state: &AppState, mut params: Params, format: Format, is_get: b
         None
     } else {
         if let Err(err) = limits.check_text(&query) {
-            return request_error(ServerError::new(err.message, None), err.code, format);
+            return request_error(
+                ServerError::new(err.message, None),
+                err.code,
+                format,
+                state.metrics(),
+            );
         }
         let document = match parse_query(&query) {
             Ok(document) => document,
             Err(err) => {
-                return request_error(ServerError::from(err), "GRAPHQL_PARSE_FAILED", format);
+                return request_error(
+                    ServerError::from(err),
+                    "GRAPHQL_PARSE_FAILED",
+                    format,
+                    state.metrics(),
+                );
             }
         };
         if let Err(err) = limits.check_document(&document) {
-            return request_error(ServerError::new(err.message, None), err.code, format);
+            return request_error(
+                ServerError::new(err.message, None),
+                err.code,
+                format,
+                state.metrics(),
+            );
         }
         Some(document)
     };
@@ -382,16 +408,35 @@ async fn execute(state: &AppState, mut params: Params, format: Format, is_get: b
     if let Some(document) = document {
         request.set_parsed_query(document);
     }
-    // Each request gets its own loader, so cached items never outlive the request.
-    let request = request.data(graphql::node::request_loader(&state.store));
-    let response = state.schema.execute(request).await;
-    graphql_response(response, format)
+    // Each request gets its own store, adding up what its DynamoDB calls cost, and its own
+    // loader, so cached items never outlive the request.
+    let usage = Arc::new(Usage::default());
+    let store = state.store.metered(Arc::clone(&usage));
+    let request = request
+        .data(graphql::node::request_loader(&store))
+        .data(store);
+    let mut response = state.schema.execute(request).await;
+    if state.http.cost_extension
+        && let Ok(cost) = async_graphql::Value::from_json(json!(usage.totals()))
+    {
+        response.extensions.insert("cost".to_owned(), cost);
+    }
+    graphql_response(response, format, state.metrics())
 }
 
 /// A request error found before execution, with its code.
-fn request_error(mut error: ServerError, code: &str, format: Format) -> Response {
+fn request_error(
+    mut error: ServerError,
+    code: &str,
+    format: Format,
+    metrics: &Metrics,
+) -> Response {
     set_code(&mut error, code);
-    graphql_response(async_graphql::Response::from_errors(vec![error]), format)
+    graphql_response(
+        async_graphql::Response::from_errors(vec![error]),
+        format,
+        metrics,
+    )
 }
 
 /// Whether the operation a request would run is a query. A document with several operations
@@ -416,7 +461,11 @@ fn set_code(error: &mut ServerError, code: &str) {
 ///
 /// A request error (one raised before execution: the document, validation, variables, a
 /// persisted query) leaves no `data` and errors without a `path`; field errors always carry one.
-fn graphql_response(mut response: async_graphql::Response, format: Format) -> Response {
+fn graphql_response(
+    mut response: async_graphql::Response,
+    format: Format,
+    metrics: &Metrics,
+) -> Response {
     let request_error = response.data == async_graphql::Value::Null
         && !response.errors.is_empty()
         && response.errors.iter().all(|error| error.path.is_empty());
@@ -430,6 +479,13 @@ fn graphql_response(mut response: async_graphql::Response, format: Format) -> Re
             _ => "BAD_USER_INPUT",
         };
         set_code(error, code);
+        if let Some(async_graphql::Value::String(code)) = error
+            .extensions
+            .as_ref()
+            .and_then(|extensions| extensions.get("code"))
+        {
+            metrics.graphql_error(code);
+        }
     }
     let status = match format {
         Format::GraphqlResponse if request_error => StatusCode::BAD_REQUEST,

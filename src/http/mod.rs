@@ -1,31 +1,43 @@
-//! HTTP: the axum router (`/graphql`, GraphiQL at `/`, `/health`, `/ready`), its layers
-//! (body limit, CORS, tracing), and `serve` with graceful shutdown.
+//! HTTP: the axum router (`/graphql`, GraphiQL at `/`, `/health`, `/ready`, `/metrics`), its
+//! layers (request ids, tracing, metrics, CORS, timeout, body limit), and `serve` with graceful
+//! shutdown.
 
 mod cors;
 mod graphql;
 
-use std::{future::Future, time::Duration};
+use std::{
+    future::Future,
+    time::{Duration, Instant},
+};
 
 use async_graphql::{
     extensions::apollo_persisted_queries::CacheStorage, parser::types::ExecutableDocument,
 };
 use axum::{
     Json, Router,
-    extract::State,
-    http::{StatusCode, header},
-    middleware::map_response,
+    extract::{Request, State},
+    http::{HeaderName, HeaderValue, StatusCode, header},
+    middleware::{Next, from_fn_with_state, map_request, map_response},
     response::{IntoResponse, Response},
     routing::get,
 };
 use serde_json::json;
 use tokio::net::TcpListener;
-use tower_http::{limit::RequestBodyLimitLayer, timeout::TimeoutLayer, trace::TraceLayer};
+use tower_http::{
+    LatencyUnit,
+    limit::RequestBodyLimitLayer,
+    request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer},
+    timeout::TimeoutLayer,
+    trace::{DefaultOnResponse, TraceLayer},
+};
+use tracing::Level;
 
 pub use self::cors::{AllowedOrigins, OriginError};
 use crate::{
     cursor::CursorCodec,
     dynamo::Store,
     graphql::{AppSchema, PersistedQueries, build_schema_with, limits::QueryLimits},
+    metrics::Metrics,
     pagination::PageLimits,
 };
 
@@ -70,6 +82,11 @@ impl AppState {
         }
     }
 
+    /// The metrics every request and DynamoDB call is recorded in.
+    pub fn metrics(&self) -> &Metrics {
+        self.store.metrics()
+    }
+
     /// The document registered under an Apollo persisted-query hash, if any.
     async fn persisted_document(&self, hash: &str) -> Option<ExecutableDocument> {
         self.persisted.as_ref()?.get(hash.to_owned()).await
@@ -91,6 +108,10 @@ pub struct HttpSettings {
     pub query_limits: QueryLimits,
     /// Longest time one request may take; slower ones get 504.
     pub request_timeout: Duration,
+    /// Serve Prometheus metrics at `/metrics`.
+    pub metrics: bool,
+    /// Add `extensions.cost` (DynamoDB calls, capacity, items) to every GraphQL response.
+    pub cost_extension: bool,
 }
 
 impl Default for HttpSettings {
@@ -102,6 +123,8 @@ impl Default for HttpSettings {
             persisted_queries: 1000,
             query_limits: QueryLimits::default(),
             request_timeout: Duration::from_secs(15),
+            metrics: true,
+            cost_extension: true,
         }
     }
 }
@@ -117,6 +140,9 @@ pub fn router(state: AppState) -> Router {
             .route("/", get(graphiql_page))
             .route("/graphiql/{file}", get(graphiql_asset));
     }
+    if state.http.metrics {
+        router = router.route("/metrics", get(metrics));
+    }
     router = router
         .layer(RequestBodyLimitLayer::new(state.http.max_body_bytes))
         .layer(TimeoutLayer::with_status_code(
@@ -128,7 +154,84 @@ pub fn router(state: AppState) -> Router {
     if let Some(cors) = state.http.cors_origins.layer() {
         router = router.layer(cors);
     }
-    router.layer(TraceLayer::new_for_http()).with_state(state)
+    // Outermost first on the way in: a request id (the client's, if usable, or a new UUID), a
+    // tracing span carrying it (so every log line of the request does), then metrics.
+    router
+        .layer(from_fn_with_state(state.clone(), track))
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(request_span)
+                .on_response(
+                    DefaultOnResponse::new()
+                        .level(Level::INFO)
+                        .latency_unit(LatencyUnit::Millis),
+                ),
+        )
+        .layer(PropagateRequestIdLayer::new(REQUEST_ID.clone()))
+        .layer(SetRequestIdLayer::new(REQUEST_ID.clone(), MakeRequestUuid))
+        .layer(map_request(drop_unusable_request_id))
+        .with_state(state)
+}
+
+/// The header carrying each request's id, in both directions.
+static REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// A client (or load balancer) may pass its own request id, to follow a request across
+/// services; one that is long or has characters other than printable ASCII is replaced, so that
+/// logs stay readable.
+async fn drop_unusable_request_id(mut request: Request) -> Request {
+    let usable = |value: &HeaderValue| {
+        let bytes = value.as_bytes();
+        !bytes.is_empty() && bytes.len() <= 128 && bytes.iter().all(|b| b.is_ascii_graphic())
+    };
+    if request
+        .headers()
+        .get(&REQUEST_ID)
+        .is_some_and(|v| !usable(v))
+    {
+        request.headers_mut().remove(&REQUEST_ID);
+    }
+    request
+}
+
+fn request_span(request: &axum::http::Request<axum::body::Body>) -> tracing::Span {
+    let id = request
+        .headers()
+        .get(&REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("-");
+    tracing::info_span!(
+        "request",
+        request_id = id,
+        method = %request.method(),
+        path = request.uri().path(),
+    )
+}
+
+/// Counts and times every request, including those the inner layers answer (413, 504, CORS).
+async fn track(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let response = next.run(request).await;
+    state.metrics().http_request(
+        &path,
+        method.as_str(),
+        response.status().as_u16(),
+        started.elapsed(),
+    );
+    response
+}
+
+async fn metrics(State(state): State<AppState>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        state.metrics().render(),
+    )
+        .into_response()
 }
 
 /// Serves `router` on `listener` until `shutdown` resolves, then lets requests in flight finish

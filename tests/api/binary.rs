@@ -9,25 +9,11 @@ use std::{
 
 use serde_json::Value;
 
-use crate::helpers::{endpoint, unique_prefix};
+use crate::helpers::{dynarelay_command, endpoint, unique_prefix};
 
 fn dynarelay(prefix: &str) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_dynarelay"));
-    cmd.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_ACCESS_KEY_ID", "local")
-        .env("AWS_SECRET_ACCESS_KEY", "local")
-        .env("AWS_EC2_METADATA_DISABLED", "true")
-        .env("AWS_CONFIG_FILE", "/dev/null")
-        .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
-        .env("AWS_ENDPOINT_URL_DYNAMODB", endpoint())
-        .env("DYNARELAY_TABLE_PREFIX", prefix)
-        .env(
-            "DYNARELAY_CURSOR_KEYS",
-            "1:KioqKioqKioqKioqKioqKioqKioqKioqKioqKioqKio",
-        )
-        .env("RUST_LOG", "info");
+    let mut cmd = dynarelay_command(&endpoint());
+    cmd.env("DYNARELAY_TABLE_PREFIX", prefix);
     cmd
 }
 

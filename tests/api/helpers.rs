@@ -57,11 +57,12 @@ pub fn unique_prefix() -> String {
     )
 }
 
+/// The cursor keys of test servers, as `DYNARELAY_CURSOR_KEYS` gives them.
+pub const TEST_RING: &str = "1:KioqKioqKioqKioqKioqKioqKioqKioqKioqKioqKio";
+
 /// The cursor keys of test servers.
 pub fn test_ring() -> KeyRing {
-    "1:KioqKioqKioqKioqKioqKioqKioqKioqKioqKioqKio"
-        .parse()
-        .expect("a valid test key ring")
+    TEST_RING.parse().expect("a valid test key ring")
 }
 
 /// Counts the DynamoDB read operations a client sends, by operation, at the SDK boundary.
@@ -167,10 +168,8 @@ impl TestApp {
             .header(header::CONTENT_TYPE, "application/json")
             .body(Body::from(body))
             .expect("request");
-        let response = self
-            .router
-            .clone()
-            .oneshot(request)
+        // Boxed, as a server task would be: the test thread's stack is small for debug builds.
+        let response = Box::pin(self.router.clone().oneshot(request))
             .await
             .expect("router answers");
         let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
@@ -252,21 +251,7 @@ impl TestApp {
     }
 
     pub async fn put_user(&self, user_id: &str) {
-        let item = Item::from([
-            ("userId".to_owned(), AttributeValue::S(user_id.to_owned())),
-            (
-                "name".to_owned(),
-                AttributeValue::S(format!("User {user_id}")),
-            ),
-            (
-                "email".to_owned(),
-                AttributeValue::S(format!("{user_id}@example.com")),
-            ),
-            (
-                "createdAt".to_owned(),
-                AttributeValue::N("1672531200000".to_owned()),
-            ),
-        ]);
+        let item = user_item(user_id);
         self.put_items(&self.tables().users.clone(), vec![item])
             .await;
     }
@@ -294,6 +279,44 @@ pub fn purchase_item(user_id: &str, purchased_at: &str, amount: &str) -> Item {
         ("amount".to_owned(), AttributeValue::N(amount.to_owned())),
         ("status".to_owned(), AttributeValue::S("PAID".to_owned())),
     ])
+}
+
+/// A user item as the tests write it: `User {id}`, `{id}@example.com`.
+pub fn user_item(user_id: &str) -> Item {
+    Item::from([
+        ("userId".to_owned(), AttributeValue::S(user_id.to_owned())),
+        (
+            "name".to_owned(),
+            AttributeValue::S(format!("User {user_id}")),
+        ),
+        (
+            "email".to_owned(),
+            AttributeValue::S(format!("{user_id}@example.com")),
+        ),
+        (
+            "createdAt".to_owned(),
+            AttributeValue::N("1672531200000".to_owned()),
+        ),
+    ])
+}
+
+/// The `dynarelay` binary with nothing from this process's environment: configured only through
+/// the standard AWS variables, as in production, but with `endpoint` as DynamoDB, dummy
+/// credentials, no AWS config files, the EC2 metadata service disabled, and the test key ring.
+pub fn dynarelay_command(endpoint: &str) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_dynarelay"));
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "local")
+        .env("AWS_SECRET_ACCESS_KEY", "local")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env("AWS_CONFIG_FILE", "/dev/null")
+        .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+        .env("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
+        .env("DYNARELAY_CURSOR_KEYS", TEST_RING)
+        .env("RUST_LOG", "info");
+    cmd
 }
 
 /// The `extensions.code` of the first error, if any.

@@ -32,9 +32,12 @@ async fn graphql_answers_post_and_get_queries_over_http() {
     let server = start(app.store.clone()).await;
     let http = reqwest::Client::new();
     let query = r#"{ user(userId: "ivy") { purchases(first: 5) { edges { node { purchasedAt } } pageInfo { hasNextPage } } } }"#;
-    let expected = json!({ "data": { "user": { "purchases": {
+    let expected = json!({ "user": { "purchases": {
         "edges": [{ "node": { "purchasedAt": "2023-01-01T00:00:00.123Z" } }],
-        "pageInfo": { "hasNextPage": false } } } } });
+        "pageInfo": { "hasNextPage": false } } } });
+    // GetItem for the user, then one Query for the page (and the item after it).
+    let cost = json!({ "dynamodbCalls": 2, "consumedCapacityUnits": 1.0,
+        "itemsEvaluated": 2, "itemsReturned": 2 });
 
     let post = http
         .post(url(&server, "/graphql"))
@@ -43,7 +46,9 @@ async fn graphql_answers_post_and_get_queries_over_http() {
         .await
         .unwrap();
     assert_eq!(post.status(), 200);
-    assert_eq!(post.json::<Value>().await.unwrap(), expected);
+    let body = post.json::<Value>().await.unwrap();
+    assert_eq!(body["data"], expected);
+    assert_eq!(body["extensions"]["cost"], cost, "{body}");
 
     let get = http
         .get(url(&server, "/graphql"))
@@ -52,7 +57,9 @@ async fn graphql_answers_post_and_get_queries_over_http() {
         .await
         .unwrap();
     assert_eq!(get.status(), 200);
-    assert_eq!(get.json::<Value>().await.unwrap(), expected);
+    let body = get.json::<Value>().await.unwrap();
+    assert_eq!(body["data"], expected);
+    assert_eq!(body["extensions"]["cost"], cost, "{body}");
 }
 
 #[tokio::test]

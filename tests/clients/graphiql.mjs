@@ -44,7 +44,7 @@ if (opts.sabotage && !['bundle', 'foreign-image', 'foreign-image-no-csp'].includ
 
 const STEP_TIMEOUT_MS = 30_000;
 // The result must fit on the screen: the editors only draw the lines in view.
-const VIEWPORT = { width: 1280, height: 1000 };
+const VIEWPORT = { width: 1280, height: 1400 };
 const origin = new URL(opts.url).origin;
 
 class Failure extends Error {}

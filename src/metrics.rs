@@ -1,0 +1,449 @@
+//! Prometheus metrics, served at `/metrics`, and the per-request usage behind `extensions.cost`.
+//!
+//! Label values come from small fixed sets (routes, operations, table names, error codes), so
+//! no client input can grow the number of series.
+
+use std::{
+    sync::{Mutex, atomic::AtomicU64},
+    time::Duration,
+};
+
+use aws_runtime::retries::classifiers::{THROTTLING_ERRORS, TRANSIENT_ERRORS};
+use prometheus_client::{
+    encoding::{EncodeLabelSet, text::encode},
+    metrics::{
+        counter::Counter,
+        family::{Family, MetricConstructor},
+        histogram::{Histogram, exponential_buckets},
+    },
+    registry::Registry,
+};
+use serde::Serialize;
+
+/// The metrics of one server. Cheap to share behind an `Arc`.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    http_requests: Family<HttpLabels, Counter>,
+    http_duration: Family<RouteLabels, Histogram, Buckets>,
+    graphql_errors: Family<CodeLabels, Counter>,
+    cursor_rejections: Family<ConnectionLabels, Counter>,
+    dynamodb_calls: Family<CallLabels, Counter>,
+    dynamodb_duration: Family<OperationLabels, Histogram, Buckets>,
+    consumed_capacity: Family<TableLabels, Counter<f64, AtomicU64>>,
+    items_evaluated: Family<TableLabels, Counter>,
+    items_returned: Family<TableLabels, Counter>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct HttpLabels {
+    route: &'static str,
+    method: &'static str,
+    status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RouteLabels {
+    route: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CodeLabels {
+    code: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ConnectionLabels {
+    connection: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CallLabels {
+    operation: &'static str,
+    table: String,
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OperationLabels {
+    operation: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TableLabels {
+    table: String,
+}
+
+/// Latency buckets from 1 ms to about 16 s, doubling.
+#[derive(Clone, Debug)]
+struct Buckets;
+
+impl MetricConstructor<Histogram> for Buckets {
+    fn new_metric(&self) -> Histogram {
+        Histogram::new(exponential_buckets(0.001, 2.0, 15))
+    }
+}
+
+/// How one DynamoDB call ended, as a metric label.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// It succeeded.
+    Ok,
+    /// A conditional write's condition did not hold (an expected answer, not a failure).
+    ConditionFailed,
+    /// Throttled past the SDK's retries.
+    Throttled,
+    /// No answer: connection failure, timeout, or a DynamoDB 5xx.
+    Unavailable,
+    /// DynamoDB rejected the request.
+    Rejected,
+}
+
+impl Outcome {
+    /// The outcome for a DynamoDB error code; `None` is a failure without one (transport or
+    /// timeout). Decided by code, never by message, with the SDK's own lists of the codes its
+    /// standard retry mode treats as throttling and as transient.
+    pub fn of_error_code(code: Option<&str>) -> Self {
+        match code {
+            None | Some("InternalServerError" | "ServiceUnavailable") => Self::Unavailable,
+            Some(code) if TRANSIENT_ERRORS.contains(&code) => Self::Unavailable,
+            Some(code) if THROTTLING_ERRORS.contains(&code) => Self::Throttled,
+            Some("ConditionalCheckFailedException") => Self::ConditionFailed,
+            Some(_) => Self::Rejected,
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::ConditionFailed => "condition_failed",
+            Self::Throttled => "throttled",
+            Self::Unavailable => "unavailable",
+            Self::Rejected => "rejected",
+        }
+    }
+}
+
+/// What one DynamoDB call cost.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CallCost {
+    /// Capacity units DynamoDB reported (read and write together).
+    pub capacity: f64,
+    /// Items DynamoDB evaluated (read, before any filter).
+    pub evaluated: u64,
+    /// Items it returned.
+    pub returned: u64,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// Fresh metrics, all zero.
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("dynarelay");
+        let http_requests = Family::<HttpLabels, Counter>::default();
+        registry.register(
+            "http_requests",
+            "HTTP requests answered, by route, method and status",
+            http_requests.clone(),
+        );
+        let http_duration = Family::new_with_constructor(Buckets);
+        registry.register(
+            "http_request_duration_seconds",
+            "Time to answer an HTTP request, by route",
+            http_duration.clone(),
+        );
+        let graphql_errors = Family::<CodeLabels, Counter>::default();
+        registry.register(
+            "graphql_errors",
+            "GraphQL errors returned to clients, by extensions.code",
+            graphql_errors.clone(),
+        );
+        let cursor_rejections = Family::<ConnectionLabels, Counter>::default();
+        registry.register(
+            "cursor_rejections",
+            "Cursors rejected as malformed, forged, expired or from another connection, by \
+             connection",
+            cursor_rejections.clone(),
+        );
+        let dynamodb_calls = Family::<CallLabels, Counter>::default();
+        registry.register(
+            "dynamodb_calls",
+            "DynamoDB API calls (after the SDK's retries), by operation, table and outcome",
+            dynamodb_calls.clone(),
+        );
+        let dynamodb_duration = Family::new_with_constructor(Buckets);
+        registry.register(
+            "dynamodb_call_duration_seconds",
+            "Time a DynamoDB API call took, retries included, by operation",
+            dynamodb_duration.clone(),
+        );
+        let consumed_capacity = Family::<TableLabels, Counter<f64, AtomicU64>>::default();
+        registry.register(
+            "dynamodb_consumed_capacity_units",
+            "Read and write capacity units DynamoDB reported as consumed, by table",
+            consumed_capacity.clone(),
+        );
+        let items_evaluated = Family::<TableLabels, Counter>::default();
+        registry.register(
+            "dynamodb_items_evaluated",
+            "Items DynamoDB read for Query, Scan and gets, before filters, by table",
+            items_evaluated.clone(),
+        );
+        let items_returned = Family::<TableLabels, Counter>::default();
+        registry.register(
+            "dynamodb_items_returned",
+            "Items DynamoDB returned after filters, by table",
+            items_returned.clone(),
+        );
+        Self {
+            registry,
+            http_requests,
+            http_duration,
+            graphql_errors,
+            cursor_rejections,
+            dynamodb_calls,
+            dynamodb_duration,
+            consumed_capacity,
+            items_evaluated,
+            items_returned,
+        }
+    }
+
+    /// Records one answered HTTP request. `path` is mapped to a known route so that clients
+    /// cannot create series.
+    pub fn http_request(&self, path: &str, method: &str, status: u16, elapsed: Duration) {
+        let route = route_of(path);
+        let method = match method {
+            "GET" => "GET",
+            "POST" => "POST",
+            "OPTIONS" => "OPTIONS",
+            "HEAD" => "HEAD",
+            _ => "other",
+        };
+        self.http_requests
+            .get_or_create(&HttpLabels {
+                route,
+                method,
+                status,
+            })
+            .inc();
+        self.http_duration
+            .get_or_create(&RouteLabels { route })
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// Records a GraphQL error sent to a client.
+    pub fn graphql_error(&self, code: &str) {
+        self.graphql_errors
+            .get_or_create(&CodeLabels {
+                code: code.to_owned(),
+            })
+            .inc();
+    }
+
+    /// Records a rejected cursor on `connection` (such as `User.purchases`).
+    pub fn cursor_rejected(&self, connection: &'static str) {
+        self.cursor_rejections
+            .get_or_create(&ConnectionLabels { connection })
+            .inc();
+    }
+
+    /// Records one DynamoDB call; `table` is `None` for a call on several tables. Its cost goes
+    /// to [`Metrics::table_cost`].
+    pub fn dynamodb_call(
+        &self,
+        operation: &'static str,
+        table: Option<&str>,
+        outcome: Outcome,
+        elapsed: Duration,
+    ) {
+        self.dynamodb_calls
+            .get_or_create(&CallLabels {
+                operation,
+                table: table.unwrap_or("several").to_owned(),
+                outcome: outcome.label(),
+            })
+            .inc();
+        self.dynamodb_duration
+            .get_or_create(&OperationLabels { operation })
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// Records what DynamoDB reported a call cost on `table`.
+    pub fn table_cost(&self, table: &str, cost: CallCost) {
+        let table = TableLabels {
+            table: table.to_owned(),
+        };
+        if cost.capacity > 0.0 {
+            self.consumed_capacity
+                .get_or_create(&table)
+                .inc_by(cost.capacity);
+        }
+        if cost.evaluated > 0 {
+            self.items_evaluated
+                .get_or_create(&table)
+                .inc_by(cost.evaluated);
+        }
+        if cost.returned > 0 {
+            self.items_returned
+                .get_or_create(&table)
+                .inc_by(cost.returned);
+        }
+    }
+
+    /// Everything in the Prometheus text exposition format.
+    pub fn render(&self) -> String {
+        let mut out = String::with_capacity(8 * 1024);
+        // Writing into a String cannot fail.
+        let _ = encode(&mut out, &self.registry);
+        out
+    }
+}
+
+fn route_of(path: &str) -> &'static str {
+    match path {
+        "/graphql" => "/graphql",
+        "/health" => "/health",
+        "/ready" => "/ready",
+        "/metrics" => "/metrics",
+        "/" => "/",
+        _ if path.starts_with("/graphiql/") => "/graphiql/{file}",
+        _ => "other",
+    }
+}
+
+/// What one GraphQL request cost in DynamoDB terms, shown to the client as `extensions.cost`.
+#[derive(Debug, Default)]
+pub struct Usage(Mutex<UsageTotals>);
+
+/// The totals of a [`Usage`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageTotals {
+    /// DynamoDB API calls made.
+    pub dynamodb_calls: u64,
+    /// Capacity units DynamoDB reported as consumed.
+    pub consumed_capacity_units: f64,
+    /// Items DynamoDB evaluated, before filters.
+    pub items_evaluated: u64,
+    /// Items DynamoDB returned.
+    pub items_returned: u64,
+}
+
+impl Usage {
+    /// Adds one call.
+    pub fn add(&self, cost: CallCost) {
+        // A poisoned lock only means another resolver panicked mid-update; the totals are still
+        // plain numbers.
+        let mut totals = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        totals.dynamodb_calls += 1;
+        totals.consumed_capacity_units += cost.capacity;
+        totals.items_evaluated += cost.evaluated;
+        totals.items_returned += cost.returned;
+    }
+
+    /// The totals so far.
+    pub fn totals(&self) -> UsageTotals {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_exposition_names_every_family_and_its_labels() {
+        let metrics = Metrics::new();
+        metrics.http_request("/graphql", "POST", 200, Duration::from_millis(3));
+        metrics.http_request("/no/such/route/abc", "BREW", 404, Duration::from_millis(1));
+        metrics.graphql_error("BAD_USER_INPUT");
+        metrics.cursor_rejected("User.purchases");
+        metrics.dynamodb_call(
+            "Query",
+            Some("Purchases"),
+            Outcome::Ok,
+            Duration::from_millis(2),
+        );
+        metrics.table_cost(
+            "Purchases",
+            CallCost {
+                capacity: 1.5,
+                evaluated: 40,
+                returned: 3,
+            },
+        );
+        let text = metrics.render();
+        for line in [
+            r#"dynarelay_http_requests_total{route="/graphql",method="POST",status="200"} 1"#,
+            r#"dynarelay_http_requests_total{route="other",method="other",status="404"} 1"#,
+            r#"dynarelay_http_request_duration_seconds_count{route="/graphql"} 1"#,
+            r#"dynarelay_graphql_errors_total{code="BAD_USER_INPUT"} 1"#,
+            r#"dynarelay_cursor_rejections_total{connection="User.purchases"} 1"#,
+            r#"dynarelay_dynamodb_calls_total{operation="Query",table="Purchases",outcome="ok"} 1"#,
+            r#"dynarelay_dynamodb_consumed_capacity_units_total{table="Purchases"} 1.5"#,
+            r#"dynarelay_dynamodb_items_evaluated_total{table="Purchases"} 40"#,
+            r#"dynarelay_dynamodb_items_returned_total{table="Purchases"} 3"#,
+        ] {
+            assert!(text.lines().any(|l| l == line), "no `{line}` in:\n{text}");
+        }
+        assert!(
+            !text.contains("abc"),
+            "a client path became a label:\n{text}"
+        );
+    }
+
+    #[test]
+    fn outcomes_follow_error_codes() {
+        assert_eq!(Outcome::of_error_code(None), Outcome::Unavailable);
+        assert_eq!(
+            Outcome::of_error_code(Some("ThrottlingException")),
+            Outcome::Throttled
+        );
+        assert_eq!(
+            Outcome::of_error_code(Some("LimitExceededException")),
+            Outcome::Throttled
+        );
+        assert_eq!(
+            Outcome::of_error_code(Some("InternalServerError")),
+            Outcome::Unavailable
+        );
+        assert_eq!(
+            Outcome::of_error_code(Some("ConditionalCheckFailedException")),
+            Outcome::ConditionFailed
+        );
+        assert_eq!(
+            Outcome::of_error_code(Some("ValidationException")),
+            Outcome::Rejected
+        );
+    }
+
+    #[test]
+    fn usage_adds_up() {
+        let usage = Usage::default();
+        usage.add(CallCost {
+            capacity: 0.5,
+            evaluated: 10,
+            returned: 2,
+        });
+        usage.add(CallCost {
+            capacity: 1.0,
+            evaluated: 5,
+            returned: 5,
+        });
+        assert_eq!(
+            usage.totals(),
+            UsageTotals {
+                dynamodb_calls: 2,
+                consumed_capacity_units: 1.5,
+                items_evaluated: 15,
+                items_returned: 7,
+            }
+        );
+    }
+}

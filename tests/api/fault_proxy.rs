@@ -1,0 +1,388 @@
+//! A loopback HTTP proxy between the server and DynamoDB Local that injects faults on demand:
+//! added latency, throttling answers, and connections reset without an answer. Faults change at
+//! run time through its methods, and it counts what it did. It stops when dropped.
+
+use std::{
+    net::SocketAddr,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::Duration,
+};
+
+use http_body_util::{BodyExt, Full};
+use hyper::{
+    Request, Response, StatusCode,
+    body::{Bytes, Incoming},
+    header::{self, HeaderName},
+    server::conn::http1,
+    service::service_fn,
+};
+use hyper_util::rt::TokioIo;
+use tokio::{net::TcpListener, task::JoinHandle, task::JoinSet};
+
+/// The DynamoDB error a throttled request gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Throttle {
+    /// `ThrottlingException`: too many control-plane or on-demand requests.
+    #[default]
+    Throttling,
+    /// `ProvisionedThroughputExceededException`: a table's provisioned capacity ran out.
+    ProvisionedThroughputExceeded,
+}
+
+impl Throttle {
+    fn code(self) -> &'static str {
+        match self {
+            Self::Throttling => "ThrottlingException",
+            Self::ProvisionedThroughputExceeded => "ProvisionedThroughputExceededException",
+        }
+    }
+}
+
+/// A seeded random mix of faults, drawn for every request in arrival order.
+#[derive(Debug, Clone, Copy)]
+pub struct ChaosMix {
+    /// Seeds the draws, so that a sequential workload meets the same faults on every run.
+    pub seed: u64,
+    /// Percent of requests answered with a throttling error.
+    pub throttle_percent: u64,
+    /// Percent of requests whose connection is reset.
+    pub reset_percent: u64,
+    /// Every request waits a random time up to this long first.
+    pub max_latency: Duration,
+}
+
+/// What the proxy has done so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Requests read from clients.
+    pub received: u64,
+    /// Requests answered with a throttling error.
+    pub throttled: u64,
+    /// Requests whose connection was reset instead of answered.
+    pub reset: u64,
+    /// Requests sent on to DynamoDB.
+    pub forwarded: u64,
+}
+
+impl std::ops::Sub for Counts {
+    type Output = Counts;
+
+    fn sub(self, earlier: Counts) -> Counts {
+        Counts {
+            received: self.received - earlier.received,
+            throttled: self.throttled - earlier.throttled,
+            reset: self.reset - earlier.reset,
+            forwarded: self.forwarded - earlier.forwarded,
+        }
+    }
+}
+
+/// The faults in force.
+#[derive(Debug, Default)]
+struct Faults {
+    latency: Duration,
+    throttle: Throttle,
+    throttle_next: u64,
+    throttle_all: bool,
+    reset_next: u64,
+    reset_all: bool,
+    /// The mix and its generator's state.
+    chaos: Option<(ChaosMix, u64)>,
+}
+
+enum Action {
+    Forward,
+    Throttle(Throttle),
+    Reset,
+}
+
+impl Faults {
+    /// What to do with the next request, and how long to hold it first. Resets take precedence
+    /// over throttles, and both over the random mix.
+    fn decide(&mut self) -> (Action, Duration) {
+        let mut delay = self.latency;
+        let action = if self.reset_all {
+            Action::Reset
+        } else if self.reset_next > 0 {
+            self.reset_next -= 1;
+            Action::Reset
+        } else if self.throttle_all {
+            Action::Throttle(self.throttle)
+        } else if self.throttle_next > 0 {
+            self.throttle_next -= 1;
+            Action::Throttle(self.throttle)
+        } else if let Some((mix, state)) = &mut self.chaos {
+            let max_ms = u64::try_from(mix.max_latency.as_millis()).unwrap_or(u64::MAX);
+            delay += Duration::from_millis(splitmix64(state) % (max_ms + 1));
+            let roll = splitmix64(state) % 100;
+            if roll < mix.reset_percent {
+                Action::Reset
+            } else if roll < mix.reset_percent + mix.throttle_percent {
+                Action::Throttle(Throttle::Throttling)
+            } else {
+                Action::Forward
+            }
+        } else {
+            Action::Forward
+        };
+        (action, delay)
+    }
+}
+
+/// SplitMix64: a tiny, well-mixed, seedable generator (no dependency needed).
+fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+#[derive(Debug)]
+struct Shared {
+    upstream: String,
+    client: reqwest::Client,
+    faults: Mutex<Faults>,
+    received: AtomicU64,
+    throttled: AtomicU64,
+    reset: AtomicU64,
+    forwarded: AtomicU64,
+}
+
+/// The service's error: hyper closes the connection without answering.
+#[derive(Debug)]
+struct ResetConnection;
+
+impl std::fmt::Display for ResetConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("fault proxy: connection reset on purpose")
+    }
+}
+
+impl std::error::Error for ResetConnection {}
+
+/// Headers that belong to one connection, not to the request or response.
+const HOP_BY_HOP: [HeaderName; 7] = [
+    header::CONNECTION,
+    header::CONTENT_LENGTH,
+    header::HOST,
+    header::PROXY_AUTHORIZATION,
+    header::TE,
+    header::TRANSFER_ENCODING,
+    header::UPGRADE,
+];
+
+/// A fault-injecting proxy on `127.0.0.1`, forwarding to one upstream endpoint.
+#[derive(Debug)]
+pub struct FaultProxy {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    accept: JoinHandle<()>,
+}
+
+impl FaultProxy {
+    /// Listens on an ephemeral loopback port and forwards every request to `upstream` (such as
+    /// `http://127.0.0.1:8000`), with no faults until some are set.
+    pub async fn start(upstream: &str) -> FaultProxy {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let shared = Arc::new(Shared {
+            upstream: upstream.trim_end_matches('/').to_owned(),
+            client: reqwest::Client::builder()
+                .no_proxy()
+                .timeout(Duration::from_secs(30))
+                .build()
+                .unwrap(),
+            faults: Mutex::new(Faults::default()),
+            received: AtomicU64::new(0),
+            throttled: AtomicU64::new(0),
+            reset: AtomicU64::new(0),
+            forwarded: AtomicU64::new(0),
+        });
+        let accept = tokio::spawn(accept_loop(listener, shared.clone()));
+        FaultProxy {
+            addr,
+            shared,
+            accept,
+        }
+    }
+
+    /// `http://127.0.0.1:PORT`, the endpoint to give the SDK.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    fn faults(&self) -> std::sync::MutexGuard<'_, Faults> {
+        self.shared.faults.lock().unwrap()
+    }
+
+    /// Holds every request for `latency` before acting on it.
+    pub fn set_latency(&self, latency: Duration) {
+        self.faults().latency = latency;
+    }
+
+    /// Answers the next `n` requests with `kind`.
+    pub fn throttle_next(&self, n: u64, kind: Throttle) {
+        let mut faults = self.faults();
+        faults.throttle = kind;
+        faults.throttle_next = n;
+    }
+
+    /// Answers every request with `kind` until [`clear`](Self::clear).
+    pub fn throttle_all(&self, kind: Throttle) {
+        let mut faults = self.faults();
+        faults.throttle = kind;
+        faults.throttle_all = true;
+    }
+
+    /// Resets the connection of the next `n` requests.
+    pub fn reset_next(&self, n: u64) {
+        self.faults().reset_next = n;
+    }
+
+    /// Resets the connection of every request until [`clear`](Self::clear).
+    pub fn reset_all(&self) {
+        self.faults().reset_all = true;
+    }
+
+    /// Draws a fault for every request from `mix` (after any scripted faults).
+    pub fn chaos(&self, mix: ChaosMix) {
+        self.faults().chaos = Some((mix, mix.seed));
+    }
+
+    /// Removes every fault: requests are forwarded at once.
+    pub fn clear(&self) {
+        *self.faults() = Faults::default();
+    }
+
+    /// What the proxy has done so far.
+    pub fn counts(&self) -> Counts {
+        let shared = &self.shared;
+        Counts {
+            received: shared.received.load(Ordering::SeqCst),
+            throttled: shared.throttled.load(Ordering::SeqCst),
+            reset: shared.reset.load(Ordering::SeqCst),
+            forwarded: shared.forwarded.load(Ordering::SeqCst),
+        }
+    }
+}
+
+impl Drop for FaultProxy {
+    /// Stops accepting; dropping the accept task's `JoinSet` aborts every open connection.
+    fn drop(&mut self) {
+        self.accept.abort();
+    }
+}
+
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    let mut connections = JoinSet::new();
+    loop {
+        let socket = match listener.accept().await {
+            Ok((socket, _)) => socket,
+            Err(_) => {
+                // Out of file descriptors or similar: wait a little rather than spin.
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        while connections.try_join_next().is_some() {}
+        // With zero linger, closing the socket sends a TCP RST instead of a FIN: that is how
+        // a reset request's connection dies. (Connections otherwise close only when the client
+        // closes them first, or when the proxy is dropped.)
+        let _ = socket.set_zero_linger();
+        let _ = socket.set_nodelay(true);
+        let shared = shared.clone();
+        connections.spawn(async move {
+            let service = service_fn(move |request| handle(shared.clone(), request));
+            // An error here is a reset on purpose, or a client that went away.
+            let _ = http1::Builder::new()
+                .keep_alive(true)
+                .serve_connection(TokioIo::new(socket), service)
+                .await;
+        });
+    }
+}
+
+async fn handle(
+    shared: Arc<Shared>,
+    request: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, ResetConnection> {
+    shared.received.fetch_add(1, Ordering::SeqCst);
+    // Decided on arrival, so that "the next n" means the next n to arrive.
+    let (action, delay) = shared.faults.lock().unwrap().decide();
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
+    match action {
+        Action::Reset => {
+            shared.reset.fetch_add(1, Ordering::SeqCst);
+            // hyper drops the connection without answering when the service fails.
+            Err(ResetConnection)
+        }
+        Action::Throttle(kind) => {
+            shared.throttled.fetch_add(1, Ordering::SeqCst);
+            Ok(throttled(kind))
+        }
+        Action::Forward => {
+            shared.forwarded.fetch_add(1, Ordering::SeqCst);
+            forward(&shared, request).await
+        }
+    }
+}
+
+/// DynamoDB's answer to a throttled request: HTTP 400 with the error type in `__type`.
+fn throttled(kind: Throttle) -> Response<Full<Bytes>> {
+    let body = serde_json::json!({
+        "__type": format!("com.amazonaws.dynamodb.v20120810#{}", kind.code()),
+        "message": "Rate of requests exceeds the allowed throughput.",
+    });
+    Response::builder()
+        .status(StatusCode::BAD_REQUEST)
+        .header(header::CONTENT_TYPE, "application/x-amz-json-1.0")
+        .header("x-amzn-requestid", "fault-proxy")
+        .body(Full::new(Bytes::from(body.to_string())))
+        .unwrap()
+}
+
+/// Sends the request on to DynamoDB Local and relays its status, headers and body (its
+/// `x-amz-crc32` checksum included, which the SDK verifies). 502 if the upstream cannot be reached.
+async fn forward(
+    shared: &Shared,
+    request: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, ResetConnection> {
+    let (parts, body) = request.into_parts();
+    let body = body
+        .collect()
+        .await
+        .map_err(|_| ResetConnection)?
+        .to_bytes();
+    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    let mut outgoing = shared
+        .client
+        .request(parts.method, format!("{}{path}", shared.upstream))
+        .body(body);
+    for (name, value) in &parts.headers {
+        if !HOP_BY_HOP.contains(name) {
+            outgoing = outgoing.header(name, value);
+        }
+    }
+    let Ok(upstream) = outgoing.send().await else {
+        return Ok(Response::builder()
+            .status(StatusCode::BAD_GATEWAY)
+            .body(Full::new(Bytes::new()))
+            .unwrap());
+    };
+    let mut response = Response::builder().status(upstream.status());
+    for (name, value) in upstream.headers() {
+        if !HOP_BY_HOP.contains(name) {
+            response = response.header(name, value);
+        }
+    }
+    let Ok(bytes) = upstream.bytes().await else {
+        return Err(ResetConnection);
+    };
+    Ok(response.body(Full::new(bytes)).unwrap())
+}
