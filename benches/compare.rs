@@ -1,0 +1,646 @@
+//! dynarelay side by side with DynamoDB itself, on DynamoDB Local over loopback.
+//!
+//! Run: `scripts/bench` (it starts DynamoDB Local and runs `cargo bench --bench compare`). The
+//! endpoint comes from `DYNARELAY_BENCH_DYNAMODB_ENDPOINT`. Everything stays on 127.0.0.1 and
+//! the run is bounded: fixed request counts, a timeout on every request, and a kill of the
+//! server it starts, also on a panic.
+//!
+//! It seeds fresh tables (a unique prefix): one user with 20,100 purchases (a long partition),
+//! one with 5,000 of which 2% are `REFUNDED`. Then it starts the release `dynarelay serve` and
+//! measures, printing one table:
+//! - start to ready, and idle RSS;
+//! - the latency of `user(userId) { purchases(first: 20) }` through dynarelay against the same
+//!   DynamoDB work done directly with aws-sdk-dynamodb: the page's Query alone, and the user's
+//!   GetItem followed by the Query (what the GraphQL field does), sequentially, interleaved;
+//! - the server's CPU time per page (from `/proc/<pid>/stat`) at a fixed concurrency;
+//! - DynamoDB calls and items evaluated per filled page at 2% selectivity, against a naive loop
+//!   that Queries with `Limit = first` until the page is full;
+//! - page 1 against page 1000 of the long partition.
+
+use std::{
+    collections::HashMap,
+    io::{BufRead, BufReader},
+    process::{Child, Command, Stdio},
+    sync::Arc,
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+};
+
+use anyhow::{Context, bail, ensure};
+use aws_sdk_dynamodb::{Client, types::AttributeValue};
+use dynarelay::dynamo::{self, Store, Tables, model::Item, tables};
+use serde_json::{Value, json};
+
+const LONG_USER: &str = "bench-long";
+const LONG_PURCHASES: i64 = 20_100;
+const SPARSE_USER: &str = "bench-sparse";
+const SPARSE_PURCHASES: i64 = 5_000;
+/// One purchase in this many of the sparse user's is `REFUNDED`: 2%.
+const SPARSE_EVERY: i64 = 50;
+const PAGE: usize = 20;
+const BASE_MS: i64 = 1_672_531_200_000;
+const WARM_UP: usize = 50;
+const SAMPLES: usize = 400;
+const CONCURRENCY: usize = 8;
+const CONCURRENT_PAGES: usize = 2_000;
+const DEEP_PAGE: usize = 1_000;
+const DEEP_SAMPLES: usize = 200;
+const TEST_RING: &str = "1:KioqKioqKioqKioqKioqKioqKioqKioqKioqKioqKio";
+
+const PAGE_QUERY: &str = "query($u: String!, $after: String, $status: PurchaseStatus) {
+  user(userId: $u) { purchases(first: 20, after: $after, status: $status) {
+    edges { cursor node { purchasedAt amount status quantity } }
+    pageInfo { hasNextPage endCursor } } } }";
+
+fn main() -> anyhow::Result<()> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(run())
+}
+
+async fn run() -> anyhow::Result<()> {
+    let endpoint = std::env::var("DYNARELAY_BENCH_DYNAMODB_ENDPOINT")
+        .context("DYNARELAY_BENCH_DYNAMODB_ENDPOINT is not set: run scripts/bench")?;
+    let client = dynamo::client_for_local(&endpoint);
+    let prefix = format!(
+        "bench{}_",
+        SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis()
+    );
+    let names = Tables::with_prefix(&prefix);
+    tables::create_missing(&client, &names, Duration::from_secs(60)).await?;
+    let seeding = Instant::now();
+    seed(&Store::new(client.clone(), names.clone())).await?;
+    eprintln!("seeded in {:.1} s", seeding.elapsed().as_secs_f64());
+
+    let server = Server::start(&endpoint, &prefix)?;
+    let ready = server.wait_ready().await?;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let idle_rss = rss_kib(server.pid())?;
+    let mut rows = vec![
+        row("start to ready", ms(ready), "", "", ""),
+        row(
+            "idle RSS",
+            format!("{:.1} MiB", idle_rss as f64 / 1024.0),
+            "",
+            "",
+            "",
+        ),
+    ];
+
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()?;
+    let api = Api {
+        http,
+        url: format!("http://{}/graphql", server.address),
+    };
+    let direct = Direct {
+        client: client.clone(),
+        names: names.clone(),
+    };
+
+    // Latency, one request at a time, interleaved so that drift affects all three alike.
+    let (mut via_api, mut query_only, mut get_and_query) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..WARM_UP + SAMPLES {
+        let a = api.page_timed(LONG_USER, None, None).await?;
+        let q = direct.query_timed(LONG_USER).await?;
+        let g = direct.get_and_query_timed(LONG_USER).await?;
+        if i >= WARM_UP {
+            via_api.push(a);
+            query_only.push(q);
+            get_and_query.push(g);
+        }
+    }
+    let (api_p50, api_p99) = (
+        percentile(&mut via_api, 0.5),
+        percentile(&mut via_api, 0.99),
+    );
+    let (q_p50, q_p99) = (
+        percentile(&mut query_only, 0.5),
+        percentile(&mut query_only, 0.99),
+    );
+    let (g_p50, g_p99) = (
+        percentile(&mut get_and_query, 0.5),
+        percentile(&mut get_and_query, 0.99),
+    );
+    rows.push(row(
+        "page of 20, p50",
+        ms(api_p50),
+        format!("{} (Query) / {} (GetItem + Query)", ms(q_p50), ms(g_p50)),
+        format!(
+            "{:.2} / {:.2}",
+            ratio(api_p50, q_p50),
+            ratio(api_p50, g_p50)
+        ),
+        "at most 1.10",
+    ));
+    rows.push(row(
+        "page of 20, p99",
+        ms(api_p99),
+        format!("{} (Query) / {} (GetItem + Query)", ms(q_p99), ms(g_p99)),
+        format!(
+            "{:.2} / {:.2}",
+            ratio(api_p99, q_p99),
+            ratio(api_p99, g_p99)
+        ),
+        "",
+    ));
+
+    // Server CPU per page at a fixed concurrency.
+    let api = Arc::new(api);
+    let cpu_before = cpu_ticks(server.pid())?;
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..CONCURRENCY {
+        let api = Arc::clone(&api);
+        tasks.spawn(async move {
+            for _ in 0..CONCURRENT_PAGES / CONCURRENCY {
+                api.page_timed(LONG_USER, None, None).await?;
+            }
+            anyhow::Ok(())
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done??;
+    }
+    let wall = started.elapsed();
+    let cpu = ticks_to_duration(cpu_ticks(server.pid())? - cpu_before)?;
+    rows.push(row(
+        format!("server CPU per page ({CONCURRENCY} clients)"),
+        format!(
+            "{:.0} µs",
+            cpu.as_secs_f64() * 1e6 / CONCURRENT_PAGES as f64
+        ),
+        "",
+        "",
+        format!(
+            "{:.0} pages/s",
+            CONCURRENT_PAGES as f64 / wall.as_secs_f64()
+        ),
+    ));
+
+    // DynamoDB work per filled page at 2% selectivity.
+    let (ours_calls, ours_items) = api.filtered_walk(SPARSE_USER).await?;
+    let (naive_calls, naive_items) = direct.naive_filtered_walk(SPARSE_USER).await?;
+    rows.push(row(
+        "DynamoDB calls per filled page, 2% match",
+        format!("{ours_calls:.1}"),
+        format!("{naive_calls:.1} (naive, Limit = 20)"),
+        format!("{:.2}", ours_calls / naive_calls),
+        "at most 0.33",
+    ));
+    rows.push(row(
+        "items evaluated per filled page, 2% match",
+        format!("{ours_items:.0}"),
+        format!("{naive_items:.0} (naive, Limit = 20)"),
+        format!("{:.2}", ours_items / naive_items),
+        "",
+    ));
+
+    // Page 1 against page 1000 of the long partition.
+    let mut after = None;
+    for _ in 1..DEEP_PAGE {
+        after = Some(api.page_cursor(LONG_USER, after.as_deref()).await?);
+    }
+    // The same two Queries made directly: page 1000 starts after item 19,980.
+    let deep_start = BASE_MS + ((DEEP_PAGE - 1) * PAGE) as i64 * 1000 - 1000;
+    let (mut first, mut deep, mut direct_first, mut direct_deep) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for i in 0..WARM_UP + DEEP_SAMPLES {
+        let f = api.page_timed(LONG_USER, None, None).await?;
+        let d = api.page_timed(LONG_USER, after.as_deref(), None).await?;
+        let df = direct.query_timed(LONG_USER).await?;
+        let dd = direct.query_after_timed(LONG_USER, deep_start).await?;
+        if i >= WARM_UP {
+            first.push(f);
+            deep.push(d);
+            direct_first.push(df);
+            direct_deep.push(dd);
+        }
+    }
+    let (first_p50, deep_p50) = (percentile(&mut first, 0.5), percentile(&mut deep, 0.5));
+    let (direct_first_p50, direct_deep_p50) = (
+        percentile(&mut direct_first, 0.5),
+        percentile(&mut direct_deep, 0.5),
+    );
+    rows.push(row(
+        format!("page {DEEP_PAGE} / page 1, p50"),
+        format!("{} / {}", ms(deep_p50), ms(first_p50)),
+        format!(
+            "{} / {} (the same Queries)",
+            ms(direct_deep_p50),
+            ms(direct_first_p50)
+        ),
+        format!(
+            "{:.2} / {:.2}",
+            ratio(deep_p50, first_p50),
+            ratio(direct_deep_p50, direct_first_p50)
+        ),
+        "at most 1.2",
+    ));
+    let busy_rss = rss_kib(server.pid())?;
+    rows.push(row(
+        "RSS after the run",
+        format!("{:.1} MiB", busy_rss as f64 / 1024.0),
+        "",
+        "",
+        "",
+    ));
+
+    print_table(&rows);
+    Ok(())
+}
+
+async fn seed(store: &Store) -> anyhow::Result<()> {
+    let user = |id: &str| {
+        Item::from([
+            ("userId".to_owned(), AttributeValue::S(id.to_owned())),
+            ("name".to_owned(), AttributeValue::S(format!("User {id}"))),
+            (
+                "email".to_owned(),
+                AttributeValue::S(format!("{id}@example.com")),
+            ),
+            (
+                "createdAt".to_owned(),
+                AttributeValue::N(BASE_MS.to_string()),
+            ),
+        ])
+    };
+    store
+        .put_items(
+            &store.tables().users,
+            vec![user(LONG_USER), user(SPARSE_USER)],
+        )
+        .await?;
+    let purchase = |id: &str, i: i64, status: &str| {
+        Item::from([
+            ("userId".to_owned(), AttributeValue::S(id.to_owned())),
+            (
+                "purchasedAt".to_owned(),
+                AttributeValue::N((BASE_MS + i * 1000).to_string()),
+            ),
+            ("sku".to_owned(), AttributeValue::S("SKU-00001".to_owned())),
+            ("quantity".to_owned(), AttributeValue::N("1".to_owned())),
+            (
+                "amount".to_owned(),
+                AttributeValue::N(format!("{}.99", i % 500)),
+            ),
+            ("status".to_owned(), AttributeValue::S(status.to_owned())),
+        ])
+    };
+    let mut items: Vec<Item> = (0..LONG_PURCHASES)
+        .map(|i| purchase(LONG_USER, i, "PAID"))
+        .collect();
+    items.extend((0..SPARSE_PURCHASES).map(|i| {
+        let status = if i % SPARSE_EVERY == 0 {
+            "REFUNDED"
+        } else {
+            "PAID"
+        };
+        purchase(SPARSE_USER, i, status)
+    }));
+    // Four writers at once.
+    let table = store.tables().purchases.clone();
+    let mut writers = tokio::task::JoinSet::new();
+    let chunk = items.len().div_ceil(4);
+    while !items.is_empty() {
+        let rest = items.split_off(items.len().saturating_sub(chunk));
+        let (store, table) = (store.clone(), table.clone());
+        writers.spawn(async move { store.put_items(&table, rest).await });
+    }
+    while let Some(done) = writers.join_next().await {
+        done??;
+    }
+    Ok(())
+}
+
+/// The server, killed on drop.
+struct Server {
+    child: Child,
+    address: String,
+    started: Instant,
+}
+
+impl Server {
+    fn start(endpoint: &str, prefix: &str) -> anyhow::Result<Self> {
+        let started = Instant::now();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_dynarelay"))
+            .arg("serve")
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("AWS_REGION", "us-east-1")
+            .env("AWS_ACCESS_KEY_ID", "local")
+            .env("AWS_SECRET_ACCESS_KEY", "local")
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env("AWS_CONFIG_FILE", "/dev/null")
+            .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+            .env("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
+            .env("DYNARELAY_TABLE_PREFIX", prefix)
+            .env("DYNARELAY_CURSOR_KEYS", TEST_RING)
+            .env("DYNARELAY_LISTEN", "127.0.0.1:0")
+            .env("RUST_LOG", "warn,dynarelay=info")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("starting dynarelay serve")?;
+        let stdout = child.stdout.take().context("no stdout")?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(address) = line
+                    .split("address=")
+                    .nth(1)
+                    .and_then(|s| s.split_whitespace().next())
+                {
+                    let _ = tx.send(address.to_owned());
+                }
+            }
+        });
+        let mut server = Self {
+            child,
+            address: String::new(),
+            started,
+        };
+        server.address = rx
+            .recv_timeout(Duration::from_secs(30))
+            .context("serve did not log its address within 30 s")?;
+        Ok(server)
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Polls `/ready` until it answers 200; the time from spawning the process.
+    async fn wait_ready(&self) -> anyhow::Result<Duration> {
+        let http = reqwest::Client::new();
+        let url = format!("http://{}/ready", self.address);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(response) = http.get(&url).send().await
+                && response.status() == 200
+            {
+                return Ok(self.started.elapsed());
+            }
+            ensure!(Instant::now() < deadline, "not ready within 30 s");
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+struct Api {
+    http: reqwest::Client,
+    url: String,
+}
+
+impl Api {
+    async fn page(
+        &self,
+        user: &str,
+        after: Option<&str>,
+        status: Option<&str>,
+    ) -> anyhow::Result<(Duration, Value)> {
+        let body = json!({ "query": PAGE_QUERY, "variables": { "u": user, "after": after, "status": status } })
+            .to_string();
+        let started = Instant::now();
+        let bytes = self
+            .http
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await?
+            .error_for_status()?
+            .bytes()
+            .await?;
+        let elapsed = started.elapsed();
+        let value: Value = serde_json::from_slice(&bytes)?;
+        if value.get("errors").is_some() {
+            bail!("the page failed: {value}");
+        }
+        Ok((elapsed, value))
+    }
+
+    /// One page's latency, checked to be a full page.
+    async fn page_timed(
+        &self,
+        user: &str,
+        after: Option<&str>,
+        status: Option<&str>,
+    ) -> anyhow::Result<Duration> {
+        let (elapsed, value) = self.page(user, after, status).await?;
+        let edges = value["data"]["user"]["purchases"]["edges"]
+            .as_array()
+            .map_or(0, Vec::len);
+        ensure!(edges == PAGE, "a page of {edges} edges: {value}");
+        Ok(elapsed)
+    }
+
+    async fn page_cursor(&self, user: &str, after: Option<&str>) -> anyhow::Result<String> {
+        let (_, value) = self.page(user, after, None).await?;
+        let info = &value["data"]["user"]["purchases"]["pageInfo"];
+        ensure!(info["hasNextPage"] == true, "the partition ended early");
+        Ok(info["endCursor"]
+            .as_str()
+            .context("no endCursor")?
+            .to_owned())
+    }
+
+    /// Walks the `REFUNDED` purchases of `user`; DynamoDB calls and items evaluated per filled
+    /// page, from `extensions.cost` less the user's GetItem (one call, one item).
+    async fn filtered_walk(&self, user: &str) -> anyhow::Result<(f64, f64)> {
+        let (mut calls, mut items, mut filled) = (0u64, 0u64, 0u64);
+        let mut after: Option<String> = None;
+        loop {
+            let (_, value) = self.page(user, after.as_deref(), Some("REFUNDED")).await?;
+            let cost = &value["extensions"]["cost"];
+            let page = &value["data"]["user"]["purchases"];
+            if page["edges"].as_array().map_or(0, Vec::len) == PAGE {
+                calls += cost["dynamodbCalls"].as_u64().context("no cost")? - 1;
+                items += cost["itemsEvaluated"].as_u64().context("no cost")? - 1;
+                filled += 1;
+            }
+            if page["pageInfo"]["hasNextPage"] != true {
+                break;
+            }
+            after = page["pageInfo"]["endCursor"].as_str().map(str::to_owned);
+        }
+        ensure!(filled > 0, "no filled page");
+        Ok((calls as f64 / filled as f64, items as f64 / filled as f64))
+    }
+}
+
+struct Direct {
+    client: Client,
+    names: Tables,
+}
+
+impl Direct {
+    fn query(
+        &self,
+        user: &str,
+    ) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
+        self.client
+            .query()
+            .table_name(&self.names.purchases)
+            .key_condition_expression("#pk = :pk")
+            .expression_attribute_names("#pk", "userId")
+            .expression_attribute_values(":pk", AttributeValue::S(user.to_owned()))
+    }
+
+    /// The Query dynarelay sends for a page of 20 (it reads one item more).
+    async fn query_timed(&self, user: &str) -> anyhow::Result<Duration> {
+        let started = Instant::now();
+        let out = self.query(user).limit(PAGE as i32 + 1).send().await?;
+        let elapsed = started.elapsed();
+        ensure!(out.items().len() == PAGE + 1);
+        Ok(elapsed)
+    }
+
+    /// The Query for the page after the purchase at `after_ms`.
+    async fn query_after_timed(&self, user: &str, after_ms: i64) -> anyhow::Result<Duration> {
+        let start = HashMap::from([
+            ("userId".to_owned(), AttributeValue::S(user.to_owned())),
+            (
+                "purchasedAt".to_owned(),
+                AttributeValue::N(after_ms.to_string()),
+            ),
+        ]);
+        let started = Instant::now();
+        let out = self
+            .query(user)
+            .limit(PAGE as i32 + 1)
+            .set_exclusive_start_key(Some(start))
+            .send()
+            .await?;
+        let elapsed = started.elapsed();
+        ensure!(out.items().len() == PAGE + 1);
+        Ok(elapsed)
+    }
+
+    /// The user's GetItem, then the page's Query.
+    async fn get_and_query_timed(&self, user: &str) -> anyhow::Result<Duration> {
+        let started = Instant::now();
+        let got = self
+            .client
+            .get_item()
+            .table_name(&self.names.users)
+            .key("userId", AttributeValue::S(user.to_owned()))
+            .send()
+            .await?;
+        let out = self.query(user).limit(PAGE as i32 + 1).send().await?;
+        let elapsed = started.elapsed();
+        ensure!(got.item.is_some() && out.items().len() == PAGE + 1);
+        Ok(elapsed)
+    }
+
+    /// The naive loop: Query with `Limit = 20` and the filter until 20 match, page after page.
+    async fn naive_filtered_walk(&self, user: &str) -> anyhow::Result<(f64, f64)> {
+        let (mut calls, mut items, mut filled) = (0u64, 0u64, 0u64);
+        let (mut page_calls, mut page_items, mut matched) = (0u64, 0u64, 0usize);
+        let mut start: Option<HashMap<String, AttributeValue>> = None;
+        loop {
+            let out = self
+                .query(user)
+                .filter_expression("#s = :s")
+                .expression_attribute_names("#s", "status")
+                .expression_attribute_values(":s", AttributeValue::S("REFUNDED".to_owned()))
+                .limit(PAGE as i32)
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await?;
+            page_calls += 1;
+            page_items += u64::try_from(out.scanned_count)?;
+            matched += out.items().len();
+            if matched >= PAGE {
+                calls += page_calls;
+                items += page_items;
+                filled += 1;
+                (page_calls, page_items, matched) = (0, 0, 0);
+            }
+            match out.last_evaluated_key {
+                Some(key) if !key.is_empty() => start = Some(key),
+                _ => break,
+            }
+        }
+        ensure!(filled > 0, "no filled page");
+        Ok((calls as f64 / filled as f64, items as f64 / filled as f64))
+    }
+}
+
+fn percentile(samples: &mut [Duration], p: f64) -> Duration {
+    samples.sort_unstable();
+    let rank = ((samples.len() as f64 - 1.0) * p).round() as usize;
+    samples[rank.min(samples.len() - 1)]
+}
+
+fn ratio(a: Duration, b: Duration) -> f64 {
+    a.as_secs_f64() / b.as_secs_f64()
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1e3)
+}
+
+fn rss_kib(pid: u32) -> anyhow::Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .context("no VmRSS")?;
+    Ok(line
+        .split_whitespace()
+        .nth(1)
+        .context("no VmRSS value")?
+        .parse()?)
+}
+
+/// User plus system CPU time of a process, in clock ticks (fields 14 and 15 of
+/// `/proc/<pid>/stat`, counted after the parenthesised command name).
+fn cpu_ticks(pid: u32) -> anyhow::Result<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    let after_name = stat.rsplit_once(')').context("odd stat")?.1;
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    // After the name: state is field 3, so utime (14) and stime (15) are at 11 and 12.
+    Ok(fields[11].parse::<u64>()? + fields[12].parse::<u64>()?)
+}
+
+fn ticks_to_duration(ticks: u64) -> anyhow::Result<Duration> {
+    let out = Command::new("getconf").arg("CLK_TCK").output()?;
+    let per_second: u64 = String::from_utf8(out.stdout)?.trim().parse()?;
+    Ok(Duration::from_secs_f64(ticks as f64 / per_second as f64))
+}
+
+type Row = [String; 5];
+
+fn row(
+    what: impl Into<String>,
+    dynarelay: impl Into<String>,
+    baseline: impl Into<String>,
+    ratio: impl Into<String>,
+    note: impl Into<String>,
+) -> Row {
+    [
+        what.into(),
+        dynarelay.into(),
+        baseline.into(),
+        ratio.into(),
+        note.into(),
+    ]
+}
+
+#[allow(clippy::print_stdout)]
+fn print_table(rows: &[Row]) {
+    println!("| measure | dynarelay | direct | ratio | target / note |");
+    println!("|---|---|---|---|---|");
+    for r in rows {
+        println!("| {} | {} | {} | {} | {} |", r[0], r[1], r[2], r[3], r[4]);
+    }
+}
