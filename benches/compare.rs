@@ -100,17 +100,21 @@ async fn run() -> anyhow::Result<()> {
     };
 
     // Latency, one request at a time, interleaved so that drift affects all three alike.
-    let (mut via_api, mut query_only, mut get_and_query) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut via_api, mut query_only, mut get_and_query, mut get_with_query) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for i in 0..WARM_UP + SAMPLES {
         let a = api.page_timed(LONG_USER, None, None).await?;
         let q = direct.query_timed(LONG_USER).await?;
         let g = direct.get_and_query_timed(LONG_USER).await?;
+        let c = direct.get_with_query_timed(LONG_USER).await?;
         if i >= WARM_UP {
             via_api.push(a);
             query_only.push(q);
             get_and_query.push(g);
+            get_with_query.push(c);
         }
     }
+    let with_p50 = percentile(&mut get_with_query, 0.5);
     let (api_p50, api_p99) = (
         percentile(&mut via_api, 0.5),
         percentile(&mut via_api, 0.99),
@@ -133,6 +137,13 @@ async fn run() -> anyhow::Result<()> {
             ratio(api_p50, g_p50)
         ),
         "at most 1.10",
+    ));
+    rows.push(row(
+        "GetItem and Query at the same time, p50",
+        "",
+        ms(with_p50),
+        "",
+        "what dynarelay does",
     ));
     rows.push(row(
         "page of 20, p99",
@@ -538,6 +549,22 @@ impl Direct {
         let out = self.query(user).limit(PAGE as i32 + 1).send().await?;
         let elapsed = started.elapsed();
         ensure!(got.item.is_some() && out.items().len() == PAGE + 1);
+        Ok(elapsed)
+    }
+
+    /// The user's GetItem and the page's Query at the same time.
+    async fn get_with_query_timed(&self, user: &str) -> anyhow::Result<Duration> {
+        let started = Instant::now();
+        let get = self
+            .client
+            .get_item()
+            .table_name(&self.names.users)
+            .key("userId", AttributeValue::S(user.to_owned()))
+            .send();
+        let query = self.query(user).limit(PAGE as i32 + 1).send();
+        let (got, out) = tokio::join!(get, query);
+        let elapsed = started.elapsed();
+        ensure!(got?.item.is_some() && out?.items().len() == PAGE + 1);
         Ok(elapsed)
     }
 

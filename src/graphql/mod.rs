@@ -11,6 +11,7 @@ pub mod types;
 use async_graphql::{
     Context, EmptySubscription, ID, Object, SDLExportOptions, Schema, SchemaBuilder,
     extensions::apollo_persisted_queries::{ApolloPersistedQueries, LruCacheStorage},
+    futures_util,
 };
 
 use std::cmp::Ordering;
@@ -22,7 +23,7 @@ use self::{
     mutation::MutationRoot,
     node::{Node, parse_node_id, to_node},
     scalars::Decimal,
-    types::{Product, SortOrder, User},
+    types::{PagesAhead, Product, PurchasesArgs, SortOrder, User, read_user_purchases},
 };
 use crate::{
     cursor::{Binding, CursorCodec, KeyValue},
@@ -97,7 +98,37 @@ impl QueryRoot {
     async fn user(&self, ctx: &Context<'_>, user_id: String) -> ApiResult<Option<User>> {
         error::check_key_value(&user_id, "userId")?;
         let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
-        Ok(store.get_user(&user_id).await?.map(User))
+        // The pages of `purchases` selected on the user do not depend on the user's item: read
+        // them while reading the user, rather than one after the other.
+        let Some(ahead) = ctx.data_opt::<PagesAhead>() else {
+            return Ok(store.get_user(&user_id).await?.map(User));
+        };
+        let pages = ctx
+            .look_ahead()
+            .field("purchases")
+            .selection_fields()
+            .into_iter()
+            .filter_map(|field| {
+                let arguments = field.arguments().ok()?;
+                let args = PurchasesArgs::parse(&arguments)?;
+                Some(async {
+                    let page = read_user_purchases(ctx, &user_id, args).await;
+                    (arguments, page)
+                })
+            })
+            .collect::<Vec<_>>();
+        let (user, pages) = futures_util::future::join(
+            store.get_user(&user_id),
+            futures_util::future::join_all(pages),
+        )
+        .await;
+        let Some(user) = user? else {
+            return Ok(None);
+        };
+        for (arguments, page) in pages {
+            ahead.put(&user_id, arguments, page);
+        }
+        Ok(Some(User(user)))
     }
 
     /// All users, in no particular but stable order (a DynamoDB Scan). Pages forward only:

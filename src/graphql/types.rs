@@ -1,6 +1,8 @@
 //! The GraphQL object types and their field resolvers.
 
-use async_graphql::{Context, Enum, ID, Object};
+use std::sync::Mutex;
+
+use async_graphql::{Context, Enum, ID, InputType, Name, Object, Value as ConstValue};
 
 use super::{
     connection::{Connection, resolve},
@@ -83,38 +85,153 @@ impl User {
         #[graphql(desc = "Return purchases before this cursor from this same connection.")]
         before: Option<String>,
     ) -> ApiResult<Connection<Purchase>> {
-        let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
-        let filter = PurchaseFilter {
-            since: since.map(|t| t.0.timestamp_millis()),
-            until: until.map(|t| t.0.timestamp_millis()),
-            status: status.map(Into::into),
-            min_amount: min_amount.map(|d| d.0),
+        // `Query.user` may have read this page already, while it read the user.
+        let ahead = ctx.data_opt::<PagesAhead>().and_then(|pages| {
+            let arguments = ctx.field().arguments().ok()?;
+            pages.take(&self.0.user_id, &arguments)
+        });
+        let connection = match ahead {
+            Some(page) => page?,
+            None => {
+                let args = PurchasesArgs {
+                    since,
+                    until,
+                    status,
+                    min_amount,
+                    order,
+                    page: PageArgs {
+                        first,
+                        after,
+                        last,
+                        before,
+                    },
+                };
+                read_user_purchases(ctx, &self.0.user_id, args).await?
+            }
         };
-        if let (Some(since), Some(until)) = (filter.since, filter.until)
-            && since > until
-        {
-            return Err(ApiError::BadUserInput(
-                "`since` must not be later than `until`.".into(),
-            ));
-        }
-        let binding = user_purchases_binding(store, &self.0.user_id, &filter);
-        let user_id = &self.0.user_id;
-        let connection = resolve(
-            ctx,
-            PageArgs {
-                first,
-                after,
-                last,
-                before,
-            },
-            binding,
-            PURCHASE_KEY,
-            order == Some(SortOrder::Desc),
-            |read| store.user_purchases(user_id, &filter, read),
-            Purchase,
-        )
-        .await?;
         prefetch_related(ctx, connection).await
+    }
+}
+
+/// The arguments of `User.purchases`.
+#[derive(Debug, Default)]
+pub struct PurchasesArgs {
+    since: Option<DateTime>,
+    until: Option<DateTime>,
+    status: Option<PurchaseStatus>,
+    min_amount: Option<Decimal>,
+    order: Option<SortOrder>,
+    page: PageArgs,
+}
+
+impl PurchasesArgs {
+    /// The arguments of one `purchases` selection, as async-graphql would give them to the
+    /// resolver; `None` when one does not parse (the resolver then reports it).
+    pub fn parse(arguments: &[(Name, ConstValue)]) -> Option<Self> {
+        fn arg<T: InputType>(arguments: &[(Name, ConstValue)], name: &str) -> Option<T> {
+            let value = arguments
+                .iter()
+                .find(|(n, _)| n.as_str() == name)
+                .map(|(_, v)| v.clone());
+            T::parse(value).ok()
+        }
+        Some(Self {
+            since: arg(arguments, "since")?,
+            until: arg(arguments, "until")?,
+            status: arg(arguments, "status")?,
+            min_amount: arg(arguments, "minAmount")?,
+            // The field's default (`ASC`) when absent.
+            order: match arguments.iter().any(|(n, _)| n.as_str() == "order") {
+                true => arg(arguments, "order")?,
+                false => Some(SortOrder::Asc),
+            },
+            page: PageArgs {
+                first: arg(arguments, "first")?,
+                after: arg(arguments, "after")?,
+                last: arg(arguments, "last")?,
+                before: arg(arguments, "before")?,
+            },
+        })
+    }
+}
+
+/// Reads one page of a user's purchases.
+pub async fn read_user_purchases(
+    ctx: &Context<'_>,
+    user_id: &str,
+    args: PurchasesArgs,
+) -> ApiResult<Connection<Purchase>> {
+    let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
+    let filter = PurchaseFilter {
+        since: args.since.map(|t| t.0.timestamp_millis()),
+        until: args.until.map(|t| t.0.timestamp_millis()),
+        status: args.status.map(Into::into),
+        min_amount: args.min_amount.map(|d| d.0),
+    };
+    if let (Some(since), Some(until)) = (filter.since, filter.until)
+        && since > until
+    {
+        return Err(ApiError::BadUserInput(
+            "`since` must not be later than `until`.".into(),
+        ));
+    }
+    let binding = user_purchases_binding(store, user_id, &filter);
+    resolve(
+        ctx,
+        args.page,
+        binding,
+        PURCHASE_KEY,
+        args.order == Some(SortOrder::Desc),
+        |read| store.user_purchases(user_id, &filter, read),
+        Purchase,
+    )
+    .await
+}
+
+/// Pages of `User.purchases` that `Query.user` read at the same time as the user, so that the
+/// page does not wait for the user's GetItem: one request's worth, each taken once by the
+/// `purchases` field it was read for (same user, same arguments).
+#[derive(Default)]
+pub struct PagesAhead(Mutex<Vec<PageAhead>>);
+
+type PageAhead = (
+    String,
+    Vec<(Name, ConstValue)>,
+    ApiResult<Connection<Purchase>>,
+);
+
+impl std::fmt::Debug for PagesAhead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PagesAhead").finish_non_exhaustive()
+    }
+}
+
+impl PagesAhead {
+    /// Keeps a page read for `user_id` with `arguments`.
+    pub fn put(
+        &self,
+        user_id: &str,
+        arguments: Vec<(Name, ConstValue)>,
+        page: ApiResult<Connection<Purchase>>,
+    ) {
+        self.lock().push((user_id.to_owned(), arguments, page));
+    }
+
+    fn take(
+        &self,
+        user_id: &str,
+        arguments: &[(Name, ConstValue)],
+    ) -> Option<ApiResult<Connection<Purchase>>> {
+        let mut pages = self.lock();
+        let at = pages
+            .iter()
+            .position(|(user, args, _)| user == user_id && args.as_slice() == arguments)?;
+        Some(pages.swap_remove(at).2)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<PageAhead>> {
+        // The list stays valid even if a holder panicked.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 

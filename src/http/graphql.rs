@@ -414,6 +414,7 @@ async fn execute(state: &AppState, mut params: Params, format: Format, is_get: b
     let store = state.store.metered(Arc::clone(&usage));
     let request = request
         .data(graphql::node::request_loader(&store))
+        .data(graphql::types::PagesAhead::default())
         .data(store);
     let mut response = state.schema.execute(request).await;
     if state.http.cost_extension

@@ -20,6 +20,7 @@ mod mutations;
 mod nodes;
 mod observability;
 mod outages;
+mod overlap;
 mod purchases;
 mod relay;
 mod schema;
