@@ -214,17 +214,14 @@ impl Metrics {
         }
     }
 
-    /// Records one answered HTTP request. `path` is mapped to a known route so that clients
-    /// cannot create series.
-    pub fn http_request(&self, path: &str, method: &str, status: u16, elapsed: Duration) {
-        let route = route_of(path);
-        let method = match method {
-            "GET" => "GET",
-            "POST" => "POST",
-            "OPTIONS" => "OPTIONS",
-            "HEAD" => "HEAD",
-            _ => "other",
-        };
+    /// Records one answered HTTP request, labelled as [`labels`] maps it.
+    pub fn http_request(
+        &self,
+        route: &'static str,
+        method: &'static str,
+        status: u16,
+        elapsed: Duration,
+    ) {
         self.http_requests
             .get_or_create(&HttpLabels {
                 route,
@@ -305,8 +302,10 @@ impl Metrics {
     }
 }
 
-fn route_of(path: &str) -> &'static str {
-    match path {
+/// The route and method labels of a request: its path mapped to a known route and its method to
+/// a known one, so that clients cannot create series.
+pub fn labels(path: &str, method: &str) -> (&'static str, &'static str) {
+    let route = match path {
         "/graphql" => "/graphql",
         "/health" => "/health",
         "/ready" => "/ready",
@@ -314,7 +313,15 @@ fn route_of(path: &str) -> &'static str {
         "/" => "/",
         _ if path.starts_with("/graphiql/") => "/graphiql/{file}",
         _ => "other",
-    }
+    };
+    let method = match method {
+        "GET" => "GET",
+        "POST" => "POST",
+        "OPTIONS" => "OPTIONS",
+        "HEAD" => "HEAD",
+        _ => "other",
+    };
+    (route, method)
 }
 
 /// What one GraphQL request cost in DynamoDB terms, shown to the client as `extensions.cost`.
@@ -360,8 +367,10 @@ mod tests {
     #[test]
     fn the_exposition_names_every_family_and_its_labels() {
         let metrics = Metrics::new();
-        metrics.http_request("/graphql", "POST", 200, Duration::from_millis(3));
-        metrics.http_request("/no/such/route/abc", "BREW", 404, Duration::from_millis(1));
+        let (route, method) = labels("/graphql", "POST");
+        metrics.http_request(route, method, 200, Duration::from_millis(3));
+        let (route, method) = labels("/no/such/route/abc", "BREW");
+        metrics.http_request(route, method, 404, Duration::from_millis(1));
         metrics.graphql_error("BAD_USER_INPUT");
         metrics.cursor_rejected("User.purchases");
         metrics.dynamodb_call(

@@ -418,7 +418,7 @@ async fn execute(state: &AppState, mut params: Params, format: Format, is_get: b
         .data(store);
     let mut response = state.schema.execute(request).await;
     if state.http.cost_extension
-        && let Ok(cost) = async_graphql::Value::from_json(json!(usage.totals()))
+        && let Ok(cost) = async_graphql::to_value(usage.totals())
     {
         response.extensions.insert("cost".to_owned(), cost);
     }

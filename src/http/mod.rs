@@ -37,7 +37,7 @@ use crate::{
     cursor::CursorCodec,
     dynamo::Store,
     graphql::{AppSchema, PersistedQueries, build_schema_with, limits::QueryLimits},
-    metrics::Metrics,
+    metrics::{self, Metrics},
     pagination::PageLimits,
 };
 
@@ -211,15 +211,11 @@ fn request_span(request: &axum::http::Request<axum::body::Body>) -> tracing::Spa
 /// Counts and times every request, including those the inner layers answer (413, 504, CORS).
 async fn track(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let started = Instant::now();
-    let method = request.method().clone();
-    let path = request.uri().path().to_owned();
+    let (route, method) = metrics::labels(request.uri().path(), request.method().as_str());
     let response = next.run(request).await;
-    state.metrics().http_request(
-        &path,
-        method.as_str(),
-        response.status().as_u16(),
-        started.elapsed(),
-    );
+    state
+        .metrics()
+        .http_request(route, method, response.status().as_u16(), started.elapsed());
     response
 }
 
