@@ -12,6 +12,10 @@
 //! - the latency of `user(userId) { purchases(first: 20) }` through dynarelay against the same
 //!   DynamoDB work done directly with aws-sdk-dynamodb: the page's Query alone, and the user's
 //!   GetItem followed by the Query (what the GraphQL field does), sequentially, interleaved;
+//!   and the time dynarelay adds to the GetItem and Query sent together, sample by sample;
+//! - the same page against the same calls with DynamoDB Local behind a loopback proxy that
+//!   delays each direction by 2 ms, a stand-in for the distance to a real region (a second
+//!   server is started against the proxy);
 //! - the server's CPU time per page (from `/proc/<pid>/stat`) at a fixed concurrency;
 //! - DynamoDB calls and items evaluated per filled page at 2% selectivity, against a naive loop
 //!   that Queries with `Limit = first` until the page is full;
@@ -44,6 +48,9 @@ const CONCURRENCY: usize = 8;
 const CONCURRENT_PAGES: usize = 2_000;
 const DEEP_PAGE: usize = 1_000;
 const DEEP_SAMPLES: usize = 200;
+/// One-way delay of the proxy that stands in for the distance to a real DynamoDB region.
+const DELAY: Duration = Duration::from_millis(2);
+const FAR_SAMPLES: usize = 200;
 const TEST_RING: &str = "1:KioqKioqKioqKioqKioqKioqKioqKioqKioqKioqKio";
 
 const PAGE_QUERY: &str = "query($u: String!, $after: String, $status: PurchaseStatus) {
@@ -74,6 +81,8 @@ async fn run() -> anyhow::Result<()> {
 
     let server = Server::start(&endpoint, &prefix)?;
     let ready = server.wait_ready().await?;
+    // scripts/profile attaches perf to this process.
+    eprintln!("dynarelay serve: pid {}", server.pid());
     tokio::time::sleep(Duration::from_secs(1)).await;
     let idle_rss = rss_kib(server.pid())?;
     let mut rows = vec![
@@ -102,6 +111,7 @@ async fn run() -> anyhow::Result<()> {
     // Latency, one request at a time, interleaved so that drift affects all three alike.
     let (mut via_api, mut query_only, mut get_and_query, mut get_with_query) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut added = Vec::new();
     for i in 0..WARM_UP + SAMPLES {
         let a = api.page_timed(LONG_USER, None, None).await?;
         let q = direct.query_timed(LONG_USER).await?;
@@ -112,6 +122,7 @@ async fn run() -> anyhow::Result<()> {
             query_only.push(q);
             get_and_query.push(g);
             get_with_query.push(c);
+            added.push(a.as_secs_f64() - c.as_secs_f64());
         }
     }
     let with_p50 = percentile(&mut get_with_query, 0.5);
@@ -146,6 +157,13 @@ async fn run() -> anyhow::Result<()> {
         "what dynarelay does",
     ));
     rows.push(row(
+        "time dynarelay adds to a page, p50",
+        format!("{:.2} ms", median(&mut added) * 1e3),
+        "",
+        "",
+        "page minus GetItem and Query together, sample by sample",
+    ));
+    rows.push(row(
         "page of 20, p99",
         ms(api_p99),
         format!("{} (Query) / {} (GetItem + Query)", ms(q_p99), ms(g_p99)),
@@ -155,6 +173,52 @@ async fn run() -> anyhow::Result<()> {
             ratio(api_p99, g_p99)
         ),
         "",
+    ));
+
+    // The same comparison with DynamoDB further away: DynamoDB Local behind a loopback proxy that
+    // delays each direction, a stand-in for the network and service time of a real region.
+    let proxy = DelayProxy::start(&endpoint, DELAY).await?;
+    let far_server = Server::start(&proxy, &prefix)?;
+    far_server.wait_ready().await?;
+    let far_api = Api {
+        http: api.http.clone(),
+        url: format!("http://{}/graphql", far_server.address),
+    };
+    let far = Direct {
+        client: dynamo::client_for_local(&proxy),
+        names: names.clone(),
+    };
+    let (mut far_pages, mut far_queries, mut far_both) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..WARM_UP + FAR_SAMPLES {
+        let a = far_api.page_timed(LONG_USER, None, None).await?;
+        let q = far.query_timed(LONG_USER).await?;
+        let c = far.get_with_query_timed(LONG_USER).await?;
+        if i >= WARM_UP {
+            far_pages.push(a);
+            far_queries.push(q);
+            far_both.push(c);
+        }
+    }
+    drop(far_server);
+    let (far_p50, far_q_p50, far_both_p50) = (
+        percentile(&mut far_pages, 0.5),
+        percentile(&mut far_queries, 0.5),
+        percentile(&mut far_both, 0.5),
+    );
+    rows.push(row(
+        format!("page of 20, p50, {} ms added each way", DELAY.as_millis()),
+        ms(far_p50),
+        format!(
+            "{} (Query) / {} (GetItem and Query together)",
+            ms(far_q_p50),
+            ms(far_both_p50)
+        ),
+        format!(
+            "{:.2} / {:.2}",
+            ratio(far_p50, far_q_p50),
+            ratio(far_p50, far_both_p50)
+        ),
+        "at most 1.10",
     ));
 
     // Server CPU per page at a fixed concurrency.
@@ -600,6 +664,79 @@ impl Direct {
         ensure!(filled > 0, "no filled page");
         Ok((calls as f64 / filled as f64, items as f64 / filled as f64))
     }
+}
+
+/// A TCP proxy on 127.0.0.1 in front of DynamoDB Local that delivers every chunk `delay` after
+/// it arrived, in each direction, keeping order: a fixed one-way latency, like a network link.
+/// Written here because it is a few lines on tokio; the test suite's fault proxy lives in the
+/// test crate, which a bench cannot import.
+struct DelayProxy;
+
+impl DelayProxy {
+    /// Starts the proxy; its endpoint URL.
+    async fn start(endpoint: &str, delay: Duration) -> anyhow::Result<String> {
+        let upstream = endpoint
+            .strip_prefix("http://")
+            .context("an http:// endpoint")?
+            .to_owned();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let address = listener.local_addr()?;
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let upstream = upstream.clone();
+                tokio::spawn(async move {
+                    let Ok(server) = tokio::net::TcpStream::connect(&upstream).await else {
+                        return;
+                    };
+                    let _ = (client.set_nodelay(true), server.set_nodelay(true));
+                    let (client_read, client_write) = client.into_split();
+                    let (server_read, server_write) = server.into_split();
+                    tokio::join!(
+                        Self::pump(client_read, server_write, delay),
+                        Self::pump(server_read, client_write, delay)
+                    );
+                });
+            }
+        });
+        Ok(format!("http://{address}"))
+    }
+
+    /// Copies `from` to `to`, each chunk `delay` after it was read.
+    async fn pump(
+        mut from: tokio::net::tcp::OwnedReadHalf,
+        mut to: tokio::net::tcp::OwnedWriteHalf,
+        delay: Duration,
+    ) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(Instant, Vec<u8>)>();
+        let writer = async move {
+            while let Some((due, chunk)) = rx.recv().await {
+                tokio::time::sleep_until(due.into()).await;
+                if to.write_all(&chunk).await.is_err() {
+                    break;
+                }
+            }
+            let _ = to.shutdown().await;
+        };
+        let reader = async move {
+            let mut buf = vec![0u8; 64 * 1024];
+            while let Ok(n) = from.read(&mut buf).await {
+                if n == 0
+                    || tx
+                        .send((Instant::now() + delay, buf[..n].to_vec()))
+                        .is_err()
+                {
+                    break;
+                }
+            }
+        };
+        tokio::join!(reader, writer);
+    }
+}
+
+fn median(samples: &mut [f64]) -> f64 {
+    samples.sort_unstable_by(f64::total_cmp);
+    samples[samples.len() / 2]
 }
 
 fn percentile(samples: &mut [Duration], p: f64) -> Duration {

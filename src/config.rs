@@ -145,6 +145,17 @@ pub struct ServeArgs {
     )]
     pub persisted_queries: usize,
 
+    /// Bytes of query text whose parsed documents are kept (least recently used are dropped
+    /// first), so that repeated queries skip parsing; a parsed document takes several times its
+    /// text. 0 turns the cache off.
+    #[arg(
+        long,
+        env = "DYNARELAY_DOCUMENT_CACHE_BYTES",
+        default_value_t = 256 * 1024,
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=64 * 1024 * 1024)
+    )]
+    pub document_cache_bytes: usize,
+
     /// Deepest nesting of selections a query may have; deeper gets QUERY_TOO_DEEP.
     #[arg(long, env = "DYNARELAY_MAX_DEPTH", default_value_t = 10)]
     pub max_depth: usize,
@@ -233,6 +244,7 @@ impl ServeArgs {
             max_body_bytes: self.max_body_bytes,
             cors_origins: self.cors_allowed_origins.clone(),
             persisted_queries: self.persisted_queries,
+            document_cache_bytes: self.document_cache_bytes,
             request_timeout: Duration::from_secs(self.request_timeout_secs.max(1)),
             metrics: self.metrics,
             cost_extension: self.cost_extension,

@@ -41,6 +41,8 @@ const VERSION: u8 = 1;
 const NONCE_LEN: usize = 24;
 const TAG_LEN: usize = 16;
 const HEADER_LEN: usize = 2 + NONCE_LEN;
+/// Cursors up to this many bytes (before base64) are sealed on the stack.
+const STACK_CURSOR_BYTES: usize = 256;
 /// Longest cursor string accepted before decoding, so garbage cannot cost large allocations.
 /// DynamoDB key attributes are at most 2048 bytes (partition) and 1024 bytes (sort).
 const MAX_CURSOR_LEN: usize = 8192;
@@ -471,38 +473,51 @@ impl CursorCodec {
 
     /// Seals `key` as a cursor of the connection `binding`.
     pub fn encode(&self, key: &Key, binding: &Binding) -> String {
-        let mut buf = Vec::with_capacity(
-            HEADER_LEN
-                + TAG_LEN
-                + key
-                    .values
-                    .iter()
-                    .map(|v| 3 + v.bytes().len())
-                    .sum::<usize>(),
-        );
-        buf.resize(HEADER_LEN, 0);
-        write_values(&mut buf, key, binding);
+        let plaintext_len: usize = unbound_values(key, binding)
+            .map(|(_, bytes)| 3 + bytes.len())
+            .sum();
+        let len = HEADER_LEN + plaintext_len + TAG_LEN;
+        // Every key of this schema fits on the stack, so the returned string is the only
+        // allocation; longer keys (DynamoDB allows up to 3 KiB) take a heap buffer.
+        let mut stack = [0u8; STACK_CURSOR_BYTES];
+        let mut heap = Vec::new();
+        let buf = if len <= STACK_CURSOR_BYTES {
+            &mut stack[..len]
+        } else {
+            heap.resize(len, 0);
+            &mut heap[..]
+        };
+        let mut at = HEADER_LEN;
+        for (tag, bytes) in unbound_values(key, binding) {
+            buf[at] = tag;
+            // Key attributes are at most 2048 bytes (DynamoDB's limit), well within u16.
+            buf[at + 1..at + 3].copy_from_slice(&(bytes.len() as u16).to_be_bytes());
+            buf[at + 3..at + 3 + bytes.len()].copy_from_slice(bytes);
+            at += 3 + bytes.len();
+        }
         self.seal(buf, binding)
     }
 
-    /// Seals `buf`, which holds `HEADER_LEN` placeholder bytes followed by the plaintext, with the
-    /// primary key: fills in the header, encrypts in place and appends the tag.
-    fn seal(&self, mut buf: Vec<u8>, binding: &Binding) -> String {
+    /// Seals `buf`, which holds `HEADER_LEN` placeholder bytes, the plaintext and `TAG_LEN`
+    /// placeholder bytes, with the primary key: fills in the header, encrypts in place and
+    /// writes the tag.
+    fn seal(&self, buf: &mut [u8], binding: &Binding) -> String {
         let sealing = &self.keys[0];
         let aad = associated_data(sealing.id, binding);
+        let (head, rest) = buf.split_at_mut(HEADER_LEN);
+        let (plaintext, tag_out) = rest.split_at_mut(rest.len() - TAG_LEN);
         let mut mac = sealing.nonce_mac.clone();
         mac.update(&aad);
-        mac.update(&buf[HEADER_LEN..]);
+        mac.update(plaintext);
         let digest = mac.finalize().into_bytes();
-        buf[0] = VERSION;
-        buf[1] = sealing.id;
-        buf[2..HEADER_LEN].copy_from_slice(&digest[..NONCE_LEN]);
-        let (head, plaintext) = buf.split_at_mut(HEADER_LEN);
+        head[0] = VERSION;
+        head[1] = sealing.id;
+        head[2..].copy_from_slice(&digest[..NONCE_LEN]);
         let tag = sealing
             .aead
             .encrypt_in_place_detached(XNonce::from_slice(&head[2..]), &aad, plaintext)
             .expect("XChaCha20-Poly1305 encrypts any message shorter than 256 GiB");
-        buf.extend_from_slice(&tag);
+        tag_out.copy_from_slice(&tag);
         URL_SAFE_NO_PAD.encode(buf)
     }
 
@@ -512,7 +527,8 @@ impl CursorCodec {
     pub fn seal_plaintext_for_fuzzing(&self, plaintext: &[u8], binding: &Binding) -> String {
         let mut buf = vec![0; HEADER_LEN];
         buf.extend_from_slice(plaintext);
-        self.seal(buf, binding)
+        buf.extend_from_slice(&[0; TAG_LEN]);
+        self.seal(&mut buf, binding)
     }
 
     /// Opens a cursor of the connection `binding` into a key of `shape`. Anything else, whatever
@@ -574,7 +590,12 @@ impl Key {
     /// identifiers that must stay the same for ever, such as node ids.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut buf = Vec::new();
-        write_values(&mut buf, self, &UNBOUND);
+        for (tag, bytes) in unbound_values(self, &UNBOUND) {
+            buf.push(tag);
+            // Key attributes are at most 2048 bytes (DynamoDB's limit), well within u16.
+            buf.extend_from_slice(&(bytes.len() as u16).to_be_bytes());
+            buf.extend_from_slice(bytes);
+        }
         buf
     }
 
@@ -584,19 +605,23 @@ impl Key {
     }
 }
 
-/// Appends the values `binding` does not fix.
-fn write_values(buf: &mut Vec<u8>, key: &Key, binding: &Binding) {
-    for (attr, value) in key.shape.iter().zip(&key.values) {
-        if let Some(fixed) = binding.fixed_value(attr.name) {
-            debug_assert_eq!(fixed, value, "a row outside its connection's partition");
-            continue;
-        }
-        let bytes = value.bytes();
-        buf.push(tag(value.ty()));
-        // Key attributes are at most 2048 bytes (DynamoDB's limit), well within u16.
-        buf.extend_from_slice(&(bytes.len() as u16).to_be_bytes());
-        buf.extend_from_slice(bytes);
-    }
+/// The type tag and bytes of each value `binding` does not fix, in key order: what a cursor's
+/// plaintext holds, each as `(tag | u16 big-endian length | bytes)`.
+fn unbound_values<'a>(
+    key: &'a Key,
+    binding: &'a Binding,
+) -> impl Iterator<Item = (u8, &'a [u8])> + 'a {
+    key.shape
+        .iter()
+        .zip(&key.values)
+        .filter(|(attr, value)| match binding.fixed_value(attr.name) {
+            Some(fixed) => {
+                debug_assert_eq!(fixed, *value, "a row outside its connection's partition");
+                false
+            }
+            None => true,
+        })
+        .map(|(_, value)| (tag(value.ty()), value.bytes()))
 }
 
 fn parse_plaintext(
@@ -798,6 +823,17 @@ mod tests {
             cursor.len()
         );
         assert_eq!(codec().decode(&cursor, BY_SKU, &binding).unwrap(), key);
+    }
+
+    #[test]
+    fn keys_too_long_for_the_stack_buffer_round_trip() {
+        // A 2048-byte partition key (DynamoDB's largest) of an unbound connection.
+        let user = "u".repeat(MAX_KEY_VALUE_BYTES);
+        let key = purchase_key(&user, "1672531200123");
+        let binding = Binding::builder("Query.test", "Purchases", None).finish();
+        let cursor = codec().encode(&key, &binding);
+        assert!(cursor.len() > STACK_CURSOR_BYTES * 4 / 3);
+        assert_eq!(codec().decode(&cursor, PURCHASE, &binding), Ok(key));
     }
 
     #[test]

@@ -1,4 +1,8 @@
 //! The store: every DynamoDB read and write the server makes, returning typed records.
+//!
+//! Each entry point has a tracing span at debug level (`RUST_LOG=dynarelay=debug` shows them):
+//! at the default `info` their fields are not formatted on every call, and log lines still
+//! carry the request's span with its id.
 
 use std::{
     collections::HashMap,
@@ -359,7 +363,7 @@ impl Store {
     }
 
     /// Whether DynamoDB answers and every table exists.
-    #[instrument(skip(self))]
+    #[instrument(level = "debug", skip(self))]
     pub async fn check_ready(&self) -> Result<(), StoreError> {
         for (name, _) in self.tables.named_specs() {
             let call = Box::pin(self.client.describe_table().table_name(name).send());
@@ -371,14 +375,14 @@ impl Store {
     }
 
     /// One user by id.
-    #[instrument(skip(self))]
+    #[instrument(level = "debug", skip(self))]
     pub async fn get_user(&self, user_id: &str) -> Result<Option<UserRecord>, StoreError> {
         self.get_one(&self.tables.users, "userId", user_id, UserRecord::from_item)
             .await
     }
 
     /// One product by SKU.
-    #[instrument(skip(self))]
+    #[instrument(level = "debug", skip(self))]
     pub async fn get_product(&self, sku: &str) -> Result<Option<ProductRecord>, StoreError> {
         self.get_one(&self.tables.products, "sku", sku, ProductRecord::from_item)
             .await
@@ -422,7 +426,7 @@ impl Store {
 
     /// A page of a user's purchases: up to `read.want` matching rows from `read.start`, in
     /// `purchasedAt` order (descending when `read.ascending` is false).
-    #[instrument(skip(self, read), fields(table = %self.tables.purchases, want = read.want))]
+    #[instrument(level = "debug", skip(self, read), fields(table = %self.tables.purchases, want = read.want))]
     pub async fn user_purchases(
         &self,
         user_id: &str,
@@ -450,7 +454,7 @@ impl Store {
     }
 
     /// A page of a product's purchases from the `BySku` index, in `purchasedAt` order.
-    #[instrument(skip(self, read), fields(table = %self.tables.purchases, want = read.want))]
+    #[instrument(level = "debug", skip(self, read), fields(table = %self.tables.purchases, want = read.want))]
     pub async fn product_purchases(
         &self,
         sku: &str,
@@ -470,7 +474,7 @@ impl Store {
 
     /// A page of a category's products from the `ByCategory` index, in `price` order, with an
     /// optional inclusive price range.
-    #[instrument(skip(self, read), fields(table = %self.tables.products, want = read.want))]
+    #[instrument(level = "debug", skip(self, read), fields(table = %self.tables.products, want = read.want))]
     pub async fn products_by_category(
         &self,
         category: &str,
@@ -491,7 +495,7 @@ impl Store {
     }
 
     /// A page of all users, in DynamoDB's Scan order.
-    #[instrument(skip(self, read), fields(table = %self.tables.users, want = read.want))]
+    #[instrument(level = "debug", skip(self, read), fields(table = %self.tables.users, want = read.want))]
     pub async fn users(&self, read: ReadPlan) -> Result<Fetched<Row<UserRecord>, Key>, StoreError> {
         let table = &self.tables.users;
         let scan = Request::Scan(
@@ -574,7 +578,7 @@ impl Store {
     }
 
     /// Writes `item` only if no item with its key exists. `Ok(false)` when one does.
-    #[instrument(skip(self, item))]
+    #[instrument(level = "debug", skip(self, item))]
     pub async fn put_new(&self, kind: TableKind, item: Item) -> Result<bool, StoreError> {
         let table = self.tables.name(kind);
         let call = Box::pin(
@@ -596,7 +600,7 @@ impl Store {
     }
 
     /// Deletes the item with `key` if it exists. `Ok(false)` when there was none.
-    #[instrument(skip(self))]
+    #[instrument(level = "debug", skip(self))]
     pub async fn delete_existing(&self, kind: TableKind, key: &Key) -> Result<bool, StoreError> {
         let table = self.tables.name(kind);
         let call = Box::pin(
@@ -619,7 +623,7 @@ impl Store {
 
     /// Reads items by primary key with BatchGetItem, 100 keys a call, retrying unprocessed keys
     /// with backoff. Keys with no item are absent from the result.
-    #[instrument(skip(self, keys), fields(keys = keys.len()))]
+    #[instrument(level = "debug", skip(self, keys), fields(keys = keys.len()))]
     pub async fn batch_get(
         &self,
         keys: &[(TableKind, Key)],

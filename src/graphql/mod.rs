@@ -1,6 +1,7 @@
 //! The GraphQL schema: root objects, types, connections, scalars and the error boundary.
 
 pub mod connection;
+pub mod documents;
 pub mod error;
 pub mod limits;
 pub mod mutation;

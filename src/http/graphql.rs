@@ -23,10 +23,7 @@ use std::{
 
 use async_graphql::{
     ServerError, Variables,
-    parser::{
-        parse_query,
-        types::{DocumentOperations, ExecutableDocument, OperationType},
-    },
+    parser::types::{DocumentOperations, ExecutableDocument, OperationType},
 };
 use axum::{
     body::Bytes,
@@ -39,7 +36,7 @@ use serde_json::{Map, Value, json};
 
 use super::AppState;
 use crate::{
-    graphql,
+    graphql::{self, documents::Rejected},
     metrics::{Metrics, Usage},
 };
 
@@ -331,39 +328,24 @@ async fn execute(state: &AppState, mut params: Params, format: Format, is_get: b
     }
     let mut extensions = params.extensions.take().unwrap_or_default();
     // Parse here rather than in async-graphql, to tell syntax errors apart (and to see the
-    // operation type of a GET).
-    let limits = &state.http.query_limits;
+    // operation type of a GET); a document seen before comes parsed and checked from the cache.
     let mut document = if query.is_empty() {
         None
     } else {
-        if let Err(err) = limits.check_text(&query) {
-            return request_error(
-                ServerError::new(err.message, None),
-                err.code,
-                format,
-                state.metrics(),
-            );
-        }
-        let document = match parse_query(&query) {
-            Ok(document) => document,
-            Err(err) => {
+        match state.documents.prepare(&query) {
+            Ok(document) => Some(document),
+            Err(Rejected::Limit(err)) => {
                 return request_error(
-                    ServerError::from(err),
-                    "GRAPHQL_PARSE_FAILED",
+                    ServerError::new(err.message, None),
+                    err.code,
                     format,
                     state.metrics(),
                 );
             }
-        };
-        if let Err(err) = limits.check_document(&document) {
-            return request_error(
-                ServerError::new(err.message, None),
-                err.code,
-                format,
-                state.metrics(),
-            );
+            Err(Rejected::Parse(err)) => {
+                return request_error(err, "GRAPHQL_PARSE_FAILED", format, state.metrics());
+            }
         }
-        Some(document)
     };
     if is_get {
         // A GET may name a persisted mutation by its hash alone: look the document up here, and

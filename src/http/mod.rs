@@ -7,6 +7,7 @@ mod graphql;
 
 use std::{
     future::Future,
+    sync::Arc,
     time::{Duration, Instant},
 };
 
@@ -36,7 +37,9 @@ pub use self::cors::{AllowedOrigins, OriginError};
 use crate::{
     cursor::CursorCodec,
     dynamo::Store,
-    graphql::{AppSchema, PersistedQueries, build_schema_with, limits::QueryLimits},
+    graphql::{
+        AppSchema, PersistedQueries, build_schema_with, documents::Documents, limits::QueryLimits,
+    },
     metrics::{self, Metrics},
     pagination::PageLimits,
 };
@@ -52,6 +55,8 @@ pub struct AppState {
     pub http: HttpSettings,
     /// The persisted-query cache the schema answers from, if enabled.
     persisted: Option<PersistedQueries>,
+    /// Parsed, limit-checked documents by text.
+    documents: Arc<Documents>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -76,6 +81,7 @@ impl AppState {
                 http.query_limits,
                 persisted.clone(),
             ),
+            documents: Arc::new(Documents::new(http.query_limits, http.document_cache_bytes)),
             store,
             http,
             persisted,
@@ -106,6 +112,9 @@ pub struct HttpSettings {
     pub persisted_queries: usize,
     /// What one request may ask for.
     pub query_limits: QueryLimits,
+    /// Bytes of query text whose parsed documents are kept, so repeated queries skip parsing;
+    /// 0 turns the cache off.
+    pub document_cache_bytes: usize,
     /// Longest time one request may take; slower ones get 504.
     pub request_timeout: Duration,
     /// Serve Prometheus metrics at `/metrics`.
@@ -122,6 +131,7 @@ impl Default for HttpSettings {
             cors_origins: AllowedOrigins::default(),
             persisted_queries: 1000,
             query_limits: QueryLimits::default(),
+            document_cache_bytes: 256 * 1024,
             request_timeout: Duration::from_secs(15),
             metrics: true,
             cost_extension: true,
