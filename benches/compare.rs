@@ -19,7 +19,7 @@
 //! - the server's CPU time per page (from `/proc/<pid>/stat`) at a fixed concurrency;
 //! - DynamoDB calls and items evaluated per filled page at 2% selectivity, against a naive loop
 //!   that Queries with `Limit = first` until the page is full;
-//! - page 1 against page 1000 of the long partition.
+//! - page 1 against page 1000 of the long partition, and the time dynarelay adds to each.
 
 use std::{
     collections::HashMap,
@@ -30,7 +30,10 @@ use std::{
 };
 
 use anyhow::{Context, bail, ensure};
-use aws_sdk_dynamodb::{Client, types::AttributeValue};
+use aws_sdk_dynamodb::{
+    Client,
+    types::{AttributeValue, ReturnConsumedCapacity},
+};
 use dynarelay::dynamo::{self, Store, Tables, model::Item, tables};
 use serde_json::{Value, json};
 
@@ -112,7 +115,11 @@ async fn run() -> anyhow::Result<()> {
     let (mut via_api, mut query_only, mut get_and_query, mut get_with_query) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut added = Vec::new();
+    let mut timers_before = Timers::default();
     for i in 0..WARM_UP + SAMPLES {
+        if i == WARM_UP {
+            timers_before = api.timers().await?;
+        }
         let a = api.page_timed(LONG_USER, None, None).await?;
         let q = direct.query_timed(LONG_USER).await?;
         let g = direct.get_and_query_timed(LONG_USER).await?;
@@ -125,6 +132,10 @@ async fn run() -> anyhow::Result<()> {
             added.push(a.as_secs_f64() - c.as_secs_f64());
         }
     }
+    // The server's own timers over the same samples: where a page's time goes.
+    let inside = api.timers().await?.since(&timers_before);
+    let with_mean = mean(&get_with_query);
+    let client_mean = mean(&via_api);
     let with_p50 = percentile(&mut get_with_query, 0.5);
     let (api_p50, api_p99) = (
         percentile(&mut via_api, 0.5),
@@ -162,6 +173,24 @@ async fn run() -> anyhow::Result<()> {
         "",
         "",
         "page minus GetItem and Query together, sample by sample",
+    ));
+    rows.push(row(
+        "page of 20, mean: at the client / inside the server",
+        format!("{} / {}", ms(client_mean), ms(inside.page)),
+        "",
+        "",
+        "the difference is the HTTP request and response on loopback, both ends",
+    ));
+    rows.push(row(
+        "DynamoDB calls timed inside the server, mean",
+        format!(
+            "{} (GetItem) / {} (Query)",
+            ms(inside.get),
+            ms(inside.query)
+        ),
+        format!("{} (GetItem and Query together)", ms(with_mean)),
+        "",
+        "each timed around the SDK's send, as the direct ones are",
     ));
     rows.push(row(
         "page of 20, p99",
@@ -281,6 +310,7 @@ async fn run() -> anyhow::Result<()> {
     let deep_start = BASE_MS + ((DEEP_PAGE - 1) * PAGE) as i64 * 1000 - 1000;
     let (mut first, mut deep, mut direct_first, mut direct_deep) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut added_first, mut added_deep) = (Vec::new(), Vec::new());
     for i in 0..WARM_UP + DEEP_SAMPLES {
         let f = api.page_timed(LONG_USER, None, None).await?;
         let d = api.page_timed(LONG_USER, after.as_deref(), None).await?;
@@ -291,6 +321,8 @@ async fn run() -> anyhow::Result<()> {
             deep.push(d);
             direct_first.push(df);
             direct_deep.push(dd);
+            added_first.push(f.as_secs_f64() - df.as_secs_f64());
+            added_deep.push(d.as_secs_f64() - dd.as_secs_f64());
         }
     }
     let (first_p50, deep_p50) = (percentile(&mut first, 0.5), percentile(&mut deep, 0.5));
@@ -312,6 +344,14 @@ async fn run() -> anyhow::Result<()> {
             ratio(direct_deep_p50, direct_first_p50)
         ),
         "at most 1.2",
+    ));
+    let (added_first, added_deep) = (median(&mut added_first), median(&mut added_deep));
+    rows.push(row(
+        format!("time dynarelay adds, page {DEEP_PAGE} / page 1, p50"),
+        format!("{:.2} ms / {:.2} ms", added_deep * 1e3, added_first * 1e3),
+        "",
+        format!("{:.2}", added_deep / added_first),
+        "page minus the same Query, sample by sample",
     ));
     let busy_rss = rss_kib(server.pid())?;
     rows.push(row(
@@ -475,7 +515,80 @@ struct Api {
     url: String,
 }
 
+/// Running sums and counts of the server's own timers, from `/metrics`: the time it spends on
+/// `/graphql` requests, and on GetItem and Query calls.
+#[derive(Debug, Default, Clone, Copy)]
+struct Timers {
+    page: (f64, f64),
+    get: (f64, f64),
+    query: (f64, f64),
+}
+
+/// Mean durations between two [`Timers`] readings.
+struct Means {
+    page: Duration,
+    get: Duration,
+    query: Duration,
+}
+
+impl Timers {
+    fn parse(text: &str) -> anyhow::Result<Self> {
+        let read = |series: &str| -> anyhow::Result<f64> {
+            let line = text
+                .lines()
+                .find(|line| line.starts_with(series) && line[series.len()..].starts_with(' '))
+                .with_context(|| format!("no {series} in /metrics"))?;
+            Ok(line[series.len()..].trim().parse()?)
+        };
+        let pair = |metric: &str, label: &str| -> anyhow::Result<(f64, f64)> {
+            Ok((
+                read(&format!("{metric}_sum{{{label}}}"))?,
+                read(&format!("{metric}_count{{{label}}}"))?,
+            ))
+        };
+        Ok(Self {
+            page: pair(
+                "dynarelay_http_request_duration_seconds",
+                "route=\"/graphql\"",
+            )?,
+            get: pair(
+                "dynarelay_dynamodb_call_duration_seconds",
+                "operation=\"GetItem\"",
+            )?,
+            query: pair(
+                "dynarelay_dynamodb_call_duration_seconds",
+                "operation=\"Query\"",
+            )?,
+        })
+    }
+
+    fn since(&self, before: &Self) -> Means {
+        let mean = |(sum, count): (f64, f64), (sum0, count0): (f64, f64)| {
+            Duration::from_secs_f64((sum - sum0) / (count - count0).max(1.0))
+        };
+        Means {
+            page: mean(self.page, before.page),
+            get: mean(self.get, before.get),
+            query: mean(self.query, before.query),
+        }
+    }
+}
+
 impl Api {
+    /// The server's timers now.
+    async fn timers(&self) -> anyhow::Result<Timers> {
+        let url = self.url.replace("/graphql", "/metrics");
+        let text = self
+            .http
+            .get(url)
+            .send()
+            .await?
+            .error_for_status()?
+            .text()
+            .await?;
+        Timers::parse(&text)
+    }
+
     async fn page(
         &self,
         user: &str,
@@ -558,6 +671,9 @@ struct Direct {
 }
 
 impl Direct {
+    /// The Query as dynarelay's store builds it for an unfiltered page, with the consumed
+    /// capacity it asks for (it feeds `extensions.cost`), so that both sides ask DynamoDB for the
+    /// same work.
     fn query(
         &self,
         user: &str,
@@ -568,6 +684,20 @@ impl Direct {
             .key_condition_expression("#pk = :pk")
             .expression_attribute_names("#pk", "userId")
             .expression_attribute_values(":pk", AttributeValue::S(user.to_owned()))
+            .scan_index_forward(true)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+    }
+
+    /// The user's GetItem, as the store sends it.
+    fn get_user(
+        &self,
+        user: &str,
+    ) -> aws_sdk_dynamodb::operation::get_item::builders::GetItemFluentBuilder {
+        self.client
+            .get_item()
+            .table_name(&self.names.users)
+            .key("userId", AttributeValue::S(user.to_owned()))
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
     }
 
     /// The Query dynarelay sends for a page of 20 (it reads one item more).
@@ -603,13 +733,7 @@ impl Direct {
     /// The user's GetItem, then the page's Query.
     async fn get_and_query_timed(&self, user: &str) -> anyhow::Result<Duration> {
         let started = Instant::now();
-        let got = self
-            .client
-            .get_item()
-            .table_name(&self.names.users)
-            .key("userId", AttributeValue::S(user.to_owned()))
-            .send()
-            .await?;
+        let got = self.get_user(user).send().await?;
         let out = self.query(user).limit(PAGE as i32 + 1).send().await?;
         let elapsed = started.elapsed();
         ensure!(got.item.is_some() && out.items().len() == PAGE + 1);
@@ -619,12 +743,7 @@ impl Direct {
     /// The user's GetItem and the page's Query at the same time.
     async fn get_with_query_timed(&self, user: &str) -> anyhow::Result<Duration> {
         let started = Instant::now();
-        let get = self
-            .client
-            .get_item()
-            .table_name(&self.names.users)
-            .key("userId", AttributeValue::S(user.to_owned()))
-            .send();
+        let get = self.get_user(user).send();
         let query = self.query(user).limit(PAGE as i32 + 1).send();
         let (got, out) = tokio::join!(get, query);
         let elapsed = started.elapsed();
@@ -732,6 +851,10 @@ impl DelayProxy {
         };
         tokio::join!(reader, writer);
     }
+}
+
+fn mean(samples: &[Duration]) -> Duration {
+    samples.iter().sum::<Duration>() / u32::try_from(samples.len().max(1)).unwrap_or(u32::MAX)
 }
 
 fn median(samples: &mut [f64]) -> f64 {

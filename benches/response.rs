@@ -2,7 +2,10 @@
 //! - `items`: DynamoDB items to keys and records (what the store does with a Query's answer);
 //! - `execute`: keys and records to a `Connection` (100 cursors sealed) and through GraphQL
 //!   execution to a response;
-//! - `serialize`: that response to the JSON bytes sent to the client.
+//! - `serialize`: that response to the JSON bytes sent to the client;
+//! - `document/parse` and `document/cached`: the page query of `scripts/bench` parsed and checked
+//!   against the query limits, against taken from the document cache (what a repeated query
+//!   costs).
 //!
 //! Run: `cargo bench --bench response`.
 
@@ -14,7 +17,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use dynarelay::{
     cursor::{Binding, CursorCodec, Key, KeyRing, KeyValue},
     dynamo::{Row, model::Item, model::PurchaseRecord, tables::PURCHASE_KEY},
-    graphql::{connection::Connection, types::Purchase},
+    graphql::{connection::Connection, documents::Documents, limits::QueryLimits, types::Purchase},
     pagination::{Direction, Page},
 };
 
@@ -23,6 +26,12 @@ const EDGES: i64 = 100;
 
 const QUERY: &str = "{ page { edges { cursor node { purchasedAt amount status quantity } }
   pageInfo { hasNextPage endCursor } } }";
+
+/// The query `benches/compare.rs` pages with.
+const PAGE_QUERY: &str = "query($u: String!, $after: String, $status: PurchaseStatus) {
+  user(userId: $u) { purchases(first: 20, after: $after, status: $status) {
+    edges { cursor node { purchasedAt amount status quantity } }
+    pageInfo { hasNextPage endCursor } } } }";
 
 fn items() -> Vec<Item> {
     (0..EDGES)
@@ -105,6 +114,16 @@ fn bench(c: &mut Criterion) {
     assert!(response.errors.is_empty(), "{:?}", response.errors);
     c.bench_function("page_100/serialize", |b| {
         b.iter(|| serde_json::to_vec(black_box(&response)).expect("JSON"))
+    });
+
+    let uncached = Documents::new(QueryLimits::default(), 0);
+    c.bench_function("document/parse", |b| {
+        b.iter(|| uncached.prepare(black_box(PAGE_QUERY)).expect("document"))
+    });
+    let cached = Documents::new(QueryLimits::default(), 64 * 1024);
+    cached.prepare(PAGE_QUERY).expect("document");
+    c.bench_function("document/cached", |b| {
+        b.iter(|| cached.prepare(black_box(PAGE_QUERY)).expect("document"))
     });
 }
 

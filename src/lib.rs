@@ -8,7 +8,7 @@
 //! |---|---|
 //! | [`config`] | the command line: commands and flags (each also a `DYNARELAY_*` variable) |
 //! | [`http`] | axum router: `/graphql`, GraphiQL, `/health`, `/ready`; layers; graceful `serve` |
-//! | [`graphql`] | schema, root and object types, connections, scalars, the error boundary |
+//! | [`graphql`] | schema, root and object types, connections, scalars, query limits and the document cache, the error boundary |
 //! | [`pagination`] | Relay arguments -> page plan; fetched rows -> page with exact `hasNextPage` |
 //! | [`cursor`] | DynamoDB key <-> sealed, connection-bound cursor string; key ring; pure |
 //! | [`dynamo`] | client construction, table layout and creation, item <-> record, the store |
