@@ -13,6 +13,8 @@
 //!   DynamoDB work done directly with aws-sdk-dynamodb: the page's Query alone, and the user's
 //!   GetItem followed by the Query (what the GraphQL field does), sequentially, interleaved;
 //!   and the time dynarelay adds to the GetItem and Query sent together, sample by sample;
+//! - where a page's time goes: the server's own timers (`/metrics`) for the page and its
+//!   DynamoDB calls, and `GET /health` as an HTTP round trip with no GraphQL or DynamoDB;
 //! - the same page against the same calls with DynamoDB Local behind a loopback proxy that
 //!   delays each direction by 2 ms, a stand-in for the distance to a real region (a second
 //!   server is started against the proxy);
@@ -114,7 +116,7 @@ async fn run() -> anyhow::Result<()> {
     // Latency, one request at a time, interleaved so that drift affects all three alike.
     let (mut via_api, mut query_only, mut get_and_query, mut get_with_query) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let mut added = Vec::new();
+    let (mut added, mut health) = (Vec::new(), Vec::new());
     let mut timers_before = Timers::default();
     for i in 0..WARM_UP + SAMPLES {
         if i == WARM_UP {
@@ -124,7 +126,9 @@ async fn run() -> anyhow::Result<()> {
         let q = direct.query_timed(LONG_USER).await?;
         let g = direct.get_and_query_timed(LONG_USER).await?;
         let c = direct.get_with_query_timed(LONG_USER).await?;
+        let h = api.health_timed().await?;
         if i >= WARM_UP {
+            health.push(h);
             via_api.push(a);
             query_only.push(q);
             get_and_query.push(g);
@@ -180,6 +184,13 @@ async fn run() -> anyhow::Result<()> {
         "",
         "",
         "the difference is the HTTP request and response on loopback, both ends",
+    ));
+    rows.push(row(
+        "GET /health, p50",
+        ms(percentile(&mut health, 0.5)),
+        "",
+        "",
+        "an HTTP round trip through the same layers, with no GraphQL and no DynamoDB",
     ));
     rows.push(row(
         "DynamoDB calls timed inside the server, mean",
@@ -614,6 +625,20 @@ impl Api {
             bail!("the page failed: {value}");
         }
         Ok((elapsed, value))
+    }
+
+    /// The latency of `GET /health`, which answers at once.
+    async fn health_timed(&self) -> anyhow::Result<Duration> {
+        let url = self.url.replace("/graphql", "/health");
+        let started = Instant::now();
+        self.http
+            .get(url)
+            .send()
+            .await?
+            .error_for_status()?
+            .bytes()
+            .await?;
+        Ok(started.elapsed())
     }
 
     /// One page's latency, checked to be a full page.

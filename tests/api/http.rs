@@ -62,23 +62,36 @@ async fn graphql_answers_post_and_get_queries_over_http() {
     assert_eq!(body["extensions"]["cost"], cost, "{body}");
 }
 
+/// Also when the mutation's document is already in the document cache (sent before by POST).
 #[tokio::test]
 async fn a_mutation_over_get_is_refused_with_405() {
     let app = TestApp::spawn().await;
     let server = start(app.store.clone()).await;
-    let response = reqwest::Client::new()
-        .get(url(&server, "/graphql"))
-        .query(&[("query", "mutation { anything }")])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 405);
-    assert_eq!(response.headers()["allow"], "POST");
-    let body: Value = response.json().await.unwrap();
-    assert_eq!(
-        body["errors"][0]["extensions"]["code"],
-        "METHOD_NOT_ALLOWED"
-    );
+    let http = reqwest::Client::new();
+    let mutation = "mutation { anything }";
+    for cached in [false, true] {
+        let response = http
+            .get(url(&server, "/graphql"))
+            .query(&[("query", mutation)])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 405, "cached: {cached}");
+        assert_eq!(response.headers()["allow"], "POST");
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(
+            body["errors"][0]["extensions"]["code"], "METHOD_NOT_ALLOWED",
+            "cached: {cached}"
+        );
+        // Parsed and cached: the next GET finds the document in the cache.
+        let posted = http
+            .post(url(&server, "/graphql"))
+            .json(&json!({ "query": mutation }))
+            .send()
+            .await
+            .unwrap();
+        assert_ne!(posted.status(), 405);
+    }
 }
 
 #[tokio::test]
