@@ -473,10 +473,7 @@ impl CursorCodec {
 
     /// Seals `key` as a cursor of the connection `binding`.
     pub fn encode(&self, key: &Key, binding: &Binding) -> String {
-        let plaintext_len: usize = unbound_values(key, binding)
-            .map(|(_, bytes)| 3 + bytes.len())
-            .sum();
-        let len = HEADER_LEN + plaintext_len + TAG_LEN;
+        let len = HEADER_LEN + plaintext_len(key, binding) + TAG_LEN;
         // Every key of this schema fits on the stack, so the returned string is the only
         // allocation; longer keys (DynamoDB allows up to 3 KiB) take a heap buffer.
         let mut stack = [0u8; STACK_CURSOR_BYTES];
@@ -487,14 +484,7 @@ impl CursorCodec {
             heap.resize(len, 0);
             &mut heap[..]
         };
-        let mut at = HEADER_LEN;
-        for (tag, bytes) in unbound_values(key, binding) {
-            buf[at] = tag;
-            // Key attributes are at most 2048 bytes (DynamoDB's limit), well within u16.
-            buf[at + 1..at + 3].copy_from_slice(&(bytes.len() as u16).to_be_bytes());
-            buf[at + 3..at + 3 + bytes.len()].copy_from_slice(bytes);
-            at += 3 + bytes.len();
-        }
+        write_plaintext(&mut buf[HEADER_LEN..len - TAG_LEN], key, binding);
         self.seal(buf, binding)
     }
 
@@ -589,13 +579,8 @@ impl Key {
     /// The key's values as `(type tag | u16 big-endian length | bytes)` each, unsealed: for
     /// identifiers that must stay the same for ever, such as node ids.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut buf = Vec::new();
-        for (tag, bytes) in unbound_values(self, &UNBOUND) {
-            buf.push(tag);
-            // Key attributes are at most 2048 bytes (DynamoDB's limit), well within u16.
-            buf.extend_from_slice(&(bytes.len() as u16).to_be_bytes());
-            buf.extend_from_slice(bytes);
-        }
+        let mut buf = vec![0; plaintext_len(self, &UNBOUND)];
+        write_plaintext(&mut buf, self, &UNBOUND);
         buf
     }
 
@@ -605,8 +590,27 @@ impl Key {
     }
 }
 
-/// The type tag and bytes of each value `binding` does not fix, in key order: what a cursor's
-/// plaintext holds, each as `(tag | u16 big-endian length | bytes)`.
+/// The length of [`write_plaintext`]'s output.
+fn plaintext_len(key: &Key, binding: &Binding) -> usize {
+    unbound_values(key, binding)
+        .map(|(_, bytes)| 3 + bytes.len())
+        .sum()
+}
+
+/// Writes the values `binding` does not fix into `buf`, which is exactly [`plaintext_len`]
+/// bytes long, as `(type tag | u16 big-endian length | bytes)` each.
+fn write_plaintext(buf: &mut [u8], key: &Key, binding: &Binding) {
+    let mut at = 0;
+    for (tag, bytes) in unbound_values(key, binding) {
+        buf[at] = tag;
+        // Key attributes are at most 2048 bytes (DynamoDB's limit), well within u16.
+        buf[at + 1..at + 3].copy_from_slice(&(bytes.len() as u16).to_be_bytes());
+        buf[at + 3..at + 3 + bytes.len()].copy_from_slice(bytes);
+        at += 3 + bytes.len();
+    }
+}
+
+/// The type tag and bytes of each value `binding` does not fix, in key order.
 fn unbound_values<'a>(
     key: &'a Key,
     binding: &'a Binding,
