@@ -94,3 +94,48 @@ async fn the_user_and_its_pages_are_read_at_the_same_time() {
     assert_eq!(bad["errors"][0]["path"], json!(["user", "page"]), "{bad}");
     assert_eq!(bad["errors"][0]["extensions"]["code"], "BAD_USER_INPUT");
 }
+
+/// A `purchases` selection left out by `@include(if: false)` or `@skip(if: true)`, literally or
+/// through a variable, is not read ahead: the request costs the user's GetItem alone. The same
+/// selection included costs the GetItem and the page's Query.
+#[tokio::test]
+async fn skipped_purchases_selections_are_not_read_ahead() {
+    let app = TestApp::spawn().await;
+    app.put_user("ivy").await;
+    app.put_purchases("ivy", &[1_700_000_000_000]).await;
+    let query = |directive: &str| {
+        // Declared only where used: an unused variable fails validation.
+        let declared = if directive.contains("$on") {
+            "($on: Boolean!)"
+        } else {
+            ""
+        };
+        format!(
+            r#"query{declared} {{ user(userId: "ivy") {{ name
+              purchases(first: 1) {directive} {{ edges {{ node {{ purchasedAt }} }} }} }} }}"#
+        )
+    };
+    let cases = [
+        ("@include(if: false)", false, 1),
+        ("@skip(if: true)", false, 1),
+        ("@include(if: $on)", false, 1),
+        ("@skip(if: $on)", true, 1),
+        ("@include(if: $on)", true, 2),
+        ("@skip(if: false)", false, 2),
+    ];
+    for (directive, on, calls) in cases {
+        let response = app.graphql(&query(directive), json!({ "on": on })).await;
+        let case = format!("{directive} with $on = {on}");
+        assert!(response.get("errors").is_none(), "{case}: {response}");
+        assert_eq!(response["data"]["user"]["name"], "User ivy", "{case}");
+        assert_eq!(
+            response["data"]["user"]["purchases"].is_object(),
+            calls == 2,
+            "{case}: {response}"
+        );
+        assert_eq!(
+            response["extensions"]["cost"]["dynamodbCalls"], calls,
+            "{case}: {response}"
+        );
+    }
+}
