@@ -586,18 +586,22 @@ impl Timers {
 }
 
 impl Api {
-    /// The server's timers now.
-    async fn timers(&self) -> anyhow::Result<Timers> {
-        let url = self.url.replace("/graphql", "/metrics");
-        let text = self
+    /// The body of `GET path` on the server, checked to be a success.
+    async fn get(&self, path: &str) -> anyhow::Result<String> {
+        let url = self.url.replace("/graphql", path);
+        Ok(self
             .http
             .get(url)
             .send()
             .await?
             .error_for_status()?
             .text()
-            .await?;
-        Timers::parse(&text)
+            .await?)
+    }
+
+    /// The server's timers now.
+    async fn timers(&self) -> anyhow::Result<Timers> {
+        Timers::parse(&self.get("/metrics").await?)
     }
 
     async fn page(
@@ -629,15 +633,8 @@ impl Api {
 
     /// The latency of `GET /health`, which answers at once.
     async fn health_timed(&self) -> anyhow::Result<Duration> {
-        let url = self.url.replace("/graphql", "/health");
         let started = Instant::now();
-        self.http
-            .get(url)
-            .send()
-            .await?
-            .error_for_status()?
-            .bytes()
-            .await?;
+        self.get("/health").await?;
         Ok(started.elapsed())
     }
 
