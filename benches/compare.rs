@@ -36,7 +36,10 @@ use aws_sdk_dynamodb::{
     Client,
     types::{AttributeValue, ReturnConsumedCapacity},
 };
-use dynarelay::dynamo::{self, Store, Tables, model::Item, tables};
+use dynarelay::{
+    dynamo::{self, Item, Store, Tables, tables},
+    model,
+};
 use serde_json::{Value, json};
 
 const LONG_USER: &str = "bench-long";
@@ -78,10 +81,13 @@ async fn run() -> anyhow::Result<()> {
         "bench{}_",
         SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis()
     );
-    let names = Tables::with_prefix(&prefix);
-    tables::create_missing(&client, &names, Duration::from_secs(60)).await?;
+    let shop: &'static model::Model =
+        Box::leak(Box::new(model::load(std::path::Path::new(SHOP_MODEL))?));
+    let tables = Tables::new(shop, &prefix);
+    tables::create_missing(&client, shop, &tables, Duration::from_secs(60)).await?;
+    let names = ShopNames::with_prefix(&prefix);
     let seeding = Instant::now();
-    seed(&Store::new(client.clone(), names.clone())).await?;
+    seed(&Store::new(client.clone(), tables), &names).await?;
     eprintln!("seeded in {:.1} s", seeding.elapsed().as_secs_f64());
 
     let server = Server::start(&endpoint, &prefix)?;
@@ -377,7 +383,26 @@ async fn run() -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn seed(store: &Store) -> anyhow::Result<()> {
+/// The shop model the server is started with.
+const SHOP_MODEL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/shop/dynarelay.toml");
+
+/// The full names of the shop tables the bench reads directly.
+#[derive(Debug, Clone)]
+struct ShopNames {
+    users: String,
+    purchases: String,
+}
+
+impl ShopNames {
+    fn with_prefix(prefix: &str) -> Self {
+        Self {
+            users: format!("{prefix}Users"),
+            purchases: format!("{prefix}Purchases"),
+        }
+    }
+}
+
+async fn seed(store: &Store, names: &ShopNames) -> anyhow::Result<()> {
     let user = |id: &str| {
         Item::from([
             ("userId".to_owned(), AttributeValue::S(id.to_owned())),
@@ -393,10 +418,7 @@ async fn seed(store: &Store) -> anyhow::Result<()> {
         ])
     };
     store
-        .put_items(
-            &store.tables().users,
-            vec![user(LONG_USER), user(SPARSE_USER)],
-        )
+        .put_items(&names.users, vec![user(LONG_USER), user(SPARSE_USER)])
         .await?;
     let purchase = |id: &str, i: i64, status: &str| {
         Item::from([
@@ -426,7 +448,7 @@ async fn seed(store: &Store) -> anyhow::Result<()> {
         purchase(SPARSE_USER, i, status)
     }));
     // Four writers at once.
-    let table = store.tables().purchases.clone();
+    let table = names.purchases.clone();
     let mut writers = tokio::task::JoinSet::new();
     let chunk = items.len().div_ceil(4);
     while !items.is_empty() {
@@ -462,14 +484,15 @@ impl Server {
             .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
             .env("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
             .env("DYNARELAY_TABLE_PREFIX", prefix)
+            .env("DYNARELAY_MODEL", SHOP_MODEL)
             .env("DYNARELAY_CURSOR_KEYS", TEST_RING)
             .env("DYNARELAY_LISTEN", "127.0.0.1:0")
             .env("RUST_LOG", "warn,dynarelay=info")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
             .spawn()
             .context("starting dynarelay serve")?;
-        let stdout = child.stdout.take().context("no stdout")?;
+        let stdout = child.stderr.take().context("no log output")?;
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
@@ -689,7 +712,7 @@ impl Api {
 
 struct Direct {
     client: Client,
-    names: Tables,
+    names: ShopNames,
 }
 
 impl Direct {

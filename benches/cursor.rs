@@ -7,10 +7,36 @@ use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use dynarelay::{
-    cursor::{Binding, CursorCodec, Key, KeyRing, KeyValue},
-    dynamo::tables::{BY_SKU_START_KEY, PURCHASE_KEY},
+    cursor::{Binding, CursorCodec, Key, KeyAttr, KeyRing, KeyShape, KeyType, KeyValue},
     number::DynamoNumber,
 };
+
+/// The shop's `Purchases` key: `userId` (S) + `purchasedAt` (N).
+const PURCHASE_KEY: KeyShape = &[
+    KeyAttr {
+        name: "userId",
+        ty: KeyType::S,
+    },
+    KeyAttr {
+        name: "purchasedAt",
+        ty: KeyType::N,
+    },
+];
+/// A `BySku` start key: the index keys, then the table key not among them.
+const BY_SKU_START_KEY: KeyShape = &[
+    KeyAttr {
+        name: "sku",
+        ty: KeyType::S,
+    },
+    KeyAttr {
+        name: "purchasedAt",
+        ty: KeyType::N,
+    },
+    KeyAttr {
+        name: "userId",
+        ty: KeyType::S,
+    },
+];
 
 const USER_ID: &str = "0b0c3d1e-6a2f-4c55-9e8e-1f2a3b4c5d6e";
 

@@ -1,37 +1,45 @@
-//! The server's own work for one 100-edge page of `User.purchases`, without DynamoDB:
-//! - `items`: DynamoDB items to keys and records (what the store does with a Query's answer);
-//! - `execute`: keys and records to a `Connection` (100 cursors sealed) and through GraphQL
-//!   execution to a response;
-//! - `serialize`: that response to the JSON bytes sent to the client;
+//! The server's own work for one 100-edge page of `User.purchases`, without DynamoDB, on the
+//! shop model:
+//! - `page_100/items`: DynamoDB items to keys (what the store does with a Query's answer);
+//! - `page_100/seal`: rows to a page with 100 sealed cursors;
+//! - `page_100/fields`: the page's four selected fields converted from attributes to GraphQL
+//!   values, as the generated field resolvers do;
+//! - `page_100/serialize`: a 100-edge response to the JSON bytes sent to the client;
 //! - `document/parse` and `document/cached`: the page query of `scripts/bench` parsed and checked
-//!   against the query limits, against taken from the document cache (what a repeated query
-//!   costs).
+//!   against the query limits, against taken from the document cache;
+//! - `schema/build_50_entities`: a model of 50 entities and 200 connections checked and built
+//!   into an executable schema (what `serve` does at start-up).
 //!
 //! Run: `cargo bench --bench response`.
 
-use std::hint::black_box;
+use std::{fmt::Write, hint::black_box, path::Path};
 
-use async_graphql::{EmptyMutation, EmptySubscription, Object, Schema};
+use async_graphql::{Name, Value, indexmap::IndexMap};
 use aws_sdk_dynamodb::types::AttributeValue;
 use criterion::{Criterion, criterion_group, criterion_main};
 use dynarelay::{
     cursor::{Binding, CursorCodec, Key, KeyRing, KeyValue},
-    dynamo::{Row, model::Item, model::PurchaseRecord, tables::PURCHASE_KEY},
-    graphql::{connection::Connection, documents::Documents, limits::QueryLimits, types::Purchase},
-    pagination::{Direction, Page},
+    dynamo::{Item, Row},
+    graphql::{build_schema, connection::seal, documents::Documents, limits::QueryLimits, values},
+    model::{self, Model},
+    pagination::{Direction, Page, PageLimits},
 };
 
 const USER_ID: &str = "0b0c3d1e-6a2f-4c55-9e8e-1f2a3b4c5d6e";
 const EDGES: i64 = 100;
-
-const QUERY: &str = "{ page { edges { cursor node { purchasedAt amount status quantity } }
-  pageInfo { hasNextPage endCursor } } }";
 
 /// The query `benches/compare.rs` pages with.
 const PAGE_QUERY: &str = "query($u: String!, $after: String, $status: PurchaseStatus) {
   user(userId: $u) { purchases(first: 20, after: $after, status: $status) {
     edges { cursor node { purchasedAt amount status quantity } }
     pageInfo { hasNextPage endCursor } } } }";
+
+fn shop() -> &'static Model {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/shop/dynarelay.toml");
+    Box::leak(Box::new(
+        model::load(Path::new(path)).expect("the shop model"),
+    ))
+}
 
 fn items() -> Vec<Item> {
     (0..EDGES)
@@ -54,64 +62,109 @@ fn items() -> Vec<Item> {
         .collect()
 }
 
-fn rows(items: &[Item]) -> Vec<Row<PurchaseRecord>> {
+fn rows(items: &[Item], model: &Model) -> Vec<Row<Item>> {
+    let shape = model.tables[2].key;
     items
         .iter()
         .map(|item| Row {
-            key: Key::from_item(item, PURCHASE_KEY).expect("key"),
-            record: PurchaseRecord::from_item(item).expect("record"),
+            key: Key::from_item(item, shape).expect("key"),
+            record: item.clone(),
         })
         .collect()
 }
 
-/// A root that serves one page built from ready rows, as `User.purchases` does after its read.
-struct Root {
-    rows: Vec<Row<PurchaseRecord>>,
-    codec: CursorCodec,
-    binding: Binding,
-}
-
-#[Object]
-impl Root {
-    async fn page(&self) -> Connection<Purchase> {
-        let page = Page {
-            rows: self.rows.clone(),
-            has_next_page: true,
-            has_previous_page: false,
-            direction: Direction::Forward,
-            resume: None,
-        };
-        Connection::from_page(page, None, &self.codec, &self.binding, Purchase)
+/// A model of `entities` entities over one table each, with four connections each.
+fn big_model(entities: usize) -> String {
+    let mut text = String::from("version = 1\n");
+    for e in 0..entities {
+        let _ = write!(
+            text,
+            "[tables.T{e}]\npartition_key = \"pk\"\nsort_key = \"sk\"\nattributes = {{ pk = \"S\", sk = \"N\", gpk = \"S\" }}\n\
+             [tables.T{e}.indexes.ByG]\npartition_key = \"gpk\"\nsort_key = \"sk\"\n\
+             [entities.E{e}]\ntable = \"T{e}\"\n\
+             [entities.E{e}.fields]\npk = {{ type = \"String!\" }}\nsk = {{ type = \"Int!\" }}\ngpk = {{ type = \"String\" }}\n\
+             label = {{ type = \"String\" }}\nat = {{ type = \"DateTime\" }}\n\
+             [entities.E{e}.connections.siblings]\nentity = \"E{e}\"\npartition = {{ field = \"pk\" }}\nsort.min = \"from\"\n\
+             filters.label = {{ field = \"label\", op = \"=\" }}\n\
+             [entities.E{e}.connections.group]\nentity = \"E{e}\"\nindex = \"ByG\"\npartition = {{ field = \"pk\" }}\n\
+             [connections.e{e}ByPk]\nentity = \"E{e}\"\npartition = {{ argument = \"pk\" }}\n\
+             [connections.e{e}All]\nentity = \"E{e}\"\nscan = true\n\
+             [lookups.e{e}]\nentity = \"E{e}\"\n"
+        );
     }
+    text
 }
 
 fn bench(c: &mut Criterion) {
     let ring: KeyRing = "1:KioqKioqKioqKioqKioqKioqKioqKioqKioqKioqKio"
         .parse()
         .expect("key ring");
+    let codec = CursorCodec::new(&ring);
+    let model = shop();
     let items = items();
-    let schema = Schema::build(
-        Root {
-            rows: rows(&items),
-            codec: CursorCodec::new(&ring),
-            binding: Binding::builder("User.purchases", "Purchases", None)
-                .fixed("userId", KeyValue::S(USER_ID.into()))
-                .finish(),
-        },
-        EmptyMutation,
-        EmptySubscription,
-    )
-    .finish();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("runtime");
+    let binding = Binding::builder("User.purchases", "Purchases", None)
+        .fixed("userId", KeyValue::S(USER_ID.into()))
+        .finish();
 
-    c.bench_function("page_100/items", |b| b.iter(|| rows(black_box(&items))));
-    c.bench_function("page_100/execute", |b| {
-        b.iter(|| runtime.block_on(schema.execute(black_box(QUERY))))
+    c.bench_function("page_100/items", |b| {
+        b.iter(|| rows(black_box(&items), model))
     });
-    let response = runtime.block_on(schema.execute(QUERY));
-    assert!(response.errors.is_empty(), "{:?}", response.errors);
+    let page = |rows: Vec<Row<Item>>| Page {
+        rows,
+        has_next_page: true,
+        has_previous_page: false,
+        direction: Direction::Forward,
+        resume: None,
+    };
+    let ready = rows(&items, model);
+    c.bench_function("page_100/seal", |b| {
+        b.iter(|| seal(page(ready.clone()), None, &codec, black_box(&binding)))
+    });
+    let purchase = &model.entities[2];
+    let selected: Vec<_> = ["purchasedAt", "amount", "status", "quantity"]
+        .iter()
+        .map(|name| {
+            purchase
+                .fields
+                .iter()
+                .find(|f| f.name == *name)
+                .expect("a Purchase field")
+        })
+        .collect();
+    c.bench_function("page_100/fields", |b| {
+        b.iter(|| {
+            for item in black_box(&items) {
+                for field in &selected {
+                    black_box(values::output(model, field, item.get(&field.attribute)).ok());
+                }
+            }
+        })
+    });
+
+    let sealed = seal(page(ready), None, &codec, &binding);
+    let edges: Vec<Value> = sealed
+        .edges
+        .iter()
+        .map(|edge| {
+            let node: IndexMap<Name, Value> = selected
+                .iter()
+                .map(|f| {
+                    let v = values::output(model, f, edge.item.get(&f.attribute))
+                        .expect("fits")
+                        .unwrap_or(Value::Null);
+                    (Name::new(&f.name), v)
+                })
+                .collect();
+            Value::Object(IndexMap::from([
+                (Name::new("cursor"), Value::String(edge.cursor.clone())),
+                (Name::new("node"), Value::Object(node)),
+            ]))
+        })
+        .collect();
+    let response = async_graphql::Response::new(Value::Object(IndexMap::from([(
+        Name::new("page"),
+        Value::Object(IndexMap::from([(Name::new("edges"), Value::List(edges))])),
+    )])));
     c.bench_function("page_100/serialize", |b| {
         b.iter(|| serde_json::to_vec(black_box(&response)).expect("JSON"))
     });
@@ -125,6 +178,37 @@ fn bench(c: &mut Criterion) {
     c.bench_function("document/cached", |b| {
         b.iter(|| cached.prepare(black_box(PAGE_QUERY)).expect("document"))
     });
+
+    let text = big_model(50);
+    let parsed = model::parse("big.toml", &text).expect("the big model is valid");
+    assert_eq!(parsed.entities.len(), 50);
+    let connections: usize = parsed.connections.len()
+        + parsed
+            .entities
+            .iter()
+            .map(|e| e.connections.len())
+            .sum::<usize>();
+    assert_eq!(connections, 200);
+    let mut group = c.benchmark_group("schema");
+    group.sample_size(20);
+    // Checking leaks a little per run (key shapes live as long as their model), so few samples.
+    group.bench_function("check_50_entities", |b| {
+        b.iter(|| model::parse("big.toml", black_box(&text)).expect("valid"))
+    });
+    let model: &'static Model = Box::leak(Box::new(parsed));
+    group.bench_function("build_50_entities", |b| {
+        b.iter(|| {
+            build_schema(
+                model,
+                PageLimits::default(),
+                codec.clone(),
+                QueryLimits::default(),
+                None,
+            )
+            .expect("schema")
+        })
+    });
+    group.finish();
 }
 
 criterion_group!(benches, bench);

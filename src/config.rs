@@ -1,17 +1,16 @@
 //! The command line: every command and flag, each flag also settable as a `DYNARELAY_*`
 //! environment variable. Parsed and validated once, in `main`.
 
-use std::{convert::Infallible, fmt, net::SocketAddr, str::FromStr, time::Duration};
+use std::{convert::Infallible, fmt, net::SocketAddr, path::PathBuf, str::FromStr, time::Duration};
 
 use clap::{ArgAction, Args, Parser, Subcommand};
 
 use crate::{
     cursor::{KeyRing, KeyRingError},
-    dynamo::{SdkSettings, Tables},
+    dynamo::SdkSettings,
     graphql::limits::QueryLimits,
     http::{AllowedOrigins, HttpSettings},
     pagination::PageLimits,
-    seed::SeedSpec,
 };
 
 /// dynarelay serves DynamoDB tables as a GraphQL API with Relay cursor connections.
@@ -49,13 +48,15 @@ pub enum LogFormat {
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the GraphQL server.
+    /// Run the GraphQL server for a model.
     Serve(ServeArgs),
-    /// Manage the DynamoDB tables.
+    /// Check a model file, and hold it against the live tables when DynamoDB answers.
+    Check(CheckArgs),
+    /// Print the GraphQL schema (SDL) of a model.
+    Schema(ModelArgs),
+    /// Manage the model's DynamoDB tables.
     #[command(subcommand)]
     Tables(TablesCommand),
-    /// Write deterministic demo data: users, products and purchases.
-    Seed(SeedArgs),
     /// Print a new random cursor key as ID:SECRET, for DYNARELAY_CURSOR_KEYS.
     Keygen(KeygenArgs),
 }
@@ -75,19 +76,28 @@ pub enum TablesCommand {
     Create(CreateTablesArgs),
 }
 
-/// Which tables to use.
+/// The model file, and the tables it is served from.
 #[derive(Debug, Clone, Args)]
-pub struct TableArgs {
-    /// Prefix for every table name: `t42_` gives t42_Users, t42_Products and t42_Purchases.
+pub struct ModelArgs {
+    /// The model file (TOML) describing the tables and the API: see the README's "Serve your
+    /// own tables". For the demo shop: examples/shop/dynarelay.toml.
+    #[arg(long, env = "DYNARELAY_MODEL")]
+    pub model: PathBuf,
+    /// Prefix for every table name of the model: `t42_` serves t42_Users for a model table
+    /// named Users.
     #[arg(long, env = "DYNARELAY_TABLE_PREFIX", default_value = "", value_parser = parse_prefix)]
     pub table_prefix: String,
 }
 
-impl TableArgs {
-    /// The full table names.
-    pub fn tables(&self) -> Tables {
-        Tables::with_prefix(&self.table_prefix)
-    }
+/// `check` flags.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub model: ModelArgs,
+    /// Check the file only, without asking DynamoDB about the live tables.
+    #[arg(long, env = "DYNARELAY_CHECK_OFFLINE")]
+    pub offline: bool,
 }
 
 /// `serve` flags.
@@ -99,7 +109,7 @@ pub struct ServeArgs {
 
     #[command(flatten)]
     #[allow(missing_docs)]
-    pub tables: TableArgs,
+    pub model: ModelArgs,
 
     /// Keys that seal cursors: a comma-separated list of ID:SECRET from `dynarelay keygen`. The
     /// first seals new cursors; the others still open cursors made with them (for rotation).
@@ -281,40 +291,11 @@ impl ServeArgs {
 pub struct CreateTablesArgs {
     #[command(flatten)]
     #[allow(missing_docs)]
-    pub tables: TableArgs,
+    pub model: ModelArgs,
 
     /// How long to wait for the tables and indexes to become ACTIVE, in seconds.
     #[arg(long, env = "DYNARELAY_WAIT_TIMEOUT_SECS", default_value_t = 600)]
     pub wait_timeout_secs: u64,
-}
-
-/// `seed` flags.
-#[derive(Debug, Args)]
-pub struct SeedArgs {
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub tables: TableArgs,
-
-    /// Picks the data set: the same seed always writes the same data.
-    #[arg(long, env = "DYNARELAY_SEED", default_value_t = SeedSpec::DEMO.seed)]
-    pub seed: u64,
-
-    /// How many users to write.
-    #[arg(long, env = "DYNARELAY_SEED_USERS", default_value_t = SeedSpec::DEMO.users)]
-    pub users: usize,
-
-    /// How many products to write.
-    #[arg(long, env = "DYNARELAY_SEED_PRODUCTS", default_value_t = SeedSpec::DEMO.products)]
-    pub products: usize,
-
-    /// How many product categories to spread the products over (1 to 8).
-    #[arg(long, env = "DYNARELAY_SEED_CATEGORIES", default_value_t = SeedSpec::DEMO.categories as u8,
-          value_parser = clap::value_parser!(u8).range(1..=8))]
-    pub categories: u8,
-
-    /// Do nothing when the Users table already holds items.
-    #[arg(long, env = "DYNARELAY_SEED_IF_EMPTY")]
-    pub if_empty: bool,
 }
 
 /// A secret given on the command line or in the environment. `Debug` never shows it.

@@ -13,7 +13,7 @@
 //! | [`cursor`] | DynamoDB key <-> sealed, connection-bound cursor string; key ring; pure |
 //! | [`dynamo`] | client construction, table layout and creation, item <-> record, the store |
 //! | [`number`] | DynamoDB numbers as exact decimal strings |
-//! | [`seed`] | deterministic demo data |
+//! | [`model`] | the model file -> a checked, typed model; located errors; JSON Schema |
 
 pub mod config;
 pub mod cursor;
@@ -21,6 +21,6 @@ pub mod dynamo;
 pub mod graphql;
 pub mod http;
 pub mod metrics;
+pub mod model;
 pub mod number;
 pub mod pagination;
-pub mod seed;

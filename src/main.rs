@@ -1,48 +1,71 @@
 //! The `dynarelay` binary: parses the command line, sets up logging, and runs one command.
+//!
+//! A command that fails prints one clean message on stderr (its causes joined, never a Rust
+//! backtrace, whatever `RUST_BACKTRACE` says) and exits with status 1.
 
-use std::{io::IsTerminal, time::Duration};
+use std::{io::IsTerminal, process::ExitCode, time::Duration};
 
 use anyhow::Context;
 use clap::Parser;
 use dynarelay::{
-    config::{Cli, Command, KeygenArgs, LogFormat, SeedArgs, ServeArgs, TablesCommand},
+    config::{CheckArgs, Cli, Command, KeygenArgs, LogFormat, ModelArgs, ServeArgs, TablesCommand},
     cursor::{CursorCodec, CursorSecret},
-    dynamo::{self, Store, tables},
-    http, seed,
+    dynamo::{self, SdkSettings, Store, Tables, tables},
+    graphql, http,
+    model::{self, Model},
 };
 use tracing_subscriber::EnvFilter;
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> ExitCode {
     let cli = Cli::parse();
-    let logs = tracing_subscriber::fmt().with_env_filter(
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
-    );
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr);
     match cli.log_format {
-        LogFormat::Text => logs.with_ansi(std::io::stdout().is_terminal()).init(),
+        LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).init(),
         LogFormat::Json => logs.json().with_current_span(true).init(),
     }
-    match cli.command {
+    let result = match cli.command {
         Command::Serve(args) => serve(args).await,
+        Command::Check(args) => check(args).await,
+        Command::Schema(args) => schema(&args),
         Command::Tables(TablesCommand::Create(args)) => {
-            let client = dynamo::client_from_env().await;
-            let outcomes = tables::create_missing(
-                &client,
-                &args.tables.tables(),
-                Duration::from_secs(args.wait_timeout_secs),
-            )
-            .await?;
-            for (table, outcome) in outcomes {
-                tracing::info!(table, ?outcome, "table is ACTIVE");
-            }
-            Ok(())
+            create_tables(&args.model, args.wait_timeout_secs).await
         }
-        Command::Seed(args) => seed(args).await,
         Command::Keygen(args) => keygen(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            report(&err);
+            ExitCode::FAILURE
+        }
     }
 }
 
+/// Prints a failure for people: a model's located problems as they are, anything else as one
+/// `error:` line with its causes.
+#[allow(clippy::print_stderr)]
+fn report(err: &anyhow::Error) {
+    if let Some(problems) = err.downcast_ref::<model::ModelErrors>() {
+        eprintln!("{problems}");
+    } else {
+        eprintln!("error: {err:#}");
+    }
+}
+
+/// Reads and checks the model file. Leaked: a model lives as long as the process (see
+/// [`dynarelay::model`]).
+fn load_model(args: &ModelArgs) -> anyhow::Result<&'static Model> {
+    let model = model::load(&args.model)?;
+    Ok(Box::leak(Box::new(model)))
+}
+
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let model = load_model(&args.model)?;
     let limits = args.page_limits()?;
     let ring = args
         .key_ring()
@@ -59,12 +82,33 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
              run `dynarelay keygen` for a real key"
         );
     }
+    let client = dynamo::client_from_env_with(&args.sdk()).await;
+    let names = Tables::new(model, &args.model.table_prefix);
+    // A mismatch stops the server; a DynamoDB that does not answer yet does not (`/ready`
+    // reports it until it does).
+    match tables::verify(&client, model, &names).await {
+        Ok(mismatches) if !mismatches.is_empty() => {
+            let lines: Vec<String> = mismatches
+                .iter()
+                .map(|m| format!("  - {}", m.message))
+                .collect();
+            anyhow::bail!(
+                "the live tables do not match the model {}:\n{}\n(`dynarelay check --model {}` shows where each is declared)",
+                args.model.model.display(),
+                lines.join("\n"),
+                args.model.model.display()
+            );
+        }
+        Ok(_) => {}
+        Err(err) => tracing::warn!(
+            error = format!("{err:#}"),
+            "the live tables could not be checked: DynamoDB did not answer"
+        ),
+    }
     let codec = CursorCodec::new(ring);
-    let store = Store::new(
-        dynamo::client_from_env_with(&args.sdk()).await,
-        args.tables.tables(),
-    );
-    let state = http::AppState::new(store, limits, codec, args.http());
+    let store = Store::new(client, names);
+    let state = http::AppState::new(model, store, limits, codec, args.http())
+        .context("building the GraphQL schema")?;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("binding {}", args.listen))?;
@@ -80,31 +124,80 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn seed(args: SeedArgs) -> anyhow::Result<()> {
-    let store = Store::new(dynamo::client_from_env().await, args.tables.tables());
-    if args.if_empty && !store.is_empty(&store.tables().users).await? {
-        tracing::info!(
-            table = store.tables().users,
-            "already holds data; not seeding"
-        );
+/// `check`: the file, then the live tables unless `--offline` or DynamoDB does not answer.
+#[allow(clippy::print_stdout)]
+async fn check(args: CheckArgs) -> anyhow::Result<()> {
+    let file = args.model.model.display().to_string();
+    let model = load_model(&args.model)?;
+    println!("{file}: the model is valid");
+    if args.offline {
         return Ok(());
     }
-    let data = seed::generate(&seed::SeedSpec {
-        seed: args.seed,
-        users: args.users,
-        products: args.products,
-        categories: usize::from(args.categories),
-    });
-    seed::write(&store, &data).await?;
-    tracing::info!(
-        users = data.users.len(),
-        products = data.products.len(),
-        purchases = data.purchases.len(),
-        seed = args.seed,
-        "seeded"
-    );
-    for (user, count) in data.users.iter().zip(seed::SPECIAL_COUNTS) {
-        tracing::info!(user_id = user.user_id, purchases = count, "example user");
+    // One attempt with short timeouts: an unreachable DynamoDB should not hold `check` up.
+    let client = dynamo::client_from_env_with(&SdkSettings {
+        max_attempts: 1,
+        connect_timeout: Duration::from_secs(2),
+        attempt_timeout: Duration::from_secs(5),
+        operation_timeout: Duration::from_secs(5),
+        ..SdkSettings::default()
+    })
+    .await;
+    let names = Tables::new(model, &args.model.table_prefix);
+    let mismatches = match tables::verify(&client, model, &names).await {
+        Ok(mismatches) => mismatches,
+        Err(err) => {
+            println!("the live tables were not checked: DynamoDB did not answer ({err:#})");
+            return Ok(());
+        }
+    };
+    if mismatches.is_empty() {
+        println!("the live tables match the model");
+        return Ok(());
+    }
+    let text = std::fs::read_to_string(&args.model.model).unwrap_or_default();
+    let report: Vec<String> = mismatches
+        .iter()
+        .map(|m| {
+            let (line, column) = line_column(&text, m.span.start);
+            format!("error: {}\n  --> {file}:{line}:{column}", m.message)
+        })
+        .collect();
+    anyhow::bail!(
+        "the live tables do not match the model\n{}\n{} mismatches with the live tables",
+        report.join("\n"),
+        mismatches.len()
+    )
+}
+
+/// The 1-based line and column of a byte offset.
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+#[allow(clippy::print_stdout)]
+fn schema(args: &ModelArgs) -> anyhow::Result<()> {
+    let model = load_model(args)?;
+    let sdl = graphql::sdl(model).context("building the GraphQL schema")?;
+    print!("{sdl}");
+    Ok(())
+}
+
+async fn create_tables(args: &ModelArgs, wait_timeout_secs: u64) -> anyhow::Result<()> {
+    let model = load_model(args)?;
+    let client = dynamo::client_from_env().await;
+    let names = Tables::new(model, &args.table_prefix);
+    let outcomes = tables::create_missing(
+        &client,
+        model,
+        &names,
+        Duration::from_secs(wait_timeout_secs),
+    )
+    .await?;
+    for (table, outcome) in outcomes {
+        tracing::info!(table, ?outcome, "table is ACTIVE");
     }
     Ok(())
 }

@@ -8,11 +8,15 @@
 
 use std::sync::LazyLock;
 
-use dynarelay::{
-    cursor::{Binding, CursorCodec, KeyRing, KeyValue},
-    dynamo::tables::BY_SKU_START_KEY,
-};
+use dynarelay::cursor::{Binding, CursorCodec, KeyAttr, KeyRing, KeyShape, KeyType, KeyValue};
 use libfuzzer_sys::fuzz_target;
+
+/// A start key of the shop's `BySku` index: the index keys, then the table key not among them.
+const BY_SKU_START_KEY: KeyShape = &[
+    KeyAttr { name: "sku", ty: KeyType::S },
+    KeyAttr { name: "purchasedAt", ty: KeyType::N },
+    KeyAttr { name: "userId", ty: KeyType::S },
+];
 
 static CODEC: LazyLock<CursorCodec> = LazyLock::new(|| {
     let ring: KeyRing = "1:KioqKioqKioqKioqKioqKioqKioqKioqKioqKioqKio".parse().expect("key ring");

@@ -1,7 +1,6 @@
-//! DynamoDB: client construction, the table layout, item <-> record mapping, and the store that
-//! runs reads and writes. Nothing here knows about GraphQL.
+//! DynamoDB: client construction, the model's tables (creating and checking them), and the store
+//! that runs reads and writes on items and keys. Nothing here knows about GraphQL.
 
-pub mod model;
 pub mod store;
 pub mod tables;
 
@@ -10,8 +9,11 @@ use std::time::Duration;
 use aws_config::{BehaviorVersion, Region, retry::RetryConfig, timeout::TimeoutConfig};
 use aws_sdk_dynamodb::{Client, config::Credentials};
 
-pub use store::{PurchaseFilter, ReadPlan, Row, Store, StoreError};
+pub use store::{FilterTest, ReadPlan, ReadSpec, Row, SortKeyCondition, Store, StoreError};
 pub use tables::Tables;
+
+/// A DynamoDB item: attribute names to values.
+pub type Item = std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>;
 
 /// How the SDK retries and times out each DynamoDB call.
 ///

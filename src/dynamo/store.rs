@@ -17,23 +17,16 @@ use aws_sdk_dynamodb::{
     operation::{query::builders::QueryFluentBuilder, scan::builders::ScanFluentBuilder},
     types::{
         AttributeValue, ConsumedCapacity, KeysAndAttributes, PutRequest, ReturnConsumedCapacity,
-        WriteRequest,
+        ReturnValue, WriteRequest,
     },
 };
 use tracing::instrument;
 
-use super::{
-    Tables,
-    model::{Item, ModelError, ProductRecord, PurchaseRecord, PurchaseStatus, UserRecord},
-    tables::TableKind,
-    tables::{
-        BY_CATEGORY, BY_CATEGORY_START_KEY, BY_SKU, BY_SKU_START_KEY, PURCHASE_KEY, USER_KEY,
-    },
-};
+use super::{Item, Tables};
 use crate::{
     cursor::{Key, KeyError, KeyShape},
     metrics::{CallCost, Metrics, Outcome, Usage},
-    number::DynamoNumber,
+    model::TableId,
     pagination::Fetched,
 };
 
@@ -50,15 +43,6 @@ pub enum StoreError {
         /// The SDK's error, with DynamoDB's error code.
         #[source]
         source: Box<aws_sdk_dynamodb::Error>,
-    },
-    /// An item in the table does not fit the data model.
-    #[error("an item in {table} does not fit the data model")]
-    MalformedItem {
-        /// The table.
-        table: String,
-        /// What is wrong.
-        #[source]
-        source: ModelError,
     },
     /// An item in the table lacks its own key attributes (cannot happen with DynamoDB).
     #[error("an item in {table} lacks its key")]
@@ -101,7 +85,7 @@ impl StoreError {
                 Outcome::Unavailable | Outcome::Throttled
             ),
             Self::Unprocessed { .. } => true,
-            Self::MalformedItem { .. } | Self::MissingKey { .. } => false,
+            Self::MissingKey { .. } => false,
         }
     }
 }
@@ -120,18 +104,46 @@ pub struct ReadPlan {
     pub budget: usize,
 }
 
-/// Narrows a user's purchases: a `purchasedAt` range (epoch ms, both ends inclusive) applied in
-/// the key condition, and filters on `status` and a minimum `amount`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PurchaseFilter {
-    /// Earliest `purchasedAt`.
-    pub since: Option<i64>,
-    /// Latest `purchasedAt`.
-    pub until: Option<i64>,
-    /// Only this status.
-    pub status: Option<PurchaseStatus>,
-    /// Only amounts at least this.
-    pub min_amount: Option<DynamoNumber>,
+/// Where one connection reads, and which items it keeps: a Query on one partition of a table
+/// or index (with an optional sort-key condition), or a Scan; and filters on other attributes.
+#[derive(Debug, Clone)]
+pub struct ReadSpec<'a> {
+    /// The table's full name.
+    pub table: &'a str,
+    /// The index read, if any.
+    pub index: Option<&'a str>,
+    /// The key shape of items read (the table key, or the index's start key).
+    pub shape: KeyShape,
+    /// The partition key attribute and value of a Query; `None` for a Scan.
+    pub partition: Option<(&'a str, AttributeValue)>,
+    /// A condition on the sort key (Queries only).
+    pub sort: Option<(&'a str, SortKeyCondition)>,
+    /// Filters, all of which an item must pass.
+    pub filters: Vec<(&'a str, FilterTest)>,
+}
+
+/// A sort-key condition: a key condition, never a filter.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SortKeyCondition {
+    /// Between two values, both inclusive; either end may be open.
+    Range(Option<AttributeValue>, Option<AttributeValue>),
+    /// Starting with a string.
+    Prefix(AttributeValue),
+}
+
+/// A filter on one attribute.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FilterTest {
+    /// `=`, `<>`, `<`, `<=`, `>` or `>=` against a value.
+    Compare(&'static str, AttributeValue),
+    /// `begins_with(attribute, value)`.
+    BeginsWith(AttributeValue),
+    /// `contains(attribute, value)`.
+    Contains(AttributeValue),
+    /// `attribute IN (values)`.
+    In(Vec<AttributeValue>),
+    /// `attribute_exists` (true) or `attribute_not_exists` (false).
+    Exists(bool),
 }
 
 /// A Query or Scan request, sent once per page-filling step with a new `Limit` and start key.
@@ -202,60 +214,96 @@ impl Batch {
     }
 }
 
-/// A Query on one partition of a table or index: an optional inclusive range on the sort key,
-/// and equality or comparison filters on other attributes.
-struct KeyQuery<'a> {
-    table: &'a str,
-    index: Option<&'static str>,
-    /// The start-key shape of the table or index.
-    shape: KeyShape,
-    partition: (&'static str, AttributeValue),
-    /// Sort key name, lower and upper bound (both inclusive).
-    range: Option<(&'static str, Option<AttributeValue>, Option<AttributeValue>)>,
-    /// Attribute, operator, value.
-    filters: Vec<(&'static str, &'static str, AttributeValue)>,
-}
-
-impl KeyQuery<'_> {
-    /// The Query request; attribute names go through placeholders, so no name can collide with
-    /// a DynamoDB reserved word.
-    fn build(self, client: &Client) -> QueryFluentBuilder {
-        let (pk, pk_value) = self.partition;
-        let mut condition = "#pk = :pk".to_owned();
-        let mut query = client
-            .query()
-            .table_name(self.table)
-            .set_index_name(self.index.map(str::to_owned))
-            .expression_attribute_names("#pk", pk)
-            .expression_attribute_values(":pk", pk_value)
-            .return_consumed_capacity(ReturnConsumedCapacity::Total);
-        if let Some((sk, lower, upper)) = self.range
-            && (lower.is_some() || upper.is_some())
-        {
-            query = query.expression_attribute_names("#sk", sk);
-            condition.push_str(match (&lower, &upper) {
-                (Some(_), Some(_)) => " AND #sk BETWEEN :lo AND :hi",
-                (Some(_), None) => " AND #sk >= :lo",
-                _ => " AND #sk <= :hi",
-            });
-            if let Some(lower) = lower {
-                query = query.expression_attribute_values(":lo", lower);
-            }
-            if let Some(upper) = upper {
-                query = query.expression_attribute_values(":hi", upper);
-            }
-        }
+impl ReadSpec<'_> {
+    /// The Query or Scan request. Attribute names go through placeholders, so no name can
+    /// collide with a DynamoDB reserved word.
+    fn build(&self, client: &Client, ascending: bool) -> Request {
+        let mut names = HashMap::new();
+        let mut values = HashMap::new();
         let mut filter = Vec::new();
-        for (i, (name, op, value)) in self.filters.into_iter().enumerate() {
-            filter.push(format!("#f{i} {op} :f{i}"));
-            query = query
-                .expression_attribute_names(format!("#f{i}"), name)
-                .expression_attribute_values(format!(":f{i}"), value);
+        for (i, (name, test)) in self.filters.iter().enumerate() {
+            let (n, v) = (format!("#f{i}"), format!(":f{i}"));
+            filter.push(match test {
+                FilterTest::Compare(op, value) => {
+                    values.insert(v.clone(), value.clone());
+                    format!("{n} {op} {v}")
+                }
+                FilterTest::BeginsWith(value) => {
+                    values.insert(v.clone(), value.clone());
+                    format!("begins_with({n}, {v})")
+                }
+                FilterTest::Contains(value) => {
+                    values.insert(v.clone(), value.clone());
+                    format!("contains({n}, {v})")
+                }
+                FilterTest::In(list) => {
+                    let placeholders: Vec<String> = list
+                        .iter()
+                        .enumerate()
+                        .map(|(j, value)| {
+                            let v = format!(":f{i}_{j}");
+                            values.insert(v.clone(), value.clone());
+                            v
+                        })
+                        .collect();
+                    format!("{n} IN ({})", placeholders.join(", "))
+                }
+                FilterTest::Exists(true) => format!("attribute_exists({n})"),
+                FilterTest::Exists(false) => format!("attribute_not_exists({n})"),
+            });
+            names.insert(n, (*name).to_owned());
         }
-        if !filter.is_empty() {
-            query = query.filter_expression(filter.join(" AND "));
+        let filter = (!filter.is_empty()).then(|| filter.join(" AND "));
+        let Some((pk, pk_value)) = &self.partition else {
+            let scan = client
+                .scan()
+                .table_name(self.table)
+                .set_index_name(self.index.map(str::to_owned))
+                .set_filter_expression(filter)
+                .set_expression_attribute_names((!names.is_empty()).then_some(names))
+                .set_expression_attribute_values((!values.is_empty()).then_some(values))
+                .return_consumed_capacity(ReturnConsumedCapacity::Total);
+            return Request::Scan(scan);
+        };
+        let mut condition = "#pk = :pk".to_owned();
+        names.insert("#pk".to_owned(), (*pk).to_owned());
+        values.insert(":pk".to_owned(), pk_value.clone());
+        match &self.sort {
+            Some((sk, SortKeyCondition::Range(lower, upper)))
+                if lower.is_some() || upper.is_some() =>
+            {
+                names.insert("#sk".to_owned(), (*sk).to_owned());
+                condition.push_str(match (lower, upper) {
+                    (Some(_), Some(_)) => " AND #sk BETWEEN :lo AND :hi",
+                    (Some(_), None) => " AND #sk >= :lo",
+                    _ => " AND #sk <= :hi",
+                });
+                if let Some(lower) = lower {
+                    values.insert(":lo".to_owned(), lower.clone());
+                }
+                if let Some(upper) = upper {
+                    values.insert(":hi".to_owned(), upper.clone());
+                }
+            }
+            Some((sk, SortKeyCondition::Prefix(prefix))) => {
+                names.insert("#sk".to_owned(), (*sk).to_owned());
+                condition.push_str(" AND begins_with(#sk, :prefix)");
+                values.insert(":prefix".to_owned(), prefix.clone());
+            }
+            _ => {}
         }
-        query.key_condition_expression(condition)
+        Request::Query(
+            client
+                .query()
+                .table_name(self.table)
+                .set_index_name(self.index.map(str::to_owned))
+                .key_condition_expression(condition)
+                .set_filter_expression(filter)
+                .set_expression_attribute_names(Some(names))
+                .set_expression_attribute_values(Some(values))
+                .scan_index_forward(ascending)
+                .return_consumed_capacity(ReturnConsumedCapacity::Total),
+        )
     }
 }
 
@@ -365,7 +413,7 @@ impl Store {
     /// Whether DynamoDB answers and every table exists.
     #[instrument(level = "debug", skip(self))]
     pub async fn check_ready(&self) -> Result<(), StoreError> {
-        for (name, _) in self.tables.named_specs() {
+        for name in self.tables.names() {
             let call = Box::pin(self.client.describe_table().table_name(name).send());
             self.observe("DescribeTable", name, call, |_| CallCost::default())
                 .await
@@ -374,38 +422,20 @@ impl Store {
         Ok(())
     }
 
-    /// One user by id.
-    #[instrument(level = "debug", skip(self))]
-    pub async fn get_user(&self, user_id: &str) -> Result<Option<UserRecord>, StoreError> {
-        self.get_one(&self.tables.users, "userId", user_id, UserRecord::from_item)
-            .await
-    }
-
-    /// One product by SKU.
-    #[instrument(level = "debug", skip(self))]
-    pub async fn get_product(&self, sku: &str) -> Result<Option<ProductRecord>, StoreError> {
-        self.get_one(&self.tables.products, "sku", sku, ProductRecord::from_item)
-            .await
-    }
-
-    /// The item of `table` whose string partition key `key` is `value`, parsed.
-    async fn get_one<T>(
-        &self,
-        table: &str,
-        key: &str,
-        value: &str,
-        parse: fn(&Item) -> Result<T, ModelError>,
-    ) -> Result<Option<T>, StoreError> {
+    /// The item of table `table` with primary key `key`, if any.
+    #[instrument(level = "debug", skip(self, key), fields(table = self.tables.name(table)))]
+    pub async fn get(&self, table: TableId, key: &Key) -> Result<Option<Item>, StoreError> {
+        let name = self.tables.name(table);
         let call = Box::pin(
             self.client
                 .get_item()
-                .table_name(table)
-                .key(key, AttributeValue::S(value.to_owned()))
+                .table_name(name)
+                .set_key(Some(key.to_attribute_map()))
                 .return_consumed_capacity(ReturnConsumedCapacity::Total)
                 .send(),
         );
         let out = self
-            .observe("GetItem", table, call, |out| {
+            .observe("GetItem", name, call, |out| {
                 let found = u64::from(out.item.is_some());
                 CallCost {
                     capacity: capacity(out.consumed_capacity()),
@@ -414,125 +444,41 @@ impl Store {
                 }
             })
             .await
-            .map_err(|e| StoreError::dynamo("GetItem", table, e))?;
-        out.item
-            .map(|item| parse(&item))
-            .transpose()
-            .map_err(|source| StoreError::MalformedItem {
-                table: table.to_owned(),
-                source,
-            })
+            .map_err(|e| StoreError::dynamo("GetItem", name, e))?;
+        Ok(out.item)
     }
 
-    /// A page of a user's purchases: up to `read.want` matching rows from `read.start`, in
-    /// `purchasedAt` order (descending when `read.ascending` is false).
-    #[instrument(level = "debug", skip(self, read), fields(table = %self.tables.purchases, want = read.want))]
-    pub async fn user_purchases(
+    /// A page of items: up to `read.want` items passing the filters from `read.start`, in key
+    /// order (descending when `read.ascending` is false; Scans always read forward).
+    #[instrument(level = "debug", skip(self, spec, read), fields(table = spec.table, index = spec.index, want = read.want))]
+    pub async fn read_page(
         &self,
-        user_id: &str,
-        filter: &PurchaseFilter,
+        spec: ReadSpec<'_>,
         read: ReadPlan,
-    ) -> Result<Fetched<Row<PurchaseRecord>, Key>, StoreError> {
-        let n = |ms: i64| AttributeValue::N(ms.to_string());
-        let mut filters = Vec::new();
-        if let Some(status) = filter.status {
-            filters.push(("status", "=", AttributeValue::S(status.as_str().to_owned())));
-        }
-        if let Some(min) = &filter.min_amount {
-            filters.push(("amount", ">=", AttributeValue::N(min.as_str().to_owned())));
-        }
-        let query = KeyQuery {
-            table: &self.tables.purchases,
-            index: None,
-            shape: PURCHASE_KEY,
-            partition: ("userId", AttributeValue::S(user_id.to_owned())),
-            range: Some(("purchasedAt", filter.since.map(n), filter.until.map(n))),
-            filters,
-        };
-        self.query_page(query, read, PurchaseRecord::from_item)
-            .await
-    }
-
-    /// A page of a product's purchases from the `BySku` index, in `purchasedAt` order.
-    #[instrument(level = "debug", skip(self, read), fields(table = %self.tables.purchases, want = read.want))]
-    pub async fn product_purchases(
-        &self,
-        sku: &str,
-        read: ReadPlan,
-    ) -> Result<Fetched<Row<PurchaseRecord>, Key>, StoreError> {
-        let query = KeyQuery {
-            table: &self.tables.purchases,
-            index: Some(BY_SKU),
-            shape: BY_SKU_START_KEY,
-            partition: ("sku", AttributeValue::S(sku.to_owned())),
-            range: None,
-            filters: Vec::new(),
-        };
-        self.query_page(query, read, PurchaseRecord::from_item)
-            .await
-    }
-
-    /// A page of a category's products from the `ByCategory` index, in `price` order, with an
-    /// optional inclusive price range.
-    #[instrument(level = "debug", skip(self, read), fields(table = %self.tables.products, want = read.want))]
-    pub async fn products_by_category(
-        &self,
-        category: &str,
-        min_price: Option<&DynamoNumber>,
-        max_price: Option<&DynamoNumber>,
-        read: ReadPlan,
-    ) -> Result<Fetched<Row<ProductRecord>, Key>, StoreError> {
-        let n = |d: &DynamoNumber| AttributeValue::N(d.as_str().to_owned());
-        let query = KeyQuery {
-            table: &self.tables.products,
-            index: Some(BY_CATEGORY),
-            shape: BY_CATEGORY_START_KEY,
-            partition: ("category", AttributeValue::S(category.to_owned())),
-            range: Some(("price", min_price.map(n), max_price.map(n))),
-            filters: Vec::new(),
-        };
-        self.query_page(query, read, ProductRecord::from_item).await
-    }
-
-    /// A page of all users, in DynamoDB's Scan order.
-    #[instrument(level = "debug", skip(self, read), fields(table = %self.tables.users, want = read.want))]
-    pub async fn users(&self, read: ReadPlan) -> Result<Fetched<Row<UserRecord>, Key>, StoreError> {
-        let table = &self.tables.users;
-        let scan = Request::Scan(
-            self.client
-                .scan()
-                .table_name(table)
-                .return_consumed_capacity(ReturnConsumedCapacity::Total),
-        );
-        self.collect(table, scan, false, read, USER_KEY, UserRecord::from_item)
-            .await
-    }
-
-    async fn query_page<T>(
-        &self,
-        spec: KeyQuery<'_>,
-        read: ReadPlan,
-        parse: fn(&Item) -> Result<T, ModelError>,
-    ) -> Result<Fetched<Row<T>, Key>, StoreError> {
-        let (table, shape, filtered) = (spec.table, spec.shape, !spec.filters.is_empty());
-        let query = Request::Query(spec.build(&self.client).scan_index_forward(read.ascending));
-        self.collect(table, query, filtered, read, shape, parse)
-            .await
+    ) -> Result<Fetched<Row<Item>, Key>, StoreError> {
+        let request = spec.build(&self.client, read.ascending);
+        self.collect(
+            spec.table,
+            request,
+            !spec.filters.is_empty(),
+            read,
+            spec.shape,
+        )
+        .await
     }
 
     /// Sends `request` page after page until `read.want` rows match, the data ends, or DynamoDB has
     /// evaluated `read.budget` items. With a filter, each call's `Limit` grows with the match
     /// rate seen so far, so sparse filters take few calls; without one it asks for exactly what
     /// is missing. One call returns at most 1 MB, so even unfiltered pages may take several.
-    async fn collect<T>(
+    async fn collect(
         &self,
         table: &str,
         request: Request,
         filtered: bool,
         read: ReadPlan,
         shape: KeyShape,
-        parse: fn(&Item) -> Result<T, ModelError>,
-    ) -> Result<Fetched<Row<T>, Key>, StoreError> {
+    ) -> Result<Fetched<Row<Item>, Key>, StoreError> {
         let mut rows = Vec::with_capacity(read.want.min(128));
         let mut start = read.start.as_ref().map(Key::to_attribute_map);
         let (mut evaluated, mut matched) = (0usize, 0usize);
@@ -551,9 +497,9 @@ impl Store {
             let batch = request.send(self, table, limit, start.take()).await?;
             evaluated += batch.evaluated;
             matched += batch.matched;
-            for item in &batch.items {
+            for item in batch.items {
                 if rows.len() < read.want {
-                    rows.push(row(table, item, shape, parse)?);
+                    rows.push(row(table, item, shape)?);
                 }
             }
             let Some(last) = batch.last else {
@@ -577,48 +523,115 @@ impl Store {
         }
     }
 
-    /// Writes `item` only if no item with its key exists. `Ok(false)` when one does.
-    #[instrument(level = "debug", skip(self, item))]
-    pub async fn put_new(&self, kind: TableKind, item: Item) -> Result<bool, StoreError> {
-        let table = self.tables.name(kind);
+    /// Writes `item` to `table` only if no item with its key exists. `Ok(false)` when one does.
+    #[instrument(level = "debug", skip(self, item), fields(table = self.tables.name(table)))]
+    pub async fn put_new(&self, table: TableId, item: Item) -> Result<bool, StoreError> {
+        let name = self.tables.name(table);
         let call = Box::pin(
             self.client
                 .put_item()
-                .table_name(table)
+                .table_name(name)
                 .set_item(Some(item))
                 .condition_expression("attribute_not_exists(#pk)")
-                .expression_attribute_names("#pk", kind.key_shape()[0].name)
+                .expression_attribute_names("#pk", self.tables.key(table)[0].name)
                 .return_consumed_capacity(ReturnConsumedCapacity::Total)
                 .send(),
         );
         let result = self
-            .observe("PutItem", table, call, |out| {
+            .observe("PutItem", name, call, |out| {
                 write_cost(out.consumed_capacity())
             })
             .await;
-        conditional(result, "PutItem", table)
+        conditional(result, "PutItem", name).map(|r| r.is_some())
     }
 
-    /// Deletes the item with `key` if it exists. `Ok(false)` when there was none.
-    #[instrument(level = "debug", skip(self))]
-    pub async fn delete_existing(&self, kind: TableKind, key: &Key) -> Result<bool, StoreError> {
-        let table = self.tables.name(kind);
+    /// Sets and removes attributes of the item of `table` with `key`, only if it exists and,
+    /// when `expect` is given, that attribute holds that value. Returns the item as written, or
+    /// `None` when the condition failed.
+    #[instrument(level = "debug", skip(self, key, set, remove, expect), fields(table = self.tables.name(table)))]
+    pub async fn update_existing(
+        &self,
+        table: TableId,
+        key: &Key,
+        set: Vec<(String, AttributeValue)>,
+        remove: Vec<String>,
+        expect: Option<(String, AttributeValue)>,
+    ) -> Result<Option<Item>, StoreError> {
+        let name = self.tables.name(table);
+        let mut names =
+            HashMap::from([("#pk".to_owned(), self.tables.key(table)[0].name.to_owned())]);
+        let mut values = HashMap::new();
+        let mut sets = Vec::new();
+        for (i, (attribute, value)) in set.into_iter().enumerate() {
+            names.insert(format!("#s{i}"), attribute);
+            values.insert(format!(":s{i}"), value);
+            sets.push(format!("#s{i} = :s{i}"));
+        }
+        let mut removes = Vec::new();
+        for (i, attribute) in remove.into_iter().enumerate() {
+            names.insert(format!("#r{i}"), attribute);
+            removes.push(format!("#r{i}"));
+        }
+        let mut update = String::new();
+        if !sets.is_empty() {
+            update.push_str("SET ");
+            update.push_str(&sets.join(", "));
+        }
+        if !removes.is_empty() {
+            update.push_str(if update.is_empty() {
+                "REMOVE "
+            } else {
+                " REMOVE "
+            });
+            update.push_str(&removes.join(", "));
+        }
+        let mut condition = "attribute_exists(#pk)".to_owned();
+        if let Some((attribute, value)) = expect {
+            names.insert("#v".to_owned(), attribute);
+            values.insert(":v".to_owned(), value);
+            condition.push_str(" AND #v = :v");
+        }
+        let call = Box::pin(
+            self.client
+                .update_item()
+                .table_name(name)
+                .set_key(Some(key.to_attribute_map()))
+                .set_update_expression((!update.is_empty()).then_some(update))
+                .condition_expression(condition)
+                .set_expression_attribute_names(Some(names))
+                .set_expression_attribute_values((!values.is_empty()).then_some(values))
+                .return_values(ReturnValue::AllNew)
+                .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                .send(),
+        );
+        let result = self
+            .observe("UpdateItem", name, call, |out| {
+                write_cost(out.consumed_capacity())
+            })
+            .await;
+        Ok(conditional(result, "UpdateItem", name)?.map(|out| out.attributes.unwrap_or_default()))
+    }
+
+    /// Deletes the item of `table` with `key` if it exists. `Ok(false)` when there was none.
+    #[instrument(level = "debug", skip(self, key), fields(table = self.tables.name(table)))]
+    pub async fn delete_existing(&self, table: TableId, key: &Key) -> Result<bool, StoreError> {
+        let name = self.tables.name(table);
         let call = Box::pin(
             self.client
                 .delete_item()
-                .table_name(table)
+                .table_name(name)
                 .set_key(Some(key.to_attribute_map()))
                 .condition_expression("attribute_exists(#pk)")
-                .expression_attribute_names("#pk", kind.key_shape()[0].name)
+                .expression_attribute_names("#pk", self.tables.key(table)[0].name)
                 .return_consumed_capacity(ReturnConsumedCapacity::Total)
                 .send(),
         );
         let result = self
-            .observe("DeleteItem", table, call, |out| {
+            .observe("DeleteItem", name, call, |out| {
                 write_cost(out.consumed_capacity())
             })
             .await;
-        conditional(result, "DeleteItem", table)
+        conditional(result, "DeleteItem", name).map(|r| r.is_some())
     }
 
     /// Reads items by primary key with BatchGetItem, 100 keys a call, retrying unprocessed keys
@@ -626,24 +639,24 @@ impl Store {
     #[instrument(level = "debug", skip(self, keys), fields(keys = keys.len()))]
     pub async fn batch_get(
         &self,
-        keys: &[(TableKind, Key)],
-    ) -> Result<HashMap<(TableKind, Key), Item>, StoreError> {
+        keys: &[(TableId, Key)],
+    ) -> Result<HashMap<(TableId, Key), Item>, StoreError> {
         const CHUNK: usize = 100;
         const ATTEMPTS: u32 = 8;
         let mut found = HashMap::with_capacity(keys.len());
         for chunk in keys.chunks(CHUNK) {
             let mut request: HashMap<String, KeysAndAttributes> = HashMap::new();
-            for (kind, key) in chunk {
-                let table = self.tables.name(*kind).to_owned();
+            for (table, key) in chunk {
+                let name = self.tables.name(*table).to_owned();
                 let entry = request
-                    .remove(&table)
+                    .remove(&name)
                     .map_or_else(KeysAndAttributes::builder, |k| {
                         KeysAndAttributes::builder().set_keys(Some(k.keys().to_vec()))
                     });
                 let built = entry.keys(key.to_attribute_map()).build().map_err(|e| {
-                    StoreError::dynamo("BatchGetItem", &table, aws_sdk_dynamodb::Error::from(e))
+                    StoreError::dynamo("BatchGetItem", &name, aws_sdk_dynamodb::Error::from(e))
                 })?;
-                request.insert(table, built);
+                request.insert(name, built);
             }
             for attempt in 0.. {
                 let call = Box::pin(
@@ -687,19 +700,19 @@ impl Store {
                     })
                     .await
                     .map_err(|e| StoreError::dynamo("BatchGetItem", "several tables", e))?;
-                for (table, items) in out.responses.unwrap_or_default() {
-                    let kind = self.tables.kind(&table);
+                for (name, items) in out.responses.unwrap_or_default() {
+                    let Some(table) = self.tables.id_of(&name) else {
+                        continue;
+                    };
                     for item in items {
-                        if let Some(kind) = kind {
-                            let key =
-                                Key::from_item(&item, kind.key_shape()).map_err(|source| {
-                                    StoreError::MissingKey {
-                                        table: table.clone(),
-                                        source,
-                                    }
-                                })?;
-                            found.insert((kind, key), item);
-                        }
+                        let key =
+                            Key::from_item(&item, self.tables.key(table)).map_err(|source| {
+                                StoreError::MissingKey {
+                                    table: name.clone(),
+                                    source,
+                                }
+                            })?;
+                        found.insert((table, key), item);
                     }
                 }
                 request = out.unprocessed_keys.unwrap_or_default();
@@ -781,44 +794,36 @@ impl Store {
     }
 }
 
-/// The outcome of a conditional write: `true` when it happened, `false` when its condition
+/// The outcome of a conditional write: its output when it happened, `None` when its condition
 /// failed (told apart by DynamoDB's error code, never its message).
 fn conditional<T, E, R>(
     result: Result<T, SdkError<E, R>>,
     operation: &'static str,
     table: &str,
-) -> Result<bool, StoreError>
+) -> Result<Option<T>, StoreError>
 where
     E: ProvideErrorMetadata,
     SdkError<E, R>: Into<aws_sdk_dynamodb::Error>,
 {
     match result {
-        Ok(_) => Ok(true),
+        Ok(out) => Ok(Some(out)),
         Err(err)
             if err.as_service_error().and_then(ProvideErrorMetadata::code)
                 == Some("ConditionalCheckFailedException") =>
         {
-            Ok(false)
+            Ok(None)
         }
         Err(err) => Err(StoreError::dynamo(operation, table, err)),
     }
 }
 
-fn row<T>(
-    table: &str,
-    item: &Item,
-    shape: KeyShape,
-    parse: fn(&Item) -> Result<T, ModelError>,
-) -> Result<Row<T>, StoreError> {
+fn row(table: &str, item: Item, shape: KeyShape) -> Result<Row<Item>, StoreError> {
     Ok(Row {
-        key: Key::from_item(item, shape).map_err(|source| StoreError::MissingKey {
+        key: Key::from_item(&item, shape).map_err(|source| StoreError::MissingKey {
             table: table.to_owned(),
             source,
         })?,
-        record: parse(item).map_err(|source| StoreError::MalformedItem {
-            table: table.to_owned(),
-            source,
-        })?,
+        record: item,
     })
 }
 

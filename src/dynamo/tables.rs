@@ -1,6 +1,11 @@
-//! The three tables, their key schemas and indexes, and `tables create`.
+//! The model's tables in DynamoDB: their full names (with `--table-prefix`), creating the missing
+//! ones (`tables create`), and holding the model against live tables (`check`, and `serve` at
+//! start-up).
 
-use std::time::{Duration, Instant};
+use std::{
+    ops::Range,
+    time::{Duration, Instant},
+};
 
 use anyhow::{Context, bail};
 use aws_sdk_dynamodb::{
@@ -8,156 +13,52 @@ use aws_sdk_dynamodb::{
     types::{
         AttributeDefinition, BillingMode, CreateGlobalSecondaryIndexAction, GlobalSecondaryIndex,
         GlobalSecondaryIndexUpdate, IndexStatus, KeySchemaElement, KeyType as DynamoKeyType,
-        Projection, ProjectionType, ScalarAttributeType, TableDescription, TableStatus,
+        LocalSecondaryIndex, Projection as DynamoProjection, ProjectionType, ScalarAttributeType,
+        TableDescription, TableStatus,
     },
 };
 
-use crate::cursor::{KeyAttr, KeyShape, KeyType};
-
-const fn attr(name: &'static str, ty: KeyType) -> KeyAttr {
-    KeyAttr { name, ty }
-}
-
-/// `Users` primary key.
-pub const USER_KEY: KeyShape = &[attr("userId", KeyType::S)];
-/// `Products` primary key.
-pub const PRODUCT_KEY: KeyShape = &[attr("sku", KeyType::S)];
-/// `Purchases` primary key: `userId` (HASH) + `purchasedAt` (RANGE).
-pub const PURCHASE_KEY: KeyShape = &[attr("userId", KeyType::S), attr("purchasedAt", KeyType::N)];
-/// The `Products` index on `category` + `price`.
-pub const BY_CATEGORY: &str = "ByCategory";
-/// The `Purchases` index on `sku` + `purchasedAt`.
-pub const BY_SKU: &str = "BySku";
-
-/// `Products.ByCategory` start key: the index keys, then the table key.
-pub const BY_CATEGORY_START_KEY: KeyShape = &[
-    attr("category", KeyType::S),
-    attr("price", KeyType::N),
-    attr("sku", KeyType::S),
-];
-/// `Purchases.BySku` start key: the index keys, then the table keys not already among them.
-pub const BY_SKU_START_KEY: KeyShape = &[
-    attr("sku", KeyType::S),
-    attr("purchasedAt", KeyType::N),
-    attr("userId", KeyType::S),
-];
-
-/// A table's key schema and global secondary indexes.
-#[derive(Debug)]
-pub struct TableSpec {
-    /// The name before the prefix.
-    pub base_name: &'static str,
-    /// Partition key, then sort key if any.
-    pub key: KeyShape,
-    /// Global secondary indexes (projection ALL).
-    pub indexes: &'static [IndexSpec],
-}
-
-/// A global secondary index.
-#[derive(Debug)]
-pub struct IndexSpec {
-    /// The index name.
-    pub name: &'static str,
-    /// Partition key, then sort key.
-    pub key: KeyShape,
-}
-
-/// The tables dynarelay serves.
-pub const SPECS: [&TableSpec; 3] = [&USERS, &PRODUCTS, &PURCHASES];
-
-/// `Users`: `userId` (S).
-pub const USERS: TableSpec = TableSpec {
-    base_name: "Users",
-    key: USER_KEY,
-    indexes: &[],
-};
-/// `Products`: `sku` (S), with `ByCategory` on `category` + `price`.
-pub const PRODUCTS: TableSpec = TableSpec {
-    base_name: "Products",
-    key: PRODUCT_KEY,
-    indexes: &[IndexSpec {
-        name: BY_CATEGORY,
-        key: BY_CATEGORY_START_KEY.split_at(2).0,
-    }],
-};
-/// `Purchases`: `userId` (S) + `purchasedAt` (N), with `BySku` on `sku` + `purchasedAt`.
-pub const PURCHASES: TableSpec = TableSpec {
-    base_name: "Purchases",
-    key: PURCHASE_KEY,
-    indexes: &[IndexSpec {
-        name: BY_SKU,
-        key: BY_SKU_START_KEY.split_at(2).0,
-    }],
+use crate::{
+    cursor::{KeyAttr, KeyShape, KeyType},
+    model::{Index, Model, Projection, Table, TableId},
 };
 
-/// The full table names, each being the configured prefix plus the base name.
+/// The full names and key shapes of a model's tables, by [`TableId`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tables {
-    /// `{prefix}Users`.
-    pub users: String,
-    /// `{prefix}Products`.
-    pub products: String,
-    /// `{prefix}Purchases`.
-    pub purchases: String,
+    tables: Vec<(String, KeyShape)>,
 }
 
 impl Tables {
-    /// The names for `prefix` (already validated by the configuration).
-    pub fn with_prefix(prefix: &str) -> Self {
+    /// The model's tables, each named `{prefix}{name}` (the prefix already validated).
+    pub fn new(model: &Model, prefix: &str) -> Self {
         Self {
-            users: format!("{prefix}{}", USERS.base_name),
-            products: format!("{prefix}{}", PRODUCTS.base_name),
-            purchases: format!("{prefix}{}", PURCHASES.base_name),
+            tables: model
+                .tables
+                .iter()
+                .map(|table| (format!("{prefix}{}", table.name), table.key))
+                .collect(),
         }
     }
 
-    /// Each spec with its full name.
-    pub fn named_specs(&self) -> [(&str, &'static TableSpec); 3] {
-        [
-            (&self.users, &USERS),
-            (&self.products, &PRODUCTS),
-            (&self.purchases, &PURCHASES),
-        ]
-    }
-}
-
-/// The three tables, by role.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TableKind {
-    /// `Users`.
-    Users,
-    /// `Products`.
-    Products,
-    /// `Purchases`.
-    Purchases,
-}
-
-impl TableKind {
-    /// The table's primary key shape.
-    pub fn key_shape(self) -> KeyShape {
-        match self {
-            TableKind::Users => USER_KEY,
-            TableKind::Products => PRODUCT_KEY,
-            TableKind::Purchases => PURCHASE_KEY,
-        }
-    }
-}
-
-impl Tables {
     /// The full name of a table.
-    pub fn name(&self, kind: TableKind) -> &str {
-        match kind {
-            TableKind::Users => &self.users,
-            TableKind::Products => &self.products,
-            TableKind::Purchases => &self.purchases,
-        }
+    pub fn name(&self, table: TableId) -> &str {
+        &self.tables[table].0
     }
 
-    /// Which table a full name belongs to.
-    pub fn kind(&self, name: &str) -> Option<TableKind> {
-        [TableKind::Users, TableKind::Products, TableKind::Purchases]
-            .into_iter()
-            .find(|kind| self.name(*kind) == name)
+    /// The primary key shape of a table.
+    pub fn key(&self, table: TableId) -> KeyShape {
+        self.tables[table].1
+    }
+
+    /// The table with this full name.
+    pub fn id_of(&self, name: &str) -> Option<TableId> {
+        self.tables.iter().position(|(n, _)| n == name)
+    }
+
+    /// Every full name, in model order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.tables.iter().map(|(name, _)| name.as_str())
     }
 }
 
@@ -168,55 +69,215 @@ pub enum TableOutcome {
     Existed,
     /// The table was created.
     Created,
-    /// The table existed; these indexes were added.
-    AddedIndexes(Vec<&'static str>),
+    /// The table existed; these global indexes were added.
+    AddedIndexes(Vec<String>),
 }
 
-/// Creates every missing table and index, then waits until all are ACTIVE. Safe to run twice,
-/// and safe to run concurrently with another instance doing the same.
+/// Creates every missing table and global index of the model, then waits until all are ACTIVE.
+/// Safe to run twice, and concurrently with another instance doing the same. A missing local
+/// index cannot be added to an existing table (DynamoDB allows them only at creation): that is
+/// an error naming it.
 pub async fn create_missing(
     client: &Client,
-    tables: &Tables,
+    model: &Model,
+    names: &Tables,
     wait_timeout: Duration,
 ) -> anyhow::Result<Vec<(String, TableOutcome)>> {
     let mut outcomes = Vec::new();
-    for (name, spec) in tables.named_specs() {
-        let outcome = ensure_table(client, name, spec, wait_timeout)
+    for (id, table) in model.tables.iter().enumerate() {
+        let name = names.name(id);
+        let outcome = ensure_table(client, name, table, wait_timeout)
             .await
             .with_context(|| format!("preparing table {name}"))?;
         outcomes.push((name.to_owned(), outcome));
     }
-    for (name, spec) in tables.named_specs() {
-        wait_active(client, name, spec.indexes, wait_timeout)
+    for (id, table) in model.tables.iter().enumerate() {
+        let name = names.name(id);
+        wait_active(client, name, &table.indexes, wait_timeout)
             .await
             .with_context(|| format!("waiting for table {name} to become ACTIVE"))?;
     }
     Ok(outcomes)
 }
 
+/// A way a live table differs from its declaration in the model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mismatch {
+    /// The table's full name.
+    pub table: String,
+    /// What differs, in a sentence.
+    pub message: String,
+    /// Where the table or index is declared in the model file.
+    pub span: Range<usize>,
+}
+
+/// Holds the model against the live tables (DescribeTable): every table exists with the declared
+/// key schema and key attribute types, and every index with its kind, keys and a projection that
+/// holds what the model reads. Returns every difference; an error only when DynamoDB cannot be
+/// asked.
+pub async fn verify(
+    client: &Client,
+    model: &Model,
+    names: &Tables,
+) -> anyhow::Result<Vec<Mismatch>> {
+    let mut mismatches = Vec::new();
+    for (id, table) in model.tables.iter().enumerate() {
+        let name = names.name(id);
+        let mut report = |message: String, span: &Range<usize>| {
+            mismatches.push(Mismatch {
+                table: name.to_owned(),
+                message,
+                span: span.clone(),
+            });
+        };
+        let Some(live) = describe(client, name).await? else {
+            report(
+                format!("table `{name}` does not exist (create it with `dynarelay tables create`)"),
+                &table.span,
+            );
+            continue;
+        };
+        if !key_schema_matches(live.key_schema(), table.key) {
+            report(
+                format!(
+                    "table `{name}` has the key {}, but the model declares {}",
+                    describe_key(live.key_schema()),
+                    shape_text(table.key)
+                ),
+                &table.span,
+            );
+        }
+        for attr in &table.attributes {
+            let live_type = live
+                .attribute_definitions()
+                .iter()
+                .find(|def| def.attribute_name() == attr.name)
+                .map(|def| def.attribute_type().as_str().to_owned());
+            if let Some(live_type) = live_type
+                && live_type != scalar_type(attr.ty).as_str()
+            {
+                report(
+                    format!(
+                        "key attribute `{}` of table `{name}` is {live_type}, but the model declares {:?}",
+                        attr.name, attr.ty
+                    ),
+                    &table.span,
+                );
+            }
+        }
+        for index in &table.indexes {
+            let found = if index.local {
+                live.local_secondary_indexes()
+                    .iter()
+                    .find(|i| i.index_name() == Some(index.name.as_str()))
+                    .map(|i| (i.key_schema(), i.projection()))
+            } else {
+                live.global_secondary_indexes()
+                    .iter()
+                    .find(|i| i.index_name() == Some(index.name.as_str()))
+                    .map(|i| (i.key_schema(), i.projection()))
+            };
+            let kind = if index.local { "local" } else { "global" };
+            let Some((key_schema, projection)) = found else {
+                report(
+                    format!("table `{name}` has no {kind} index `{}`", index.name),
+                    &index.span,
+                );
+                continue;
+            };
+            if !key_schema_matches(key_schema, index.key) {
+                report(
+                    format!(
+                        "index `{}` of table `{name}` has the key {}, but the model declares {}",
+                        index.name,
+                        describe_key(key_schema),
+                        shape_text(index.key)
+                    ),
+                    &index.span,
+                );
+            }
+            if let Some(missing) = projection_gap(&index.projection, projection) {
+                report(
+                    format!(
+                        "index `{}` of table `{name}` does not project {missing}, which the model reads",
+                        index.name
+                    ),
+                    &index.span,
+                );
+            }
+        }
+    }
+    Ok(mismatches)
+}
+
+/// What the model's projection needs that the live one lacks, if anything.
+fn projection_gap(wanted: &Projection, live: Option<&DynamoProjection>) -> Option<String> {
+    let live_type = live.and_then(|p| p.projection_type());
+    let live_included = live.map(|p| p.non_key_attributes()).unwrap_or_default();
+    match (wanted, live_type) {
+        (_, Some(ProjectionType::All)) | (Projection::KeysOnly, _) => None,
+        (Projection::All, _) => Some("all attributes".to_owned()),
+        (Projection::Include(attrs), _) => {
+            let missing: Vec<&str> = attrs
+                .iter()
+                .filter(|a| !live_included.contains(a))
+                .map(String::as_str)
+                .collect();
+            (!missing.is_empty()).then(|| format!("`{}`", missing.join("`, `")))
+        }
+    }
+}
+
+fn describe_key(schema: &[KeySchemaElement]) -> String {
+    let names: Vec<&str> = schema.iter().map(|e| e.attribute_name()).collect();
+    format!("({})", names.join(", "))
+}
+
+fn shape_text(shape: KeyShape) -> String {
+    let names: Vec<&str> = shape.iter().map(|a| a.name).collect();
+    format!("({})", names.join(", "))
+}
+
 async fn ensure_table(
     client: &Client,
     name: &str,
-    spec: &TableSpec,
+    table: &Table,
     wait_timeout: Duration,
 ) -> anyhow::Result<TableOutcome> {
     let Some(existing) = describe(client, name).await? else {
-        return create(client, name, spec).await;
+        return create(client, name, table).await;
     };
-    check_key_schema(&existing, spec)?;
+    if !key_schema_matches(existing.key_schema(), table.key) {
+        bail!(
+            "the existing table has the key {}; the model declares {}",
+            describe_key(existing.key_schema()),
+            shape_text(table.key)
+        );
+    }
     let mut added = Vec::new();
-    for index in spec.indexes {
+    for index in &table.indexes {
+        if index.local {
+            let present = existing
+                .local_secondary_indexes()
+                .iter()
+                .any(|lsi| lsi.index_name() == Some(index.name.as_str()));
+            if !present {
+                bail!(
+                    "local index {} is missing, and DynamoDB adds local indexes only when it \
+                     creates a table",
+                    index.name
+                );
+            }
+            continue;
+        }
         let present = existing
             .global_secondary_indexes()
             .iter()
-            .find(|gsi| gsi.index_name() == Some(index.name));
+            .find(|gsi| gsi.index_name() == Some(index.name.as_str()));
         match present {
             Some(gsi) => {
                 if !key_schema_matches(gsi.key_schema(), index.key) {
-                    bail!(
-                        "index {} of table {name} has an unexpected key schema",
-                        index.name
-                    );
+                    bail!("index {} has an unexpected key schema", index.name);
                 }
             }
             None => {
@@ -225,14 +286,14 @@ async fn ensure_table(
                 client
                     .update_table()
                     .table_name(name)
-                    .set_attribute_definitions(Some(attribute_definitions(spec)))
+                    .set_attribute_definitions(Some(attribute_definitions(table)))
                     .global_secondary_index_updates(
                         GlobalSecondaryIndexUpdate::builder()
                             .create(
                                 CreateGlobalSecondaryIndexAction::builder()
-                                    .index_name(index.name)
+                                    .index_name(&index.name)
                                     .set_key_schema(Some(key_schema(index.key)))
-                                    .projection(projection_all())
+                                    .projection(projection(&index.projection))
                                     .build()?,
                             )
                             .build(),
@@ -241,7 +302,7 @@ async fn ensure_table(
                     .await
                     .map_err(aws_sdk_dynamodb::Error::from)
                     .with_context(|| format!("adding index {}", index.name))?;
-                added.push(index.name);
+                added.push(index.name.clone());
             }
         }
     }
@@ -252,15 +313,28 @@ async fn ensure_table(
     })
 }
 
-async fn create(client: &Client, name: &str, spec: &TableSpec) -> anyhow::Result<TableOutcome> {
-    let indexes = spec
+async fn create(client: &Client, name: &str, table: &Table) -> anyhow::Result<TableOutcome> {
+    let globals = table
         .indexes
         .iter()
+        .filter(|index| !index.local)
         .map(|index| {
             GlobalSecondaryIndex::builder()
-                .index_name(index.name)
+                .index_name(&index.name)
                 .set_key_schema(Some(key_schema(index.key)))
-                .projection(projection_all())
+                .projection(projection(&index.projection))
+                .build()
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let locals = table
+        .indexes
+        .iter()
+        .filter(|index| index.local)
+        .map(|index| {
+            LocalSecondaryIndex::builder()
+                .index_name(&index.name)
+                .set_key_schema(Some(key_schema(index.key)))
+                .projection(projection(&index.projection))
                 .build()
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -268,9 +342,10 @@ async fn create(client: &Client, name: &str, spec: &TableSpec) -> anyhow::Result
         .create_table()
         .table_name(name)
         .billing_mode(BillingMode::PayPerRequest)
-        .set_key_schema(Some(key_schema(spec.key)))
-        .set_attribute_definitions(Some(attribute_definitions(spec)))
-        .set_global_secondary_indexes((!indexes.is_empty()).then_some(indexes))
+        .set_key_schema(Some(key_schema(table.key)))
+        .set_attribute_definitions(Some(attribute_definitions(table)))
+        .set_global_secondary_indexes((!globals.is_empty()).then_some(globals))
+        .set_local_secondary_indexes((!locals.is_empty()).then_some(locals))
         .send()
         .await;
     match result {
@@ -301,11 +376,12 @@ async fn describe(client: &Client, name: &str) -> anyhow::Result<Option<TableDes
     }
 }
 
-/// Waits until the table and all its indexes are ACTIVE, and every index in `required` exists.
+/// Waits until the table and all its indexes are ACTIVE, and every global index in `required`
+/// exists.
 async fn wait_active(
     client: &Client,
     name: &str,
-    required: &[IndexSpec],
+    required: &[Index],
     timeout: Duration,
 ) -> anyhow::Result<()> {
     let deadline = Instant::now() + timeout;
@@ -316,10 +392,10 @@ async fn wait_active(
                 && t.global_secondary_indexes()
                     .iter()
                     .all(|gsi| gsi.index_status() == Some(&IndexStatus::Active))
-                && required.iter().all(|index| {
+                && required.iter().filter(|index| !index.local).all(|index| {
                     t.global_secondary_indexes()
                         .iter()
-                        .any(|gsi| gsi.index_name() == Some(index.name))
+                        .any(|gsi| gsi.index_name() == Some(index.name.as_str()))
                 })
         });
         if ready {
@@ -330,24 +406,6 @@ async fn wait_active(
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-}
-
-fn check_key_schema(table: &TableDescription, spec: &TableSpec) -> anyhow::Result<()> {
-    if !key_schema_matches(table.key_schema(), spec.key) {
-        bail!(
-            "the existing table has an unexpected key schema; expected {:?}",
-            spec.key.iter().map(|a| a.name).collect::<Vec<_>>()
-        );
-    }
-    let types_match = spec.key.iter().all(|attr| {
-        table.attribute_definitions().iter().any(|def| {
-            def.attribute_name() == attr.name && *def.attribute_type() == scalar_type(attr.ty)
-        })
-    });
-    if !types_match {
-        bail!("the existing table's key attributes have unexpected types");
-    }
-    Ok(())
 }
 
 fn key_schema_matches(actual: &[KeySchemaElement], expected: KeyShape) -> bool {
@@ -373,36 +431,27 @@ fn key_schema(shape: KeyShape) -> Vec<KeySchemaElement> {
     shape
         .iter()
         .enumerate()
-        .map(|(i, attr)| {
+        .filter_map(|(i, attr)| {
             KeySchemaElement::builder()
                 .attribute_name(attr.name)
                 .key_type(key_role(i))
                 .build()
-                .expect("name and key type are set")
+                .ok()
         })
         .collect()
 }
 
-/// Every attribute used in the table's or its indexes' key schemas, once.
-fn attribute_definitions(spec: &TableSpec) -> Vec<AttributeDefinition> {
-    let mut attrs: Vec<KeyAttr> = Vec::new();
-    for attr in spec
-        .key
+/// Every attribute in the table's or its indexes' key schemas, once.
+fn attribute_definitions(table: &Table) -> Vec<AttributeDefinition> {
+    table
+        .attributes
         .iter()
-        .chain(spec.indexes.iter().flat_map(|i| i.key.iter()))
-    {
-        if !attrs.iter().any(|a| a.name == attr.name) {
-            attrs.push(*attr);
-        }
-    }
-    attrs
-        .into_iter()
-        .map(|attr| {
+        .filter_map(|attr: &KeyAttr| {
             AttributeDefinition::builder()
                 .attribute_name(attr.name)
                 .attribute_type(scalar_type(attr.ty))
                 .build()
-                .expect("name and type are set")
+                .ok()
         })
         .collect()
 }
@@ -415,48 +464,17 @@ fn scalar_type(ty: KeyType) -> ScalarAttributeType {
     }
 }
 
-fn projection_all() -> Projection {
-    Projection::builder()
-        .projection_type(ProjectionType::All)
-        .build()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn index_start_keys_hold_the_index_keys_then_the_table_keys() {
-        assert_eq!(PRODUCTS.indexes[0].key, &BY_CATEGORY_START_KEY[..2]);
-        assert_eq!(PURCHASES.indexes[0].key, &BY_SKU_START_KEY[..2]);
-        for (start, table) in [
-            (BY_CATEGORY_START_KEY, PRODUCT_KEY),
-            (BY_SKU_START_KEY, PURCHASE_KEY),
-        ] {
-            for attr in table {
-                assert!(
-                    start.contains(attr),
-                    "{} missing from an index start key",
-                    attr.name
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn prefixes_apply_to_every_table() {
-        let tables = Tables::with_prefix("t42_");
-        assert_eq!(tables.purchases, "t42_Purchases");
-        assert_eq!(tables.users, "t42_Users");
-        assert_eq!(tables.products, "t42_Products");
-    }
-
-    #[test]
-    fn attribute_definitions_cover_index_keys_once() {
-        let names: Vec<_> = attribute_definitions(&PURCHASES)
-            .iter()
-            .map(|d| d.attribute_name().to_owned())
-            .collect();
-        assert_eq!(names, ["userId", "purchasedAt", "sku"]);
+fn projection(projection: &Projection) -> DynamoProjection {
+    match projection {
+        Projection::All => DynamoProjection::builder()
+            .projection_type(ProjectionType::All)
+            .build(),
+        Projection::KeysOnly => DynamoProjection::builder()
+            .projection_type(ProjectionType::KeysOnly)
+            .build(),
+        Projection::Include(attrs) => DynamoProjection::builder()
+            .projection_type(ProjectionType::Include)
+            .set_non_key_attributes(Some(attrs.clone()))
+            .build(),
     }
 }

@@ -1,12 +1,18 @@
 //! Limits on what one request may ask for, all checked before execution: document length and
-//! token count (before parsing), aliases (after parsing), and depth and complexity (async-graphql's
-//! validation, configured in `build_schema_with`). A rejected request never reaches a resolver.
+//! token count (before parsing), aliases (after parsing), depth (async-graphql's validation,
+//! configured in `build_schema_with`) and complexity (computed here over the document from the
+//! model, since the dynamic schema's fields have no complexity hook). A rejected request never
+//! reaches a resolver.
 
-use async_graphql::parser::types::{ExecutableDocument, Selection, SelectionSet};
+use std::collections::HashMap;
 
-/// Complexity of a connection when the query gives neither `first` nor `last`: the largest default
-/// page size the server accepts (`PageLimits` enforces it).
-const ASSUMED_PAGE_SIZE: u32 = crate::pagination::MAX_DEFAULT_PAGE_SIZE;
+use async_graphql::{
+    Name, Positioned, Value, Variables,
+    parser::types::{
+        DocumentOperations, ExecutableDocument, OperationType, Selection, SelectionSet,
+    },
+};
+use async_graphql_value::Value as ParserValue;
 
 /// The limits, each configurable on `serve`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,13 +102,184 @@ impl QueryLimits {
     }
 }
 
-/// The complexity of a connection field: one for the field, plus its page size times the cost
-/// of its children (`edges`, `node`s, `pageInfo`).
-pub fn connection_cost(first: Option<i32>, last: Option<i32>, children: usize) -> usize {
-    let size = first.or(last).map_or(ASSUMED_PAGE_SIZE as usize, |n| {
-        usize::try_from(n).unwrap_or(0)
-    });
-    size.max(1).saturating_mul(children).saturating_add(1)
+/// What each field costs, by parent type and field name, for the complexity limit: each field
+/// costs 1 plus its children, a connection 1 plus its page size times its children, and a list
+/// fetched by ids 1 plus the number of ids times its children.
+#[derive(Debug, Clone, Default)]
+pub struct FieldCosts {
+    fields: HashMap<(String, String), FieldCost>,
+}
+
+#[derive(Debug, Clone)]
+enum FieldCost {
+    /// An object-typed field: its children are fields of this type.
+    Object(String),
+    /// A connection of this type, with its own default page size if it has one.
+    Connection(String, Option<u32>),
+    /// A list of this type, as long as the list argument named.
+    List(String, &'static str),
+}
+
+/// Fragments nest at most this deep in a cost computation (cycles are refused later by
+/// validation, which runs after this check).
+const MAX_FRAGMENT_NESTING: usize = 32;
+
+impl FieldCosts {
+    /// `parent.field` returns an object of type `ty`.
+    pub fn object(&mut self, parent: &str, field: &str, ty: &str) {
+        self.insert(parent, field, FieldCost::Object(ty.to_owned()));
+    }
+
+    /// `parent.field` is a connection of type `ty`, with `default` items per page when the
+    /// query names no size (`None`: the server's default).
+    pub fn connection(&mut self, parent: &str, field: &str, ty: &str, default: Option<u32>) {
+        self.insert(parent, field, FieldCost::Connection(ty.to_owned(), default));
+    }
+
+    /// `parent.field` returns as many `ty` objects as its list argument `arg` holds.
+    pub fn list(&mut self, parent: &str, field: &str, ty: &str, arg: &'static str) {
+        self.insert(parent, field, FieldCost::List(ty.to_owned(), arg));
+    }
+
+    fn insert(&mut self, parent: &str, field: &str, cost: FieldCost) {
+        self.fields
+            .insert((parent.to_owned(), field.to_owned()), cost);
+    }
+
+    /// The complexity of the operation a request would run, with its variables; connections
+    /// that name no page size count `default_page` items.
+    pub fn complexity(
+        &self,
+        document: &ExecutableDocument,
+        operation_name: Option<&str>,
+        variables: &Variables,
+        default_page: u32,
+    ) -> usize {
+        let operation = match (&document.operations, operation_name) {
+            (DocumentOperations::Single(op), _) => Some(op),
+            (DocumentOperations::Multiple(ops), Some(name)) => ops.get(name),
+            (DocumentOperations::Multiple(ops), None) => ops.values().next(),
+        };
+        let Some(operation) = operation else {
+            return 0;
+        };
+        let root = match operation.node.ty {
+            OperationType::Query => "Query",
+            OperationType::Mutation => "Mutation",
+            OperationType::Subscription => "Subscription",
+        };
+        let walk = Walk {
+            costs: self,
+            document,
+            variables,
+            default_page,
+        };
+        walk.set(&operation.node.selection_set.node, root, 0)
+    }
+}
+
+struct Walk<'a> {
+    costs: &'a FieldCosts,
+    document: &'a ExecutableDocument,
+    variables: &'a Variables,
+    default_page: u32,
+}
+
+impl Walk<'_> {
+    fn set(&self, set: &SelectionSet, ty: &str, nesting: usize) -> usize {
+        if nesting > MAX_FRAGMENT_NESTING {
+            return 0;
+        }
+        let mut total = 0usize;
+        for selection in &set.items {
+            let cost = match &selection.node {
+                Selection::Field(field) => {
+                    let field = &field.node;
+                    let children = &field.selection_set.node;
+                    let key = (ty.to_owned(), field.name.node.to_string());
+                    match self.costs.fields.get(&key) {
+                        Some(FieldCost::Object(child)) => {
+                            self.set(children, child, nesting).saturating_add(1)
+                        }
+                        Some(FieldCost::Connection(child, default)) => {
+                            let size = ["first", "last"]
+                                .into_iter()
+                                .find_map(|arg| self.int_argument(&field.arguments, arg))
+                                .map_or(default.unwrap_or(self.default_page) as usize, |n| {
+                                    usize::try_from(n).unwrap_or(0)
+                                });
+                            size.max(1)
+                                .saturating_mul(self.set(children, child, nesting))
+                                .saturating_add(1)
+                        }
+                        Some(FieldCost::List(child, arg)) => {
+                            let len = self.list_len(&field.arguments, arg);
+                            len.max(1)
+                                .saturating_mul(self.set(children, child, nesting))
+                                .saturating_add(1)
+                        }
+                        None => self.set(children, "", nesting).saturating_add(1),
+                    }
+                }
+                Selection::InlineFragment(fragment) => {
+                    let ty = fragment
+                        .node
+                        .type_condition
+                        .as_ref()
+                        .map_or(ty, |c| c.node.on.node.as_str());
+                    self.set(&fragment.node.selection_set.node, ty, nesting + 1)
+                }
+                Selection::FragmentSpread(spread) => {
+                    match self.document.fragments.get(&spread.node.fragment_name.node) {
+                        Some(fragment) => self.set(
+                            &fragment.node.selection_set.node,
+                            fragment.node.type_condition.node.on.node.as_str(),
+                            nesting + 1,
+                        ),
+                        None => 0,
+                    }
+                }
+            };
+            total = total.saturating_add(cost);
+        }
+        total
+    }
+
+    /// An argument's value with variables substituted; `None` when absent or unresolved.
+    fn argument(
+        &self,
+        arguments: &[(Positioned<Name>, Positioned<ParserValue>)],
+        name: &str,
+    ) -> Option<Value> {
+        let (_, value) = arguments.iter().find(|(n, _)| n.node.as_str() == name)?;
+        value
+            .node
+            .clone()
+            .into_const_with(|var| self.variables.get(&var).cloned().ok_or(()))
+            .ok()
+    }
+
+    fn int_argument(
+        &self,
+        arguments: &[(Positioned<Name>, Positioned<ParserValue>)],
+        name: &str,
+    ) -> Option<i64> {
+        match self.argument(arguments, name)? {
+            Value::Number(n) => n.as_i64(),
+            _ => None,
+        }
+    }
+
+    fn list_len(
+        &self,
+        arguments: &[(Positioned<Name>, Positioned<ParserValue>)],
+        name: &str,
+    ) -> usize {
+        match self.argument(arguments, name) {
+            Some(Value::List(items)) => items.len(),
+            _ => 1,
+        }
+    }
 }
 
 /// Counts the lexical tokens of a GraphQL document, giving up (`None`) past `max`.
@@ -275,14 +452,5 @@ mod tests {
         }
         let plain = parse_query("{ __typename user(userId: \"a\") { name } }").unwrap();
         assert!(off.check_document(&plain).is_ok());
-    }
-
-    #[test]
-    fn connection_cost_multiplies_the_page_size() {
-        assert_eq!(connection_cost(Some(10), None, 5), 51);
-        assert_eq!(connection_cost(None, Some(3), 5), 16);
-        assert_eq!(connection_cost(None, None, 5), 501);
-        assert_eq!(connection_cost(Some(0), None, 5), 6);
-        assert_eq!(connection_cost(Some(-4), None, 5), 6);
     }
 }

@@ -1,290 +1,350 @@
-//! Mutations: create users, products and purchases, and delete purchases. Inputs are validated
-//! before any write, and every write is conditional, so nothing is ever overwritten.
+//! Mutations generated for the entities that opt in: `create{Type}` (conditional: never
+//! overwrites), `update{Type}` (partial, by global id, conditional on existence and on the
+//! version field when there is one) and `delete{Type}` (by global id). Inputs are checked
+//! against the model before any write; every refusal is `BAD_USER_INPUT`.
 
-use std::cmp::Ordering;
+use std::{cmp::Ordering, collections::HashMap};
 
 use async_graphql::{
-    Context, ID, InputObject, Object, SimpleObject,
-    connection::{Edge, EmptyFields},
+    Value,
+    dynamic::{
+        Field, FieldFuture, FieldValue, InputObject, InputValue, Object, ResolverContext, Type,
+        TypeRef,
+    },
 };
+use aws_sdk_dynamodb::types::AttributeValue;
 use chrono::Utc;
 
 use super::{
-    error::{ApiError, ApiResult, check_key_value},
+    connection::EdgeValue,
+    error::{ApiError, ApiResult},
+    limits::FieldCosts,
     node::{loader, node_id, parse_node_id},
-    scalars::{DateTime, Decimal},
-    types::{
-        Product, Purchase, PurchaseStatus, User, product_key, user_key, user_purchases_binding,
-    },
+    resolve::{self, Site},
+    values,
 };
 use crate::{
-    cursor::{CursorCodec, Key, KeyValue},
-    dynamo::{
-        PurchaseFilter, Store,
-        model::{ProductRecord, PurchaseRecord, UserRecord},
-        tables::{PURCHASE_KEY, TableKind},
+    cursor::{CursorCodec, Key},
+    dynamo::{Item, Store},
+    model::{
+        DefaultValue, EntityId, Field as ModelField, FieldType, Generated, Model, Read, Scalar,
     },
     number::DynamoNumber,
 };
 
-/// How many later milliseconds `createPurchase` tries when the current one is taken.
+/// How many later milliseconds a create tries when a key field defaulted to now is taken.
 const CLOCK_RETRIES: i64 = 10;
 
-/// The root of every mutation.
-#[derive(Debug)]
-pub struct MutationRoot;
-
-/// A new user.
-#[derive(Debug, InputObject)]
-pub struct CreateUserInput {
-    /// The new user's id; must not be taken.
-    pub user_id: String,
-    /// Display name.
-    pub name: String,
-    /// Email address.
-    pub email: String,
-}
-
-/// The created user.
-#[derive(Debug, SimpleObject)]
-pub struct CreateUserPayload {
-    /// The user as stored.
-    pub user: User,
-}
-
-/// A new product.
-#[derive(Debug, InputObject)]
-pub struct CreateProductInput {
-    /// The new product's SKU; must not be taken.
-    pub sku: String,
-    /// Display name.
-    pub name: String,
-    /// Category to list it in.
-    pub category: String,
-    /// Unit price, at least 0.
-    pub price: Decimal,
-}
-
-/// The created product.
-#[derive(Debug, SimpleObject)]
-pub struct CreateProductPayload {
-    /// The product as stored.
-    pub product: Product,
-}
-
-/// A new purchase.
-#[derive(Debug, InputObject)]
-pub struct CreatePurchaseInput {
-    /// The buyer; must exist.
-    pub user_id: String,
-    /// The product; must exist.
-    pub sku: String,
-    /// Units bought, at least 1.
-    pub quantity: i32,
-    /// Total charged, at least 0.
-    pub amount: Decimal,
-    /// Lifecycle state; `PENDING` when omitted.
-    pub status: Option<PurchaseStatus>,
-    /// When it was bought. Omit it to use the server's clock: if this user already has a
-    /// purchase at that millisecond, the next free millisecond is used. A given time that this
-    /// user already has a purchase at is rejected.
-    pub purchased_at: Option<DateTime>,
-}
-
-/// The created purchase, and its edge for inserting it into a connection.
-#[derive(SimpleObject)]
-pub struct CreatePurchasePayload {
-    /// The purchase as stored.
-    pub purchase: Purchase,
-    /// The purchase with a cursor valid in the buyer's unfiltered `purchases` connection (in
-    /// either order), for Relay's `@appendEdge`/`@prependEdge` or an Apollo cache update.
-    pub purchase_edge: Edge<String, Purchase, EmptyFields>,
-}
-
-/// Which purchase to delete.
-#[derive(Debug, InputObject)]
-pub struct DeletePurchaseInput {
-    /// The purchase's global `id`.
-    pub id: ID,
-}
-
-/// The deleted purchase.
-#[derive(Debug, SimpleObject)]
-pub struct DeletePurchasePayload {
-    /// The id of the purchase that was deleted, for Relay's `@deleteRecord`.
-    pub deleted_purchase_id: ID,
-}
-
-fn bad(message: &str) -> ApiError {
-    ApiError::BadUserInput(message.to_owned())
-}
-
-fn non_empty(value: &str, field: &str) -> ApiResult<()> {
-    if value.trim().is_empty() {
-        return Err(ApiError::BadUserInput(format!(
-            "`{field}` must not be empty."
-        )));
-    }
-    Ok(())
-}
-
-fn not_negative(value: &DynamoNumber, field: &str) -> ApiResult<()> {
-    let zero = DynamoNumber::from_i64(0);
-    if value.numeric_cmp(&zero) == Ordering::Less {
-        return Err(ApiError::BadUserInput(format!(
-            "`{field}` must be at least 0."
-        )));
-    }
-    Ok(())
-}
-
-impl std::fmt::Debug for CreatePurchasePayload {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CreatePurchasePayload")
-            .field("purchase", &self.purchase)
-            .field("cursor", &self.purchase_edge.cursor)
-            .finish()
-    }
-}
-
-/// The entry points for changing data.
-#[Object(name = "Mutation")]
-impl MutationRoot {
-    /// Creates a user. Fails with `BAD_USER_INPUT` if the id is taken.
-    async fn create_user(
-        &self,
-        ctx: &Context<'_>,
-        input: CreateUserInput,
-    ) -> ApiResult<CreateUserPayload> {
-        let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
-        check_key_value(&input.user_id, "userId")?;
-        non_empty(&input.name, "name")?;
-        if !input.email.contains('@') {
-            return Err(bad("`email` must be an email address."));
-        }
-        let record = UserRecord {
-            user_id: input.user_id,
-            name: input.name,
-            email: input.email,
-            created_at: millisecond_now(),
-        };
-        if !store.put_new(TableKind::Users, record.to_item()).await? {
-            return Err(bad("A user with this `userId` already exists."));
-        }
-        Ok(CreateUserPayload { user: User(record) })
-    }
-
-    /// Creates a product. Fails with `BAD_USER_INPUT` if the SKU is taken.
-    async fn create_product(
-        &self,
-        ctx: &Context<'_>,
-        input: CreateProductInput,
-    ) -> ApiResult<CreateProductPayload> {
-        let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
-        check_key_value(&input.sku, "sku")?;
-        non_empty(&input.name, "name")?;
-        check_key_value(&input.category, "category")?;
-        not_negative(&input.price.0, "price")?;
-        let record = ProductRecord {
-            sku: input.sku,
-            name: input.name,
-            category: input.category,
-            price: input.price.0,
-        };
-        if !store.put_new(TableKind::Products, record.to_item()).await? {
-            return Err(bad("A product with this `sku` already exists."));
-        }
-        Ok(CreateProductPayload {
-            product: Product(record),
-        })
-    }
-
-    /// Records a purchase of an existing product by an existing user. Never overwrites
-    /// another purchase (see `purchasedAt`).
-    async fn create_purchase(
-        &self,
-        ctx: &Context<'_>,
-        input: CreatePurchaseInput,
-    ) -> ApiResult<CreatePurchasePayload> {
-        let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
-        let codec = ctx.data::<CursorCodec>().map_err(|_| ApiError::Internal)?;
-        check_key_value(&input.user_id, "userId")?;
-        check_key_value(&input.sku, "sku")?;
-        if input.quantity < 1 {
-            return Err(bad("`quantity` must be at least 1."));
-        }
-        not_negative(&input.amount.0, "amount")?;
-        let user = (TableKind::Users, user_key(&input.user_id));
-        let product = (TableKind::Products, product_key(&input.sku));
-        let found = loader(ctx)?
-            .load_many([user.clone(), product.clone()])
-            .await?;
-        if found.get(&user).is_none_or(Option::is_none) {
-            return Err(bad("No user has this `userId`."));
-        }
-        if found.get(&product).is_none_or(Option::is_none) {
-            return Err(bad("No product has this `sku`."));
-        }
-        let (first_try, retries) = match input.purchased_at {
-            Some(at) => (at.0, 0),
-            None => (millisecond_now(), CLOCK_RETRIES),
-        };
-        let mut record = PurchaseRecord {
-            user_id: input.user_id,
-            purchased_at: first_try,
-            sku: input.sku,
-            quantity: input.quantity,
-            amount: input.amount.0,
-            status: input.status.unwrap_or(PurchaseStatus::Pending).into(),
-        };
-        let mut attempt = 0;
-        while !store
-            .put_new(TableKind::Purchases, record.to_item())
-            .await?
-        {
-            if attempt >= retries {
-                return Err(bad(
-                    "This user already has a purchase at this `purchasedAt`.",
-                ));
+/// The `Mutation` root and the input and payload types of every generated mutation.
+pub fn types(model: &'static Model, costs: &mut FieldCosts) -> (Object, Vec<Type>) {
+    let mut root = Object::new("Mutation").description("The entry points for changing data.");
+    let mut types: Vec<Type> = Vec::new();
+    for (entity, e) in model.entities.iter().enumerate() {
+        let name = &e.name;
+        let lower = lower_camel(name);
+        if let Some(create) = &e.mutations.create {
+            let input = format!("Create{name}Input");
+            let payload = format!("Create{name}Payload");
+            let mut input_type =
+                InputObject::new(&input).description(format!("A new {}.", words(name)));
+            for field in e.fields.iter().filter(|f| writable(e, f)) {
+                let required = !field.nullable && field.default.is_none();
+                input_type = input_type.field(input_field(model, field, required));
             }
-            attempt += 1;
-            record.purchased_at += chrono::Duration::milliseconds(1);
+            let mut payload_type = Object::new(&payload)
+                .description(match create.edge {
+                    Some(_) => format!(
+                        "The created {}, and its edge for inserting it into a connection.",
+                        words(name)
+                    ),
+                    None => format!("The created {}.", words(name)),
+                })
+                .field(
+                    Field::new(&lower, TypeRef::named_nn(name), |ctx| {
+                        FieldFuture::Value(
+                            ctx.parent_value
+                                .downcast_ref::<EdgeValue>()
+                                .map(|edge| FieldValue::borrowed_any(&edge.item)),
+                        )
+                    })
+                    .description(format!("The {} as stored.", words(name))),
+                );
+            costs.object(&payload, &lower, name);
+            if let Some((parent, connection)) = create.edge {
+                let edge_field = format!("{lower}Edge");
+                let label = format!(
+                    "{}.{}",
+                    model.entities[parent].name,
+                    model.entities[parent].connections[connection].name
+                );
+                costs.object(&payload, &edge_field, &format!("{name}Edge"));
+                payload_type = payload_type.field(
+                    Field::new(&edge_field, TypeRef::named_nn(format!("{name}Edge")), |ctx| {
+                        FieldFuture::Value(
+                            ctx.parent_value
+                                .downcast_ref::<EdgeValue>()
+                                .map(|v| FieldValue::borrowed_any(v)),
+                        )
+                    })
+                    .description(format!(
+                        "The {} with a cursor valid in the unfiltered `{label}` connection (in\neither order), for Relay's `@appendEdge`/`@prependEdge` or an Apollo cache update.",
+                        words(name)
+                    )),
+                );
+            }
+            costs.object("Mutation", &format!("create{name}"), &payload);
+            let mut field = Field::new(
+                format!("create{name}"),
+                TypeRef::named_nn(&payload),
+                move |ctx| {
+                    FieldFuture::new(async move {
+                        let edge = create_item(&ctx, model, entity).await?;
+                        Ok(Some(FieldValue::owned_any(edge)))
+                    })
+                },
+            )
+            .argument(InputValue::new("input", TypeRef::named_nn(&input)));
+            if let Some(d) = &create.description {
+                field = field.description(d);
+            }
+            root = root.field(field);
+            types.push(input_type.into());
+            types.push(payload_type.into());
         }
-        let key = Key::new(
-            PURCHASE_KEY,
-            vec![
-                KeyValue::S(record.user_id.clone()),
-                KeyValue::N(DynamoNumber::from_i64(
-                    record.purchased_at.timestamp_millis(),
-                )),
-            ],
-        )
-        .map_err(|_| ApiError::Internal)?;
-        let binding = user_purchases_binding(store, &record.user_id, &PurchaseFilter::default());
-        let cursor = codec.encode(&key, &binding);
-        Ok(CreatePurchasePayload {
-            purchase: Purchase(record.clone()),
-            purchase_edge: Edge::new(cursor, Purchase(record)),
-        })
+        if let Some(update) = &e.mutations.update {
+            let input = format!("Update{name}Input");
+            let payload = format!("Update{name}Payload");
+            let mut input_type = InputObject::new(&input)
+                .description(format!(
+                    "Changes to a {}: the fields given are set, fields given as null are removed.",
+                    words(name)
+                ))
+                .field(
+                    InputValue::new("id", TypeRef::named_nn(TypeRef::ID))
+                        .description(format!("The {}'s global `id`.", words(name))),
+                );
+            for (f, field) in e.fields.iter().enumerate() {
+                if e.key_fields.contains(&f) || field.generated.is_some() {
+                    continue;
+                }
+                let required = e.version_field == Some(f);
+                input_type = input_type.field(input_field(model, field, required));
+            }
+            let payload_type = Object::new(&payload)
+                .description(format!("The updated {}.", words(name)))
+                .field(
+                    Field::new(&lower, TypeRef::named_nn(name), |ctx| {
+                        FieldFuture::Value(
+                            ctx.parent_value
+                                .downcast_ref::<Item>()
+                                .map(|v| FieldValue::borrowed_any(v)),
+                        )
+                    })
+                    .description(format!("The {} as stored after the update.", words(name))),
+                );
+            costs.object(&payload, &lower, name);
+            costs.object("Mutation", &format!("update{name}"), &payload);
+            let mut field = Field::new(
+                format!("update{name}"),
+                TypeRef::named_nn(&payload),
+                move |ctx| {
+                    FieldFuture::new(async move {
+                        let item = update_item(&ctx, model, entity).await?;
+                        Ok(Some(FieldValue::owned_any(item)))
+                    })
+                },
+            )
+            .argument(InputValue::new("input", TypeRef::named_nn(&input)));
+            field = field.description(update.description.clone().unwrap_or_else(|| {
+                format!("Changes a {} by its global id. Fails with `BAD_USER_INPUT` if there is no such {}.", words(name), words(name))
+            }));
+            root = root.field(field);
+            types.push(input_type.into());
+            types.push(payload_type.into());
+        }
+        if let Some(delete) = &e.mutations.delete {
+            let input = format!("Delete{name}Input");
+            let payload = format!("Delete{name}Payload");
+            let deleted = format!("deleted{name}Id");
+            let input_type = InputObject::new(&input)
+                .description(format!("Which {} to delete.", words(name)))
+                .field(
+                    InputValue::new("id", TypeRef::named_nn(TypeRef::ID))
+                        .description(format!("The {}'s global `id`.", words(name))),
+                );
+            let payload_type = Object::new(&payload)
+                .description(format!("The deleted {}.", words(name)))
+                .field(
+                    Field::new(&deleted, TypeRef::named_nn(TypeRef::ID), |ctx| {
+                        FieldFuture::Value(
+                            ctx.parent_value
+                                .downcast_ref::<String>()
+                                .map(|id| FieldValue::value(id.clone())),
+                        )
+                    })
+                    .description(format!(
+                        "The id of the {} that was deleted, for Relay's `@deleteRecord`.",
+                        words(name)
+                    )),
+                );
+            costs.object("Mutation", &format!("delete{name}"), &payload);
+            let mut field = Field::new(
+                format!("delete{name}"),
+                TypeRef::named_nn(&payload),
+                move |ctx| {
+                    FieldFuture::new(async move {
+                        let id = delete_item(&ctx, model, entity).await?;
+                        Ok(Some(FieldValue::owned_any(id)))
+                    })
+                },
+            )
+            .argument(InputValue::new("input", TypeRef::named_nn(&input)));
+            field = field.description(delete.description.clone().unwrap_or_else(|| {
+                format!("Deletes a {} by its global id. Fails with `BAD_USER_INPUT` if there is no such {}.", words(name), words(name))
+            }));
+            root = root.field(field);
+            types.push(input_type.into());
+            types.push(payload_type.into());
+        }
     }
+    (root, types)
+}
 
-    /// Deletes a purchase by its global id. Fails with `BAD_USER_INPUT` if there is no such
-    /// purchase.
-    async fn delete_purchase(
-        &self,
-        ctx: &Context<'_>,
-        input: DeletePurchaseInput,
-    ) -> ApiResult<DeletePurchasePayload> {
-        let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
-        let Some((TableKind::Purchases, key)) = parse_node_id(&input.id) else {
-            return Err(bad("The id is not a purchase id."));
-        };
-        if !store.delete_existing(TableKind::Purchases, &key).await? {
-            return Err(bad("No purchase has this id."));
+/// Whether a field appears in create inputs.
+fn writable(entity: &crate::model::Entity, field: &ModelField) -> bool {
+    field.generated.is_none()
+        && entity
+            .version_field
+            .is_none_or(|v| entity.fields[v].name != field.name)
+}
+
+fn input_field(model: &Model, field: &ModelField, required: bool) -> InputValue {
+    let ty = super::schema::field_type(model, &field.ty, !required);
+    let mut input = InputValue::new(&field.name, ty);
+    if let Some(d) = field
+        .input_description
+        .as_ref()
+        .or(field.description.as_ref())
+    {
+        input = input.description(d);
+    }
+    input
+}
+
+/// `PurchaseOrder` -> `purchaseOrder`.
+fn lower_camel(name: &str) -> String {
+    let mut chars = name.chars();
+    chars.next().map_or_else(String::new, |first| {
+        first.to_lowercase().chain(chars).collect()
+    })
+}
+
+/// `PurchaseOrder` -> `purchase order`: how messages name a type.
+pub fn words(name: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in name.chars().enumerate() {
+        if c.is_uppercase() && i > 0 {
+            out.push(' ');
         }
-        Ok(DeletePurchasePayload {
-            deleted_purchase_id: node_id(TableKind::Purchases, &key),
-        })
+        out.extend(c.to_lowercase());
+    }
+    out
+}
+
+fn bad(message: impl Into<String>) -> ApiError {
+    ApiError::BadUserInput(message.into())
+}
+
+/// Checks an input value against the field's limits.
+fn check(field: &ModelField, value: &Value) -> ApiResult<()> {
+    let name = &field.name;
+    let checks = &field.checks;
+    if let Value::String(s) = value {
+        let len = s.chars().count();
+        if let Some(min) = checks.min_length {
+            if min == 1 && s.trim().is_empty() {
+                return Err(bad(format!("`{name}` must not be empty.")));
+            }
+            if len < min as usize {
+                return Err(bad(format!(
+                    "`{name}` must be at least {min} characters long."
+                )));
+            }
+        }
+        if let Some(max) = checks.max_length
+            && len > max as usize
+        {
+            return Err(bad(format!(
+                "`{name}` must be at most {max} characters long."
+            )));
+        }
+        if checks.email && !looks_like_email(s) {
+            return Err(bad(format!("`{name}` must be an email address.")));
+        }
+    }
+    if checks.min.is_some() || checks.max.is_some() {
+        let number = match value {
+            Value::Number(n) => DynamoNumber::parse(&n.to_string()).ok(),
+            Value::String(s) => DynamoNumber::parse(s).ok(),
+            _ => None,
+        };
+        if let Some(number) = number {
+            if let Some(min) = &checks.min
+                && number.numeric_cmp(min) == Ordering::Less
+            {
+                return Err(bad(format!("`{name}` must be at least {}.", min.as_str())));
+            }
+            if let Some(max) = &checks.max
+                && number.numeric_cmp(max) == Ordering::Greater
+            {
+                return Err(bad(format!("`{name}` must be at most {}.", max.as_str())));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Something before an `@`, and a domain with a dot or at least a name after it.
+fn looks_like_email(s: &str) -> bool {
+    s.split_once('@').is_some_and(|(local, domain)| {
+        !local.is_empty() && !domain.is_empty() && !domain.contains('@')
+    })
+}
+
+/// The attribute value of an input field, checked.
+fn input_value(
+    model: &Model,
+    entity: EntityId,
+    field: &ModelField,
+    value: &Value,
+) -> ApiResult<Option<AttributeValue>> {
+    check(field, value)?;
+    let attribute =
+        values::input(model, field, &field.name, value).map_err(ApiError::BadUserInput)?;
+    if model.entities[entity]
+        .key_fields
+        .iter()
+        .any(|&k| model.entities[entity].fields[k].name == field.name)
+        && let Some(value) = &attribute
+    {
+        check_key_attribute(value, &field.name)?;
+    }
+    Ok(attribute)
+}
+
+fn check_key_attribute(value: &AttributeValue, name: &str) -> ApiResult<()> {
+    match value {
+        AttributeValue::S(s) => super::error::check_key_value(s, name),
+        AttributeValue::B(b) if b.as_ref().is_empty() => {
+            Err(bad(format!("`{name}` must not be empty.")))
+        }
+        AttributeValue::B(b) if b.as_ref().len() > crate::cursor::MAX_KEY_VALUE_BYTES => {
+            Err(bad(format!(
+                "`{name}` must be at most {} bytes.",
+                crate::cursor::MAX_KEY_VALUE_BYTES
+            )))
+        }
+        _ => Ok(()),
     }
 }
 
@@ -292,4 +352,267 @@ impl MutationRoot {
 fn millisecond_now() -> chrono::DateTime<Utc> {
     let now = Utc::now().timestamp_millis();
     chrono::DateTime::from_timestamp_millis(now).unwrap_or_default()
+}
+
+fn time_format(field: &ModelField) -> Option<crate::model::TimeFormat> {
+    match field.ty {
+        FieldType::Scalar(Scalar::DateTime(format)) => Some(format),
+        _ => None,
+    }
+}
+
+async fn create_item(
+    ctx: &ResolverContext<'_>,
+    model: &'static Model,
+    entity: EntityId,
+) -> ApiResult<EdgeValue> {
+    let e = &model.entities[entity];
+    let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
+    let input = ctx
+        .args
+        .try_get("input")
+        .and_then(|v| v.object())
+        .map_err(|_| ApiError::Internal)?;
+    let now = millisecond_now();
+    let mut item = Item::new();
+    // The key field that took the clock's value, which moves on when its key is taken.
+    let mut clock_key: Option<(usize, chrono::DateTime<Utc>)> = None;
+    for (f, field) in e.fields.iter().enumerate() {
+        if let Some(Generated::Now) = field.generated {
+            if let Some(value) =
+                time_format(field).and_then(|format| values::write_time(format, now))
+            {
+                item.insert(field.attribute.clone(), value);
+            }
+            continue;
+        }
+        if e.version_field == Some(f) {
+            item.insert(field.attribute.clone(), AttributeValue::N("1".to_owned()));
+            continue;
+        }
+        let given = input
+            .get(&field.name)
+            .map(|v| v.as_value().clone())
+            .filter(|v| !matches!(v, Value::Null));
+        let value = match (given, &field.default) {
+            (Some(value), _) => input_value(model, entity, field, &value)?,
+            (None, Some(DefaultValue::Now)) => {
+                if e.key_fields.contains(&f) {
+                    clock_key = Some((f, now));
+                }
+                time_format(field).and_then(|format| values::write_time(format, now))
+            }
+            (None, Some(DefaultValue::Value(json))) => {
+                let value = Value::from_json(json.clone()).map_err(|_| ApiError::Internal)?;
+                input_value(model, entity, field, &value)?
+            }
+            (None, None) if field.nullable => None,
+            (None, None) => return Err(bad(format!("`{}` must not be null.", field.name))),
+        };
+        if let Some(value) = value {
+            item.insert(field.attribute.clone(), value);
+        }
+    }
+    for relation in e.relations.iter().filter(|r| r.check_on_create) {
+        let Some(key) = resolve::relation_key(model, entity, relation, &item) else {
+            continue;
+        };
+        let table = model.entities[relation.target].table;
+        if loader(ctx)?
+            .load_one((table, key))
+            .await?
+            .flatten()
+            .is_none()
+        {
+            let fields: Vec<String> = relation
+                .key
+                .iter()
+                .map(|&f| format!("`{}`", e.fields[f].name))
+                .collect();
+            return Err(bad(format!(
+                "No {} has this {}.",
+                words(&model.entities[relation.target].name),
+                fields.join(" and ")
+            )));
+        }
+    }
+    let mut attempt = 0;
+    while !store.put_new(e.table, item.clone()).await? {
+        let Some((f, at)) = clock_key.as_mut().filter(|_| attempt < CLOCK_RETRIES) else {
+            let fields: Vec<String> = e
+                .key_fields
+                .iter()
+                .map(|&f| format!("`{}`", e.fields[f].name))
+                .collect();
+            return Err(bad(format!(
+                "A {} with this {} already exists.",
+                words(&e.name),
+                fields.join(" and ")
+            )));
+        };
+        attempt += 1;
+        *at += chrono::Duration::milliseconds(1);
+        let field = &e.fields[*f];
+        if let Some(value) = time_format(field).and_then(|format| values::write_time(format, *at)) {
+            item.insert(field.attribute.clone(), value);
+        }
+    }
+    let cursor = match e.mutations.create.as_ref().and_then(|c| c.edge) {
+        Some((parent, connection)) => edge_cursor(ctx, model, parent, connection, &item)?,
+        None => String::new(),
+    };
+    Ok(EdgeValue { cursor, item })
+}
+
+/// The cursor of a created item in the unfiltered connection `connection` of `parent`.
+fn edge_cursor(
+    ctx: &ResolverContext<'_>,
+    model: &'static Model,
+    parent: EntityId,
+    connection: usize,
+    item: &Item,
+) -> ApiResult<String> {
+    let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
+    let codec = ctx.data::<CursorCodec>().map_err(|_| ApiError::Internal)?;
+    let p = &model.entities[parent];
+    let declared = &p.connections[connection];
+    let Read::Query { partition, .. } = &declared.read else {
+        return Err(ApiError::Internal);
+    };
+    let crate::model::PartitionFrom::Parent(parent_field) = partition.from else {
+        return Err(ApiError::Internal);
+    };
+    let value = item
+        .get(partition.attribute.name)
+        .cloned()
+        .ok_or(ApiError::Internal)?;
+    let parent_item: Item = HashMap::from([(p.fields[parent_field].attribute.clone(), value)]);
+    let site = Site {
+        model,
+        parent: Some(parent),
+        connection: declared,
+        label: crate::model::leak_str(&format!("{}.{}", p.name, declared.name)),
+    };
+    let binding = resolve::binding_for(site, Some(&parent_item), &Default::default(), store)?;
+    let key = Key::from_item(item, declared.start_key).map_err(|_| ApiError::Internal)?;
+    Ok(codec.encode(&key, &binding))
+}
+
+/// The key of this entity a mutation's `input.id` names.
+fn id_key(ctx: &ResolverContext<'_>, model: &Model, entity: EntityId) -> ApiResult<Key> {
+    let id = ctx
+        .args
+        .try_get("input")
+        .and_then(|v| v.object())
+        .and_then(|input| {
+            input
+                .try_get("id")
+                .and_then(|id| id.string().map(str::to_owned))
+        })
+        .map_err(|_| ApiError::Internal)?;
+    let words = words(&model.entities[entity].name);
+    match parse_node_id(model, &id) {
+        Some((e, key)) if e == entity => Ok(key),
+        _ => Err(bad(format!("The id is not a {words} id."))),
+    }
+}
+
+async fn delete_item(
+    ctx: &ResolverContext<'_>,
+    model: &'static Model,
+    entity: EntityId,
+) -> ApiResult<String> {
+    let key = id_key(ctx, model, entity)?;
+    let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
+    if !store
+        .delete_existing(model.entities[entity].table, &key)
+        .await?
+    {
+        return Err(bad(format!(
+            "No {} has this id.",
+            words(&model.entities[entity].name)
+        )));
+    }
+    Ok(node_id(model, entity, &key))
+}
+
+async fn update_item(
+    ctx: &ResolverContext<'_>,
+    model: &'static Model,
+    entity: EntityId,
+) -> ApiResult<Item> {
+    let e = &model.entities[entity];
+    let key = id_key(ctx, model, entity)?;
+    let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
+    let input = ctx
+        .args
+        .try_get("input")
+        .and_then(|v| v.object())
+        .map_err(|_| ApiError::Internal)?;
+    let mut set = Vec::new();
+    let mut remove = Vec::new();
+    let mut expect = None;
+    for (f, field) in e.fields.iter().enumerate() {
+        if e.key_fields.contains(&f) || field.generated.is_some() {
+            continue;
+        }
+        let Some(given) = input.get(&field.name) else {
+            continue;
+        };
+        let given = given.as_value();
+        if e.version_field == Some(f) {
+            let version = values::big_int(given)
+                .ok_or_else(|| bad(format!("`{}` must be an integer.", field.name)))?;
+            expect = Some((
+                field.attribute.clone(),
+                AttributeValue::N(version.to_string()),
+            ));
+            set.push((
+                field.attribute.clone(),
+                AttributeValue::N(version.saturating_add(1).to_string()),
+            ));
+            continue;
+        }
+        match input_value(model, entity, field, given)? {
+            Some(value) => set.push((field.attribute.clone(), value)),
+            None if field.nullable => remove.push(field.attribute.clone()),
+            None => return Err(bad(format!("`{}` must not be null.", field.name))),
+        }
+    }
+    if set.is_empty() && remove.is_empty() {
+        return Err(bad("Give at least one field to change."));
+    }
+    let versioned = expect.is_some();
+    match store
+        .update_existing(e.table, &key, set, remove, expect)
+        .await?
+    {
+        Some(item) => Ok(item),
+        None if versioned && store.get(e.table, &key).await?.is_some() => Err(bad(format!(
+            "The {} has changed since that version: read it again and retry.",
+            words(&e.name)
+        ))),
+        None => Err(bad(format!("No {} has this id.", words(&e.name)))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn type_names_become_words_and_field_names() {
+        assert_eq!(words("PurchaseOrder"), "purchase order");
+        assert_eq!(words("User"), "user");
+        assert_eq!(lower_camel("PurchaseOrder"), "purchaseOrder");
+    }
+
+    #[test]
+    fn emails_need_a_local_part_and_a_domain() {
+        assert!(looks_like_email("a@b"));
+        assert!(!looks_like_email("@b"));
+        assert!(!looks_like_email("a@"));
+        assert!(!looks_like_email("ab"));
+        assert!(!looks_like_email("a@b@c"));
+    }
 }

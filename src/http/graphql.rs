@@ -347,26 +347,26 @@ async fn execute(state: &AppState, mut params: Params, format: Format, is_get: b
             }
         }
     };
-    if is_get {
-        // A GET may name a persisted mutation by its hash alone: look the document up here, and
-        // hand it on so that the persisted-query extension need not look it up again. An
-        // unknown hash is left to the extension, which answers PersistedQueryNotFound.
-        if let (None, Some(hash)) = (&document, &hash)
-            && let Some(persisted) = state.persisted_document(hash).await
-        {
-            extensions.remove("persistedQuery");
-            document = Some(persisted);
-        }
-        if let Some(document) = &document
-            && !is_query(document, params.operation_name.as_deref())
-        {
-            return HttpError::new(
-                StatusCode::METHOD_NOT_ALLOWED,
-                "Only queries may be sent with GET; send mutations with POST.",
-                "METHOD_NOT_ALLOWED",
-            )
-            .into_response(format);
-        }
+    // A request may name a persisted document by its hash alone: look it up here (so that its
+    // cost is checked below, and so that a GET cannot run a persisted mutation), and hand it on
+    // so that the persisted-query extension need not look it up again. An unknown hash is left
+    // to the extension, which answers PersistedQueryNotFound.
+    if let (None, Some(hash)) = (&document, &hash)
+        && let Some(persisted) = state.persisted_document(hash).await
+    {
+        extensions.remove("persistedQuery");
+        document = Some(persisted);
+    }
+    if is_get
+        && let Some(document) = &document
+        && !is_query(document, params.operation_name.as_deref())
+    {
+        return HttpError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "Only queries may be sent with GET; send mutations with POST.",
+            "METHOD_NOT_ALLOWED",
+        )
+        .into_response(format);
     }
 
     let mut request = async_graphql::Request::new(query);
@@ -375,6 +375,22 @@ async fn execute(state: &AppState, mut params: Params, format: Format, is_get: b
     }
     if let Some(variables) = params.variables {
         request = request.variables(Variables::from_json(Value::Object(variables)));
+    }
+    if let Some(document) = &document {
+        let complexity = state.api.costs.complexity(
+            document,
+            request.operation_name.as_deref(),
+            &request.variables,
+            state.limits.default_size(),
+        );
+        if complexity > state.http.query_limits.complexity {
+            return request_error(
+                ServerError::new("Query is too complex.", None),
+                "QUERY_TOO_COMPLEX",
+                format,
+                state.metrics(),
+            );
+        }
     }
     for (name, value) in extensions {
         match async_graphql::Value::from_json(value) {
@@ -396,9 +412,9 @@ async fn execute(state: &AppState, mut params: Params, format: Format, is_get: b
     let store = state.store.metered(Arc::clone(&usage));
     let request = request
         .data(graphql::node::request_loader(&store))
-        .data(graphql::types::PagesAhead::default())
+        .data(graphql::resolve::PagesAhead::default())
         .data(store);
-    let mut response = state.schema.execute(request).await;
+    let mut response = state.api.schema.execute(request).await;
     if state.http.cost_extension
         && let Ok(cost) = async_graphql::to_value(usage.totals())
     {

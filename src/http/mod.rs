@@ -37,10 +37,9 @@ pub use self::cors::{AllowedOrigins, OriginError};
 use crate::{
     cursor::CursorCodec,
     dynamo::Store,
-    graphql::{
-        AppSchema, PersistedQueries, build_schema_with, documents::Documents, limits::QueryLimits,
-    },
+    graphql::{Api, PersistedQueries, build_schema, documents::Documents, limits::QueryLimits},
     metrics::{self, Metrics},
+    model::Model,
     pagination::PageLimits,
 };
 
@@ -48,7 +47,9 @@ use crate::{
 #[derive(Clone)]
 pub struct AppState {
     /// The executable schema.
-    pub schema: AppSchema,
+    pub api: Api,
+    /// Page sizes and the read budget.
+    pub limits: PageLimits,
     /// For the readiness probe and the per-request loaders.
     pub store: Store,
     /// HTTP-level settings.
@@ -69,23 +70,26 @@ impl std::fmt::Debug for AppState {
 }
 
 impl AppState {
-    /// The schema over `store` with the given limits and cursor codec, served with `http`.
-    pub fn new(store: Store, limits: PageLimits, codec: CursorCodec, http: HttpSettings) -> Self {
+    /// The schema of `model` over `store` with the given limits and cursor codec, served with
+    /// `http`. Fails only when the model's types do not form a valid schema (a checked model
+    /// always does).
+    pub fn new(
+        model: &'static Model,
+        store: Store,
+        limits: PageLimits,
+        codec: CursorCodec,
+        http: HttpSettings,
+    ) -> Result<Self, async_graphql::dynamic::SchemaError> {
         let persisted =
             (http.persisted_queries > 0).then(|| PersistedQueries::new(http.persisted_queries));
-        Self {
-            schema: build_schema_with(
-                store.clone(),
-                limits,
-                codec,
-                http.query_limits,
-                persisted.clone(),
-            ),
+        Ok(Self {
+            api: build_schema(model, limits, codec, http.query_limits, persisted.clone())?,
+            limits,
             documents: Arc::new(Documents::new(http.query_limits, http.document_cache_bytes)),
             store,
             http,
             persisted,
-        }
+        })
     }
 
     /// The metrics every request and DynamoDB call is recorded in.

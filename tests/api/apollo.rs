@@ -10,10 +10,10 @@
 use std::collections::{BTreeMap, HashSet};
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use dynarelay::{
-    dynamo::model::Item, http::HttpSettings, pagination::PageLimits, seed, seed::SeedSpec,
-};
+use dynarelay::{dynamo::Item, http::HttpSettings, pagination::PageLimits};
 use serde_json::{Value, json};
+
+use crate::shop_data::{self, SeedSpec};
 
 use crate::helpers::{NodeRun, Running, TestApp, run_node, unique_prefix};
 
@@ -158,8 +158,10 @@ struct Fixture {
 impl Fixture {
     async fn new() -> Self {
         let app = TestApp::spawn().await;
-        let data = seed::generate(&SeedSpec::DEMO);
-        seed::write(&app.store, &data).await.unwrap();
+        let data = shop_data::generate(&SeedSpec::DEMO);
+        shop_data::write(&app.store, app.tables(), &data)
+            .await
+            .unwrap();
         let tables = app.tables();
         let mut roomy = Vec::new();
 
@@ -171,7 +173,7 @@ impl Fixture {
         let desc = app
             .query_all(&tables.purchases, None, ("userId", user), false)
             .await;
-        assert_eq!(asc.len(), seed::SPECIAL_COUNTS[8]);
+        assert_eq!(asc.len(), shop_data::SPECIAL_COUNTS[8]);
         let ids = |items: &[Item], f: fn(&Item) -> String| items.iter().map(f).collect::<Vec<_>>();
         let by_user = json!({ "userId": user });
         for (label, vars, truth, size) in [

@@ -25,7 +25,7 @@ fn help_documents_every_command() {
         .unwrap();
     assert!(out.status.success());
     let help = String::from_utf8(out.stdout).unwrap();
-    for command in ["serve", "tables", "seed"] {
+    for command in ["serve", "check", "schema", "tables", "keygen"] {
         assert!(help.contains(command), "--help lacks {command}:\n{help}");
     }
 }
@@ -128,7 +128,7 @@ fn bad_http_settings_stop_serve_before_it_listens() {
 }
 
 #[tokio::test]
-async fn create_seed_and_serve_then_stop_on_sigterm() {
+async fn create_check_and_serve_then_stop_on_sigterm() {
     let prefix = unique_prefix();
     let create = dynarelay(&prefix)
         .args(["tables", "create"])
@@ -137,28 +137,39 @@ async fn create_seed_and_serve_then_stop_on_sigterm() {
     assert!(
         create.status.success(),
         "{}",
-        String::from_utf8_lossy(&create.stdout)
+        String::from_utf8_lossy(&create.stderr)
     );
-    for _ in 0..2 {
-        // The second run finds data and leaves it alone.
-        let seed = dynarelay(&prefix)
-            .args(["seed", "--if-empty", "--users", "10", "--products", "5"])
-            .output()
-            .unwrap();
-        assert!(
-            seed.status.success(),
-            "{}",
-            String::from_utf8_lossy(&seed.stdout)
-        );
-    }
+    let check = dynarelay(&prefix).arg("check").output().unwrap();
+    let said = String::from_utf8_lossy(&check.stdout);
+    assert!(
+        check.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    assert!(said.contains("the live tables match the model"), "{said}");
+    let store =
+        crate::helpers::shop_store(dynarelay::dynamo::client_for_local(&endpoint()), &prefix).await;
+    let data = crate::shop_data::generate(&crate::shop_data::SeedSpec {
+        seed: 3,
+        users: 10,
+        products: 5,
+        categories: 2,
+    });
+    crate::shop_data::write(
+        &store,
+        &crate::shop_data::ShopTables::with_prefix(&prefix),
+        &data,
+    )
+    .await
+    .unwrap();
 
     let mut server = dynarelay(&prefix)
         .args(["serve", "--listen", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     // Read the log on a thread, so a server that never logs its address fails the test in time.
-    let stdout = server.stdout.take().unwrap();
+    let stdout = server.stderr.take().unwrap();
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
@@ -215,4 +226,104 @@ async fn create_seed_and_serve_then_stop_on_sigterm() {
         std::thread::sleep(Duration::from_millis(50));
     };
     assert!(status.success(), "serve exited with {status}");
+}
+
+#[test]
+fn schema_prints_the_shops_sdl() {
+    let out = dynarelay(&unique_prefix()).arg("schema").output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sdl = String::from_utf8(out.stdout).unwrap();
+    let committed = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/schema.graphql"));
+    assert_eq!(sdl, committed);
+}
+
+#[test]
+fn a_bad_model_file_gets_located_messages_and_no_backtrace() {
+    let dir = std::env::temp_dir().join(format!("dynarelay-{}", unique_prefix()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("bad.toml");
+    std::fs::write(
+        &file,
+        "version = 1\n[tables.T]\npartition_key = \"id\"\nattributes = { id = \"S\" }\n[entities.E]\ntable = \"Nope\"\n",
+    )
+    .unwrap();
+    for command in [
+        &["check"][..],
+        &["schema"],
+        &["serve"],
+        &["tables", "create"],
+    ] {
+        let out = dynarelay(&unique_prefix())
+            .env("DYNARELAY_MODEL", &file)
+            .env("RUST_BACKTRACE", "full")
+            .args(command)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{command:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("bad.toml:6:"), "{command:?}: {stderr}");
+        assert!(stderr.contains("Nope"), "{command:?}: {stderr}");
+        for leak in ["panicked", "stack backtrace", "Error {", "ModelErrors"] {
+            assert!(
+                !stderr.contains(leak),
+                "{command:?} printed {leak:?}: {stderr}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn check_names_each_live_table_that_differs_from_the_model() {
+    let prefix = unique_prefix();
+    let client = dynarelay::dynamo::client_for_local(&endpoint());
+    // `Users` keyed by another attribute; `Products` without its index; `Purchases` missing.
+    for (table, key) in [("Users", "id"), ("Products", "sku")] {
+        client
+            .create_table()
+            .table_name(format!("{prefix}{table}"))
+            .billing_mode(aws_sdk_dynamodb::types::BillingMode::PayPerRequest)
+            .key_schema(
+                aws_sdk_dynamodb::types::KeySchemaElement::builder()
+                    .attribute_name(key)
+                    .key_type(aws_sdk_dynamodb::types::KeyType::Hash)
+                    .build()
+                    .unwrap(),
+            )
+            .attribute_definitions(
+                aws_sdk_dynamodb::types::AttributeDefinition::builder()
+                    .attribute_name(key)
+                    .attribute_type(aws_sdk_dynamodb::types::ScalarAttributeType::S)
+                    .build()
+                    .unwrap(),
+            )
+            .send()
+            .await
+            .unwrap();
+    }
+    let out = dynarelay(&prefix).arg("check").output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for expected in [
+        format!("table `{prefix}Users` has the key (id), but the model declares (userId)"),
+        format!("table `{prefix}Products` has no global index `ByCategory`"),
+        format!("table `{prefix}Purchases` does not exist"),
+        "dynarelay.toml:".to_owned(),
+        "3 mismatches".to_owned(),
+    ] {
+        assert!(stderr.contains(&expected), "{expected}: {stderr}");
+    }
+    let serve = dynarelay(&prefix)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert_eq!(serve.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&serve.stderr).contains("do not match the model"),
+        "{}",
+        String::from_utf8_lossy(&serve.stderr)
+    );
 }

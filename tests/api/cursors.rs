@@ -2,9 +2,10 @@
 //! valid across a key rotation.
 
 use aws_sdk_dynamodb::error::ProvideErrorMetadata;
+use aws_sdk_dynamodb::types::AttributeValue;
 use dynarelay::{
     cursor::{Key, KeyRing, KeyValue},
-    dynamo::{PurchaseFilter, ReadPlan, StoreError, tables::PURCHASE_KEY},
+    dynamo::{ReadPlan, ReadSpec, StoreError},
     graphql::error::{ApiError, INVALID_CURSOR},
     number::DynamoNumber,
 };
@@ -175,8 +176,9 @@ async fn cursors_survive_a_key_rotation_until_the_old_key_is_removed() {
 #[tokio::test]
 async fn a_start_key_dynamodb_rejects_becomes_a_masked_internal_error() {
     let app = app_with_two_users().await;
+    let purchases = app.store.tables().id_of(&app.tables().purchases).unwrap();
     let bobs_key = Key::new(
-        PURCHASE_KEY,
+        app.store.tables().key(purchases),
         vec![
             KeyValue::S(BOB.into()),
             KeyValue::N(DynamoNumber::parse("1672531200123").unwrap()),
@@ -185,9 +187,15 @@ async fn a_start_key_dynamodb_rejects_becomes_a_masked_internal_error() {
     .unwrap();
     let err = app
         .store
-        .user_purchases(
-            ALICE,
-            &PurchaseFilter::default(),
+        .read_page(
+            ReadSpec {
+                table: &app.tables().purchases,
+                index: None,
+                shape: app.store.tables().key(purchases),
+                partition: Some(("userId", AttributeValue::S(ALICE.into()))),
+                sort: None,
+                filters: Vec::new(),
+            },
             ReadPlan {
                 start: Some(bobs_key),
                 ascending: true,

@@ -31,7 +31,7 @@ async fn an_unreachable_dynamodb_gives_a_fast_coded_masked_error() {
     // Nothing listens on port 9 (discard) of loopback here; connections are refused at once.
     let down = Store::new(
         dynamo::client_for_local("http://127.0.0.1:9"),
-        app.tables().clone(),
+        app.store.tables().clone(),
     );
     let server = Running::start(down, HttpSettings::default()).await;
     let started = Instant::now();
@@ -70,7 +70,7 @@ async fn a_silent_dynamodb_runs_into_the_request_timeout() {
     });
     let hung = Store::new(
         dynamo::client_for_local(&format!("http://{address}")),
-        app.tables().clone(),
+        app.store.tables().clone(),
     );
     let server = Running::start(
         hung,

@@ -27,13 +27,42 @@ use axum::{
 };
 use dynarelay::{
     cursor::{CursorCodec, KeyRing},
-    dynamo::{self, Store, Tables, model::Item, tables},
+    dynamo::{self, Item, Store, Tables, tables},
     http::{AppState, HttpSettings, router, serve},
+    model::{self, Model},
     pagination::PageLimits,
 };
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 use tower::ServiceExt;
+
+pub use crate::shop_data::ShopTables;
+
+/// The shop model (`examples/shop/dynarelay.toml`), loaded once per test process.
+pub fn shop() -> &'static Model {
+    load_model("examples/shop/dynarelay.toml")
+}
+
+/// The model file at `path` (relative to the crate root), loaded once per test process and
+/// kept for its life, as the server keeps its model.
+pub fn load_model(path: &str) -> &'static Model {
+    static MODELS: Mutex<BTreeMap<String, &'static Model>> = Mutex::new(BTreeMap::new());
+    let mut models = MODELS.lock().unwrap_or_else(|e| e.into_inner());
+    models.entry(path.to_owned()).or_insert_with(|| {
+        let full = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+        let model = model::load(&full).unwrap_or_else(|e| panic!("{e}"));
+        Box::leak(Box::new(model))
+    })
+}
+
+/// Creates the shop's tables under `prefix` with `client`, and a store over them.
+pub async fn shop_store(client: Client, prefix: &str) -> Store {
+    let names = Tables::new(shop(), prefix);
+    tables::create_missing(&client, shop(), &names, Duration::from_secs(30))
+        .await
+        .expect("creating test tables");
+    Store::new(client, names)
+}
 
 /// The DynamoDB Local endpoint that `scripts/test` started.
 pub fn endpoint() -> String {
@@ -111,6 +140,8 @@ impl Intercept for CallCounter {
 pub struct TestApp {
     pub store: Store,
     pub router: Router,
+    /// The shop's table names.
+    pub tables: ShopTables,
     /// DynamoDB calls made through `store` (test writes included).
     pub calls: CallCounter,
 }
@@ -131,15 +162,12 @@ impl TestApp {
                 .interceptor(calls.clone())
                 .build(),
         );
-        let names = Tables::with_prefix(&prefix);
-        tables::create_missing(&client, &names, Duration::from_secs(30))
-            .await
-            .expect("creating test tables");
-        let store = Store::new(client, names);
+        let store = shop_store(client, &prefix).await;
         let router = app_router(&store, limits, &test_ring());
         Self {
             store,
             router,
+            tables: ShopTables::with_prefix(&prefix),
             calls,
         }
     }
@@ -149,6 +177,7 @@ impl TestApp {
         Self {
             store: self.store.clone(),
             router: app_router(&self.store, PageLimits::default(), ring),
+            tables: self.tables.clone(),
             calls: self.calls.clone(),
         }
     }
@@ -157,25 +186,13 @@ impl TestApp {
         self.store.client()
     }
 
-    pub fn tables(&self) -> &Tables {
-        self.store.tables()
+    pub fn tables(&self) -> &ShopTables {
+        &self.tables
     }
 
     /// POSTs a GraphQL request through the router and returns the response body.
     pub async fn graphql(&self, query: &str, variables: Value) -> Value {
-        let body = json!({ "query": query, "variables": variables }).to_string();
-        let request = Request::post("/graphql")
-            .header(header::CONTENT_TYPE, "application/json")
-            .body(Body::from(body))
-            .expect("request");
-        // Boxed, as a server task would be: the test thread's stack is small for debug builds.
-        let response = Box::pin(self.router.clone().oneshot(request))
-            .await
-            .expect("router answers");
-        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
-            .await
-            .expect("body");
-        serde_json::from_slice(&bytes).expect("JSON response")
+        post_graphql(&self.router, query, variables).await
     }
 
     /// Every item of one partition of a table or index, in DynamoDB's order, read with plain SDK
@@ -187,49 +204,24 @@ impl TestApp {
         (key, value): (&str, &str),
         forward: bool,
     ) -> Vec<Item> {
-        let mut items = Vec::new();
-        let mut start = None;
-        loop {
-            let page = self
-                .client()
-                .query()
-                .table_name(table)
-                .set_index_name(index.map(str::to_owned))
-                .key_condition_expression("#k = :v")
-                .expression_attribute_names("#k", key)
-                .expression_attribute_values(":v", AttributeValue::S(value.to_owned()))
-                .scan_index_forward(forward)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .expect("a ground-truth Query");
-            items.extend(page.items().iter().cloned());
-            start = page.last_evaluated_key;
-            if start.is_none() {
-                return items;
-            }
-        }
+        let values = [(":v", AttributeValue::S(value.to_owned()))];
+        query_all(
+            self.client(),
+            &GroundQuery {
+                table,
+                index,
+                condition: "#k = :v",
+                names: &[("#k", key)],
+                values: &values,
+                forward,
+            },
+        )
+        .await
     }
 
     /// Every item of a table in Scan order, read with plain SDK Scans.
     pub async fn scan_all(&self, table: &str) -> Vec<Item> {
-        let mut items = Vec::new();
-        let mut start = None;
-        loop {
-            let page = self
-                .client()
-                .scan()
-                .table_name(table)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .expect("a ground-truth Scan");
-            items.extend(page.items().iter().cloned());
-            start = page.last_evaluated_key;
-            if start.is_none() {
-                return items;
-            }
-        }
+        scan_all(self.client(), table).await
     }
 
     pub async fn put_items(&self, table: &str, items: Vec<Item>) {
@@ -258,12 +250,177 @@ impl TestApp {
 }
 
 fn app_router(store: &Store, limits: PageLimits, ring: &KeyRing) -> Router {
-    router(AppState::new(
-        store.clone(),
-        limits,
-        CursorCodec::new(ring),
+    router(app_state(store, limits, ring, HttpSettings::default()))
+}
+
+/// The shop's application state over `store`.
+pub fn app_state(
+    store: &Store,
+    limits: PageLimits,
+    ring: &KeyRing,
+    http: HttpSettings,
+) -> AppState {
+    model_state(shop(), store, limits, ring, http)
+}
+
+/// The application state serving `model` over `store`.
+pub fn model_state(
+    model: &'static Model,
+    store: &Store,
+    limits: PageLimits,
+    ring: &KeyRing,
+    http: HttpSettings,
+) -> AppState {
+    AppState::new(model, store.clone(), limits, CursorCodec::new(ring), http)
+        .expect("the model's schema builds")
+}
+
+/// POSTs a GraphQL request through `router` and returns the response body.
+pub async fn post_graphql(router: &Router, query: &str, variables: Value) -> Value {
+    let body = json!({ "query": query, "variables": variables }).to_string();
+    let request = Request::post("/graphql")
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(body))
+        .expect("request");
+    // Boxed, as a server task would be: the test thread's stack is small for debug builds.
+    let response = Box::pin(router.clone().oneshot(request))
+        .await
+        .expect("router answers");
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .expect("body");
+    serde_json::from_slice(&bytes).expect("JSON response")
+}
+
+/// A ground-truth Query: a key condition on a table or index, with its names and values.
+#[derive(Debug, Clone, Copy)]
+pub struct GroundQuery<'a> {
+    pub table: &'a str,
+    pub index: Option<&'a str>,
+    /// The `KeyConditionExpression`.
+    pub condition: &'a str,
+    /// `ExpressionAttributeNames`.
+    pub names: &'a [(&'a str, &'a str)],
+    /// `ExpressionAttributeValues`.
+    pub values: &'a [(&'a str, AttributeValue)],
+    /// `ScanIndexForward`.
+    pub forward: bool,
+}
+
+/// Every item a Query matches, in DynamoDB's order, read with plain SDK Queries (not the
+/// store's code): the ground truth for paging tests.
+pub async fn query_all(client: &Client, query: &GroundQuery<'_>) -> Vec<Item> {
+    let mut items = Vec::new();
+    let mut start = None;
+    loop {
+        let mut request = client
+            .query()
+            .table_name(query.table)
+            .set_index_name(query.index.map(str::to_owned))
+            .key_condition_expression(query.condition)
+            .scan_index_forward(query.forward)
+            .set_exclusive_start_key(start);
+        for (name, attribute) in query.names {
+            request = request.expression_attribute_names(*name, *attribute);
+        }
+        for (name, value) in query.values {
+            request = request.expression_attribute_values(*name, value.clone());
+        }
+        let page = request.send().await.expect("a ground-truth Query");
+        items.extend(page.items().iter().cloned());
+        start = page.last_evaluated_key;
+        if start.is_none() {
+            return items;
+        }
+    }
+}
+
+/// Every item of a table in Scan order, read with plain SDK Scans.
+pub async fn scan_all(client: &Client, table: &str) -> Vec<Item> {
+    let mut items = Vec::new();
+    let mut start = None;
+    loop {
+        let page = client
+            .scan()
+            .table_name(table)
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .expect("a ground-truth Scan");
+        items.extend(page.items().iter().cloned());
+        start = page.last_evaluated_key;
+        if start.is_none() {
+            return items;
+        }
+    }
+}
+
+/// A model file served on fresh tables of its own (every table of the model, created under a
+/// new prefix), with the test cursor keys and default page limits.
+pub struct ModelApp {
+    pub model: &'static Model,
+    /// The prefix of its tables' names.
+    pub prefix: String,
+    pub store: Store,
+    pub router: Router,
+}
+
+/// Serves the model file at `path` (relative to the crate root) on fresh tables.
+pub async fn model_app(path: &str) -> ModelApp {
+    let model = load_model(path);
+    let prefix = unique_prefix();
+    let client = dynamo::client_for_local(&endpoint());
+    let names = Tables::new(model, &prefix);
+    tables::create_missing(&client, model, &names, Duration::from_secs(30))
+        .await
+        .expect("creating test tables");
+    let store = Store::new(client, names);
+    let router = router(model_state(
+        model,
+        &store,
+        PageLimits::default(),
+        &test_ring(),
         HttpSettings::default(),
-    ))
+    ));
+    ModelApp {
+        model,
+        prefix,
+        store,
+        router,
+    }
+}
+
+impl ModelApp {
+    pub fn client(&self) -> &Client {
+        self.store.client()
+    }
+
+    /// The full name of the model's table `name`.
+    pub fn table(&self, name: &str) -> String {
+        format!("{}{name}", self.prefix)
+    }
+
+    /// POSTs a GraphQL request through the router and returns the response body.
+    pub async fn graphql(&self, query: &str, variables: Value) -> Value {
+        post_graphql(&self.router, query, variables).await
+    }
+
+    /// Every item a Query matches, read with plain SDK Queries.
+    pub async fn query_all(&self, query: &GroundQuery<'_>) -> Vec<Item> {
+        query_all(self.client(), query).await
+    }
+
+    /// Every item of a table in Scan order, read with plain SDK Scans.
+    pub async fn scan_all(&self, table: &str) -> Vec<Item> {
+        scan_all(self.client(), table).await
+    }
+
+    pub async fn put_items(&self, table: &str, items: Vec<Item>) {
+        self.store
+            .put_items(table, items)
+            .await
+            .expect("writing test items");
+    }
 }
 
 /// A `Purchases` item as another program would write it.
@@ -315,6 +472,10 @@ pub fn dynarelay_command(endpoint: &str) -> std::process::Command {
         .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
         .env("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
         .env("DYNARELAY_CURSOR_KEYS", TEST_RING)
+        .env(
+            "DYNARELAY_MODEL",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/examples/shop/dynarelay.toml"),
+        )
         .env("RUST_LOG", "info");
     cmd
 }
@@ -337,7 +498,7 @@ impl Running {
     }
 
     pub async fn start_with(store: Store, limits: PageLimits, http: HttpSettings) -> Self {
-        let state = AppState::new(store, limits, CursorCodec::new(&test_ring()), http);
+        let state = app_state(&store, limits, &test_ring(), http);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = oneshot::channel::<()>();

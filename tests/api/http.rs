@@ -7,7 +7,7 @@ use dynarelay::{
 };
 use serde_json::{Value, json};
 
-use crate::helpers::{Running, TestApp, unique_prefix};
+use crate::helpers::{Running, TestApp, shop, unique_prefix};
 
 async fn start(store: Store) -> Running {
     Running::start(store, small_body_limit()).await
@@ -191,7 +191,7 @@ async fn health_is_always_ok_and_ready_follows_dynamodb() {
     // Nothing listens on port 9 (discard) of loopback here; connections are refused at once.
     let unreachable = Store::new(
         dynamo::client_for_local("http://127.0.0.1:9"),
-        Tables::with_prefix(&unique_prefix()),
+        Tables::new(shop(), &unique_prefix()),
     );
     let down = start(unreachable).await;
     let http = reqwest::Client::new();
@@ -216,7 +216,7 @@ async fn health_is_always_ok_and_ready_follows_dynamodb() {
     // Tables missing on a reachable DynamoDB: also not ready.
     let no_tables = Store::new(
         app.store.client().clone(),
-        Tables::with_prefix(&unique_prefix()),
+        Tables::new(shop(), &unique_prefix()),
     );
     let empty = start(no_tables).await;
     let response = http.get(url(&empty, "/ready")).send().await.unwrap();

@@ -45,12 +45,14 @@ use std::{
 };
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use dynarelay::dynamo::{self, Store, Tables, model::Item, tables};
+use dynarelay::dynamo::{self, Item};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 use serde_json::{Value, json};
 
-use crate::helpers::{dynarelay_command, endpoint, purchase_item, unique_prefix};
+use crate::helpers::{
+    ShopTables, dynarelay_command, endpoint, purchase_item, shop_store, unique_prefix,
+};
 
 /// Users, each with `SEEDED_PER_USER` purchases that no writer touches.
 const USERS: usize = 4;
@@ -270,11 +272,8 @@ fn category(c: usize) -> String {
 
 async fn seed(endpoint: &str, prefix: &str) -> Expected {
     let client = dynamo::client_for_local(endpoint);
-    let names = Tables::with_prefix(prefix);
-    tables::create_missing(&client, &names, Duration::from_secs(30))
-        .await
-        .expect("creating the load test tables");
-    let store = Store::new(client, names.clone());
+    let names = ShopTables::with_prefix(prefix);
+    let store = shop_store(client, prefix).await;
 
     let mut expected = Expected {
         users: (0..USERS).map(|u| format!("load-user-{u}")).collect(),

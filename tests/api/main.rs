@@ -16,12 +16,16 @@ mod http;
 mod limits;
 mod load;
 mod model;
+mod model_file;
 mod mutations;
 mod nodes;
+mod nullability;
 mod observability;
 mod outages;
 mod overlap;
 mod purchases;
 mod relay;
 mod schema;
+#[path = "../../examples/shop/data.rs"]
+mod shop_data;
 mod tables;

@@ -3,15 +3,15 @@
 //! walk must equal the ground truth computed from a plain full read of the table.
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use dynarelay::{
-    dynamo::model::{PurchaseRecord, PurchaseStatus},
-    pagination::PageLimits,
-};
+use dynarelay::pagination::PageLimits;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, purchase_item, test_ring};
+use crate::{
+    helpers::{TestApp, purchase_item, test_ring},
+    shop_data::{PurchaseRecord, PurchaseStatus},
+};
 
 const PURCHASES: &str = "query Page($user: String!, $first: Int, $after: String, $last: Int,
     $before: String, $order: SortOrder, $since: DateTime, $until: DateTime,
@@ -476,7 +476,7 @@ async fn full_index_read(
     pk: &str,
     value: &str,
     forward: bool,
-    id: impl Fn(&dynarelay::dynamo::model::Item) -> String,
+    id: impl Fn(&dynarelay::dynamo::Item) -> String,
 ) -> Vec<String> {
     let items = app
         .query_all(table, Some(index), (pk, value), forward)
@@ -496,7 +496,7 @@ async fn index_and_scan_connections_walk_both_ways_to_the_ground_truth() {
     let mut products = Vec::new();
     for (c, size) in [(0, 0), (1, 1), (2, first), (3, first + 1), (4, 37)] {
         for i in 0..size {
-            let mut item = dynarelay::dynamo::model::Item::new();
+            let mut item = dynarelay::dynamo::Item::new();
             item.insert("sku".into(), AttributeValue::S(format!("P{c}-{i:03}")));
             item.insert("name".into(), AttributeValue::S(format!("Product {c}-{i}")));
             item.insert("category".into(), AttributeValue::S(format!("cat-{c}")));
@@ -508,7 +508,7 @@ async fn index_and_scan_connections_walk_both_ways_to_the_ground_truth() {
         }
     }
     for sku in ["s7-SKU-0", "s7-SKU-1", "s7-SKU-2", "s7-SKU-none"] {
-        let mut item = dynarelay::dynamo::model::Item::new();
+        let mut item = dynarelay::dynamo::Item::new();
         item.insert("sku".into(), AttributeValue::S(sku.into()));
         item.insert("name".into(), AttributeValue::S(sku.into()));
         item.insert("category".into(), AttributeValue::S("sold".into()));
@@ -518,7 +518,7 @@ async fn index_and_scan_connections_walk_both_ways_to_the_ground_truth() {
     app.put_items(&app.tables().products.clone(), products)
         .await;
 
-    let purchase_id = |i: &dynarelay::dynamo::model::Item| {
+    let purchase_id = |i: &dynarelay::dynamo::Item| {
         let s = |k: &str| match &i[k] {
             AttributeValue::S(v) | AttributeValue::N(v) => v.clone(),
             other => panic!("{other:?}"),
@@ -571,7 +571,7 @@ async fn index_and_scan_connections_walk_both_ways_to_the_ground_truth() {
             }
         }
     }
-    let product_id = |i: &dynarelay::dynamo::model::Item| match &i["sku"] {
+    let product_id = |i: &dynarelay::dynamo::Item| match &i["sku"] {
         AttributeValue::S(v) => v.clone(),
         other => panic!("{other:?}"),
     };

@@ -196,7 +196,7 @@ async fn invalid_input_is_refused_before_anything_is_written() {
         &app,
         CREATE_PURCHASE,
         purchase("nia", "SKU-9", 1, "6"),
-        "This user already has a purchase at this `purchasedAt`.",
+        "A purchase with this `userId` and `purchasedAt` already exists.",
     )
     .await;
 

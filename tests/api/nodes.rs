@@ -2,7 +2,7 @@
 //! `nodes`, and related objects of a whole page load in one BatchGetItem.
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use dynarelay::dynamo::model::Item;
+use dynarelay::dynamo::Item;
 use serde_json::{Value, json};
 
 use crate::helpers::{TestApp, error_code, purchase_item};

@@ -268,11 +268,11 @@ async fn json_logs_carry_the_request_id_on_every_line_of_a_request() {
         .env("DYNARELAY_DYNAMODB_MAX_ATTEMPTS", "1")
         .env("RUST_LOG", "info")
         .args(["--log-format", "json", "serve", "--listen", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let mut server = Server(child);
-    let stdout = server.0.stdout.take().unwrap();
+    let stdout = server.0.stderr.take().unwrap();
     let (lines_tx, lines) = mpsc::channel::<Value>();
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {

@@ -13,14 +13,16 @@ use std::{
 use aws_sdk_dynamodb::{Client, config::retry::RetryPartition};
 use chrono::{DateTime, SecondsFormat};
 use dynarelay::{
-    dynamo::{self, SdkSettings, Store, Tables, tables},
+    dynamo::{self, SdkSettings, Store},
     http::HttpSettings,
 };
 use serde_json::{Value, json};
 
 use crate::{
     fault_proxy::{ChaosMix, Counts, FaultProxy, Throttle},
-    helpers::{Running, TestApp, endpoint, purchase_item, unique_prefix, user_item},
+    helpers::{
+        Running, ShopTables, TestApp, endpoint, purchase_item, shop_store, unique_prefix, user_item,
+    },
 };
 
 /// The production retry count with short backoffs, for fast tests. The attempt timeout is not
@@ -72,7 +74,7 @@ fn client(endpoint: &str, settings: &SdkSettings) -> Client {
 /// it with `settings`.
 async fn through_proxy(app: &TestApp, settings: &SdkSettings) -> (FaultProxy, Running) {
     let proxy = FaultProxy::start(&endpoint()).await;
-    let store = Store::new(client(&proxy.url(), settings), app.tables().clone());
+    let store = Store::new(client(&proxy.url(), settings), app.store.tables().clone());
     let server = Running::start(store, HttpSettings::default()).await;
     (proxy, server)
 }
@@ -508,11 +510,9 @@ impl Drop for OwnDynamoLocal {
 async fn a_walk_resumes_after_dynamodb_local_is_killed_and_restarted() {
     let mut local = OwnDynamoLocal::start().await;
     let direct = client(&local.endpoint(), &SdkSettings::default());
-    let names = Tables::with_prefix(&unique_prefix());
-    tables::create_missing(&direct, &names, Duration::from_secs(30))
-        .await
-        .unwrap();
-    let store = Store::new(direct, names.clone());
+    let prefix = unique_prefix();
+    let names = ShopTables::with_prefix(&prefix);
+    let store = shop_store(direct, &prefix).await;
     store
         .put_items(&names.users, vec![user_item("kim")])
         .await

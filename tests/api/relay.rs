@@ -8,7 +8,7 @@
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use chrono::{DateTime, SecondsFormat};
-use dynarelay::{dynamo::model::Item, http::HttpSettings};
+use dynarelay::{dynamo::Item, http::HttpSettings};
 use serde_json::{Value, json};
 
 use crate::helpers::{Running, TestApp, run_node};

@@ -5,29 +5,38 @@ use std::time::Duration;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
 };
-use dynarelay::{
-    dynamo::{
-        self, Store, Tables,
-        tables::{TableOutcome, create_missing},
-    },
-    seed,
+use dynarelay::dynamo::{
+    self, Store, Tables,
+    tables::{TableOutcome, create_missing},
 };
 use serde_json::json;
 
-use crate::helpers::{TestApp, endpoint, unique_prefix};
+use crate::{
+    helpers::{ShopTables, TestApp, endpoint, shop, unique_prefix},
+    shop_data,
+};
+
+/// The shop's table names under a fresh prefix: as the store knows them, and by role.
+fn fresh_tables() -> (Tables, ShopTables) {
+    let prefix = unique_prefix();
+    (
+        Tables::new(shop(), &prefix),
+        ShopTables::with_prefix(&prefix),
+    )
+}
 
 #[tokio::test]
 async fn creating_tables_twice_is_safe_and_builds_every_index() {
     let client = dynamo::client_for_local(&endpoint());
-    let tables = Tables::with_prefix(&unique_prefix());
-    let first = create_missing(&client, &tables, Duration::from_secs(30))
+    let (names, tables) = fresh_tables();
+    let first = create_missing(&client, shop(), &names, Duration::from_secs(30))
         .await
         .unwrap();
     assert!(
         first.iter().all(|(_, o)| *o == TableOutcome::Created),
         "{first:?}"
     );
-    let second = create_missing(&client, &tables, Duration::from_secs(30))
+    let second = create_missing(&client, shop(), &names, Duration::from_secs(30))
         .await
         .unwrap();
     assert!(
@@ -59,7 +68,7 @@ async fn creating_tables_twice_is_safe_and_builds_every_index() {
 #[tokio::test]
 async fn a_missing_index_is_added_to_an_existing_table() {
     let client = dynamo::client_for_local(&endpoint());
-    let tables = Tables::with_prefix(&unique_prefix());
+    let (names, tables) = fresh_tables();
     client
         .create_table()
         .table_name(&tables.products)
@@ -81,13 +90,13 @@ async fn a_missing_index_is_added_to_an_existing_table() {
         .send()
         .await
         .unwrap();
-    let outcomes = create_missing(&client, &tables, Duration::from_secs(60))
+    let outcomes = create_missing(&client, shop(), &names, Duration::from_secs(60))
         .await
         .unwrap();
     assert!(
         outcomes.contains(&(
             tables.products.clone(),
-            TableOutcome::AddedIndexes(vec!["ByCategory"])
+            TableOutcome::AddedIndexes(vec!["ByCategory".to_owned()])
         )),
         "{outcomes:?}"
     );
@@ -96,7 +105,7 @@ async fn a_missing_index_is_added_to_an_existing_table() {
 #[tokio::test]
 async fn a_table_with_another_key_schema_is_reported_not_reused() {
     let client = dynamo::client_for_local(&endpoint());
-    let tables = Tables::with_prefix(&unique_prefix());
+    let (names, tables) = fresh_tables();
     client
         .create_table()
         .table_name(&tables.users)
@@ -118,11 +127,11 @@ async fn a_table_with_another_key_schema_is_reported_not_reused() {
         .send()
         .await
         .unwrap();
-    let err = create_missing(&client, &tables, Duration::from_secs(30))
+    let err = create_missing(&client, shop(), &names, Duration::from_secs(30))
         .await
         .unwrap_err();
     assert!(
-        format!("{err:#}").contains("unexpected key schema"),
+        format!("{err:#}").contains("the model declares (userId)"),
         "{err:#}"
     );
 }
@@ -130,7 +139,7 @@ async fn a_table_with_another_key_schema_is_reported_not_reused() {
 #[tokio::test]
 async fn seeded_data_pages_exactly_through_the_api() {
     let app = TestApp::spawn().await;
-    let data = seed::generate(&seed::SeedSpec {
+    let data = shop_data::generate(&shop_data::SeedSpec {
         seed: 5,
         users: 12,
         products: 10,
@@ -138,7 +147,7 @@ async fn seeded_data_pages_exactly_through_the_api() {
     });
     let store: &Store = &app.store;
     assert!(store.is_empty(&app.tables().users).await.unwrap());
-    seed::write(store, &data).await.unwrap();
+    shop_data::write(store, app.tables(), &data).await.unwrap();
     assert!(!store.is_empty(&app.tables().users).await.unwrap());
 
     // The fourth user has 21 purchases: a full default page, then one.

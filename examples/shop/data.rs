@@ -1,21 +1,236 @@
-//! `dynarelay seed`: deterministic demo data. [`generate`] is pure; [`write`] stores the result.
+//! The demo shop's records and its deterministic data set, shared by the `shop-seed` example
+//! and the tests. [`generate`] is pure; [`write`] stores the result.
 //!
 //! Per user, purchase counts cover the shapes paging must get right: 0, 1, 20, 21 (the default
-//! page size and one more), 100, 101 (the maximum page size and one more) and a few in the hundreds;
-//! the remaining users get 0 to 30. Prices come from a short list, so many products in a category
-//! share a price (equal sort values in the `ByCategory` index).
+//! page size and one more), 100, 101 (the maximum page size and one more) and a few in the
+//! hundreds; the remaining users get 0 to 30. Prices come from a short list, so many products
+//! in a category share a price (equal sort values in the `ByCategory` index).
+//!
+//! Items are written and read by hand rather than with serde_dynamo, which reads `N` attributes
+//! through Rust number types: amounts and prices must stay exact.
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 
-use crate::{
-    dynamo::{
-        Store, StoreError,
-        model::{ProductRecord, PurchaseRecord, PurchaseStatus, UserRecord},
-    },
+use aws_sdk_dynamodb::types::AttributeValue;
+
+use dynarelay::{
+    dynamo::{Item, Store, StoreError},
     number::DynamoNumber,
 };
+
+/// A stored item lacks an attribute or holds it in a form the data model does not allow.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("attribute `{attribute}` is missing or is not {expected}")]
+pub struct ModelError {
+    /// The attribute.
+    pub attribute: &'static str,
+    /// What the data model requires.
+    pub expected: &'static str,
+}
+
+/// A row of `Users`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserRecord {
+    /// `userId` (S), the key.
+    pub user_id: String,
+    /// `name` (S).
+    pub name: String,
+    /// `email` (S).
+    pub email: String,
+    /// `createdAt` (N, epoch milliseconds).
+    pub created_at: DateTime<Utc>,
+}
+
+/// A row of `Products`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProductRecord {
+    /// `sku` (S), the key.
+    pub sku: String,
+    /// `name` (S).
+    pub name: String,
+    /// `category` (S), the `ByCategory` partition key.
+    pub category: String,
+    /// `price` (N, decimal), the `ByCategory` sort key.
+    pub price: DynamoNumber,
+}
+
+/// The lifecycle of a purchase, stored as its upper-case name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PurchaseStatus {
+    /// `PENDING`
+    Pending,
+    /// `PAID`
+    Paid,
+    /// `SHIPPED`
+    Shipped,
+    /// `REFUNDED`
+    Refunded,
+}
+
+impl PurchaseStatus {
+    /// Every status.
+    pub const ALL: [Self; 4] = [Self::Pending, Self::Paid, Self::Shipped, Self::Refunded];
+
+    /// The stored form.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "PENDING",
+            Self::Paid => "PAID",
+            Self::Shipped => "SHIPPED",
+            Self::Refunded => "REFUNDED",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|status| status.as_str() == s)
+    }
+}
+
+/// A row of `Purchases`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PurchaseRecord {
+    /// `userId` (S), the partition key.
+    pub user_id: String,
+    /// `purchasedAt` (N, epoch milliseconds), the sort key.
+    pub purchased_at: DateTime<Utc>,
+    /// `sku` (S), the `BySku` partition key.
+    pub sku: String,
+    /// `quantity` (N, integer).
+    pub quantity: i32,
+    /// `amount` (N, decimal).
+    pub amount: DynamoNumber,
+    /// `status` (S).
+    pub status: PurchaseStatus,
+}
+
+impl UserRecord {
+    /// Reads a `Users` item.
+    pub fn from_item(item: &Item) -> Result<Self, ModelError> {
+        Ok(Self {
+            user_id: string(item, "userId")?,
+            name: string(item, "name")?,
+            email: string(item, "email")?,
+            created_at: epoch_millis(item, "createdAt")?,
+        })
+    }
+
+    /// The item to store.
+    pub fn to_item(&self) -> Item {
+        HashMap::from([
+            s("userId", &self.user_id),
+            s("name", &self.name),
+            s("email", &self.email),
+            n("createdAt", self.created_at.timestamp_millis().to_string()),
+        ])
+    }
+}
+
+impl ProductRecord {
+    /// Reads a `Products` item.
+    pub fn from_item(item: &Item) -> Result<Self, ModelError> {
+        Ok(Self {
+            sku: string(item, "sku")?,
+            name: string(item, "name")?,
+            category: string(item, "category")?,
+            price: number(item, "price")?,
+        })
+    }
+
+    /// The item to store.
+    pub fn to_item(&self) -> Item {
+        HashMap::from([
+            s("sku", &self.sku),
+            s("name", &self.name),
+            s("category", &self.category),
+            n("price", self.price.to_string()),
+        ])
+    }
+}
+
+impl PurchaseRecord {
+    /// Reads a `Purchases` item.
+    pub fn from_item(item: &Item) -> Result<Self, ModelError> {
+        let quantity = number(item, "quantity")?
+            .to_i64()
+            .and_then(|q| i32::try_from(q).ok())
+            .ok_or(ModelError {
+                attribute: "quantity",
+                expected: "a 32-bit integer",
+            })?;
+        let status = string(item, "status")?;
+        Ok(Self {
+            user_id: string(item, "userId")?,
+            purchased_at: epoch_millis(item, "purchasedAt")?,
+            sku: string(item, "sku")?,
+            quantity,
+            amount: number(item, "amount")?,
+            status: PurchaseStatus::parse(&status).ok_or(ModelError {
+                attribute: "status",
+                expected: "a purchase status",
+            })?,
+        })
+    }
+
+    /// The item to store.
+    pub fn to_item(&self) -> Item {
+        HashMap::from([
+            s("userId", &self.user_id),
+            n(
+                "purchasedAt",
+                self.purchased_at.timestamp_millis().to_string(),
+            ),
+            s("sku", &self.sku),
+            n("quantity", self.quantity.to_string()),
+            n("amount", self.amount.to_string()),
+            s("status", self.status.as_str()),
+        ])
+    }
+}
+
+fn s(name: &str, value: &str) -> (String, AttributeValue) {
+    (name.to_owned(), AttributeValue::S(value.to_owned()))
+}
+
+fn n(name: &str, value: String) -> (String, AttributeValue) {
+    (name.to_owned(), AttributeValue::N(value))
+}
+
+fn string(item: &Item, attribute: &'static str) -> Result<String, ModelError> {
+    match item.get(attribute) {
+        Some(AttributeValue::S(s)) => Ok(s.clone()),
+        _ => Err(ModelError {
+            attribute,
+            expected: "a string",
+        }),
+    }
+}
+
+fn number(item: &Item, attribute: &'static str) -> Result<DynamoNumber, ModelError> {
+    match item.get(attribute) {
+        Some(AttributeValue::N(n)) => DynamoNumber::parse(n).ok(),
+        _ => None,
+    }
+    .ok_or(ModelError {
+        attribute,
+        expected: "a number",
+    })
+}
+
+fn epoch_millis(item: &Item, attribute: &'static str) -> Result<DateTime<Utc>, ModelError> {
+    number(item, attribute)?
+        .to_i64()
+        .and_then(DateTime::from_timestamp_millis)
+        .ok_or(ModelError {
+            attribute,
+            expected: "a time in epoch milliseconds",
+        })
+}
 
 /// Purchase counts for the first users of every data set.
 pub const SPECIAL_COUNTS: [usize; 9] = [0, 1, 20, 21, 100, 101, 150, 250, 420];
@@ -145,9 +360,30 @@ pub fn generate(spec: &SeedSpec) -> Dataset {
     }
 }
 
-/// Writes `data` to the store's tables.
-pub async fn write(store: &Store, data: &Dataset) -> Result<(), StoreError> {
-    let tables = store.tables();
+/// The full names of the shop's tables under a prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShopTables {
+    /// `{prefix}Users`.
+    pub users: String,
+    /// `{prefix}Products`.
+    pub products: String,
+    /// `{prefix}Purchases`.
+    pub purchases: String,
+}
+
+impl ShopTables {
+    /// The names under `prefix`.
+    pub fn with_prefix(prefix: &str) -> Self {
+        Self {
+            users: format!("{prefix}Users"),
+            products: format!("{prefix}Products"),
+            purchases: format!("{prefix}Purchases"),
+        }
+    }
+}
+
+/// Writes `data` to the shop's tables.
+pub async fn write(store: &Store, tables: &ShopTables, data: &Dataset) -> Result<(), StoreError> {
     store
         .put_items(
             &tables.products,
@@ -236,11 +472,15 @@ mod tests {
         let user = &data.users[3].user_id;
         assert_eq!(SPECIAL_COUNTS[3], 21);
         assert!(
-            include_str!("../assets/graphiql/init.js").contains(user.as_str()),
+            include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/assets/graphiql/init.js"
+            ))
+            .contains(user.as_str()),
             "init.js"
         );
         assert!(
-            include_str!("../README.md").contains(user.as_str()),
+            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).contains(user.as_str()),
             "README.md"
         );
     }

@@ -1,0 +1,556 @@
+//! What the generated fields do: read a connection's page, look an item up, follow a relation,
+//! refetch by global id. Each takes the model's declaration and the request's arguments; none
+//! knows any particular entity.
+
+use std::{cmp::Ordering, sync::Mutex};
+
+use async_graphql::{Context, Name, Value, indexmap::IndexMap};
+use aws_sdk_dynamodb::types::AttributeValue;
+
+use super::{
+    connection::{PageValue, Reader},
+    error::{ApiError, ApiResult, check_key_value},
+    node::loader,
+    values::{self, canonical, key_value},
+};
+use crate::{
+    cursor::{Binding, CursorCodec, Key, KeyValue},
+    dynamo::{FilterTest, Item, ReadSpec, SortKeyCondition, Store},
+    model::{
+        Connection, Entity, EntityId, Field, FieldType, FilterOp, Model, PartitionFrom, Read,
+        Relation, Scalar,
+    },
+    number::DynamoNumber,
+    pagination::{PageArgs, PageLimits},
+};
+
+/// Arguments of one field, as resolved for the request (variables substituted).
+pub type Args = IndexMap<Name, Value>;
+
+/// A connection as declared, with where it hangs in the schema.
+#[derive(Debug, Clone, Copy)]
+pub struct Site {
+    /// The model.
+    pub model: &'static Model,
+    /// The entity the field is on; `None` for a root connection.
+    pub parent: Option<EntityId>,
+    /// The declaration.
+    pub connection: &'static Connection,
+    /// `Type.field`, for cursor bindings and metrics.
+    pub label: &'static str,
+}
+
+impl Site {
+    fn node(&self) -> &'static Entity {
+        &self.model.entities[self.connection.entity]
+    }
+}
+
+/// Reads one page of `site` for a parent item (entity connections) with `args`.
+pub async fn connection_page(
+    ctx: &Context<'_>,
+    site: Site,
+    parent: Option<&Item>,
+    args: &Args,
+) -> ApiResult<PageValue> {
+    let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
+    let codec = ctx.data::<CursorCodec>().map_err(|_| ApiError::Internal)?;
+    let global = ctx.data::<PageLimits>().map_err(|_| ApiError::Internal)?;
+    let limits = site
+        .connection
+        .page_size
+        .and_then(|(default, max)| {
+            PageLimits::new(default, max, (global.read_budget() as u32).max(max + 1)).ok()
+        })
+        .unwrap_or(*global);
+    let plan = plan(site, parent, args, store)?;
+    let reader = Reader {
+        limits: &limits,
+        codec,
+        store,
+    };
+    reader
+        .page(plan.page, &plan.binding, plan.descending, plan.spec)
+        .await
+}
+
+/// The binding of `site`'s connection for a parent item and arguments: what cursors of that
+/// page are sealed against.
+pub fn binding_for(
+    site: Site,
+    parent: Option<&Item>,
+    args: &Args,
+    store: &Store,
+) -> ApiResult<Binding> {
+    Ok(plan(site, parent, args, store)?.binding)
+}
+
+/// Everything a page read needs, from the declaration and the arguments.
+struct ConnectionPlan<'a> {
+    page: PageArgs,
+    binding: Binding,
+    descending: bool,
+    spec: ReadSpec<'a>,
+}
+
+fn plan<'a>(
+    site: Site,
+    parent: Option<&Item>,
+    args: &Args,
+    store: &'a Store,
+) -> ApiResult<ConnectionPlan<'a>> {
+    let model = site.model;
+    let connection = site.connection;
+    let node = site.node();
+    let table = node.table;
+    let table_name = store.tables().name(table);
+    let index = connection
+        .index
+        .map(|i| model.tables[table].indexes[i].name.as_str());
+    let mut binding = Binding::builder(site.label, table_name, index);
+    let int = |name: &str| -> ApiResult<Option<i32>> {
+        match args.get(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Number(n)) => Ok(Some(
+                n.as_i64()
+                    .and_then(|n| i32::try_from(n).ok())
+                    .ok_or_else(|| bad(format!("`{name}` must be a 32-bit integer.")))?,
+            )),
+            Some(_) => Err(bad(format!("`{name}` must be an integer."))),
+        }
+    };
+    let string = |name: &str| -> Option<String> {
+        match args.get(name) {
+            Some(Value::String(s)) => Some(s.clone()),
+            _ => None,
+        }
+    };
+    let page = PageArgs {
+        first: int("first")?,
+        after: string("after"),
+        last: int("last")?,
+        before: string("before"),
+    };
+    let descending = match (&connection.order, args.get("order")) {
+        (None, _) => false,
+        (Some(_), Some(Value::Enum(order))) => order.as_str() == "DESC",
+        (Some(_), Some(Value::String(order))) => order == "DESC",
+        (Some(order), _) => order.default_desc,
+    };
+    let mut spec = ReadSpec {
+        table: table_name,
+        index,
+        shape: connection.start_key,
+        partition: None,
+        sort: None,
+        filters: Vec::new(),
+    };
+    if let Read::Query { partition, sort } = &connection.read {
+        let value = match &partition.from {
+            PartitionFrom::Argument { argument, field } => {
+                let given = args.get(argument.name.as_str()).unwrap_or(&Value::Null);
+                argument_value(model, &node.fields[*field], &argument.name, given)?
+                    .ok_or_else(|| bad(format!("`{}` must not be null.", argument.name)))?
+            }
+            PartitionFrom::Parent(field) => {
+                let parent_entity = site.parent.ok_or(ApiError::Internal)?;
+                let attribute = &model.entities[parent_entity].fields[*field].attribute;
+                parent
+                    .and_then(|item| item.get(attribute))
+                    .cloned()
+                    .ok_or(ApiError::Internal)?
+            }
+            PartitionFrom::Constant(value) => value.to_attribute_value(),
+        };
+        let key = key_value(&value, partition.attribute.ty).ok_or(ApiError::Internal)?;
+        if let KeyValue::S(_) | KeyValue::B(_) = &key {
+            check_key_value_bytes(
+                &key,
+                partition_name(&partition.from, partition.attribute.name),
+            )?;
+        }
+        binding = binding.fixed(partition.attribute.name, key);
+        spec.partition = Some((partition.attribute.name, value));
+        if let Some(sort) = sort {
+            let field = &node.fields[sort.field];
+            let mut bound: Vec<(&'static str, Option<String>)> = Vec::new();
+            let mut arg = |argument: &'static Option<crate::model::Argument>| -> ApiResult<Option<AttributeValue>> {
+                let Some(argument) = argument else {
+                    return Ok(None);
+                };
+                let given = args.get(argument.name.as_str()).unwrap_or(&Value::Null);
+                let value = argument_value(model, field, &argument.name, given)?;
+                bound.push((argument.name.as_str(), value.as_ref().map(canonical)));
+                Ok(value)
+            };
+            let min = arg(&sort.min)?;
+            let max = arg(&sort.max)?;
+            let prefix = arg(&sort.begins_with)?;
+            for (name, value) in bound {
+                binding = binding.argument(name, value.as_deref());
+            }
+            if let (Some(lo), Some(hi)) = (&min, &max)
+                && compare(lo, hi) == Ordering::Greater
+            {
+                let (lo, hi) = (
+                    sort.min.as_ref().map_or("", |a| a.name.as_str()),
+                    sort.max.as_ref().map_or("", |a| a.name.as_str()),
+                );
+                return Err(bad(
+                    if matches!(field.ty, FieldType::Scalar(Scalar::DateTime(_))) {
+                        format!("`{lo}` must not be later than `{hi}`.")
+                    } else {
+                        format!("`{lo}` must not exceed `{hi}`.")
+                    },
+                ));
+            }
+            spec.sort = match (min, max, prefix) {
+                (None, None, None) => None,
+                (min, max, None) => Some((sort.attribute.name, SortKeyCondition::Range(min, max))),
+                (None, None, Some(prefix)) => {
+                    Some((sort.attribute.name, SortKeyCondition::Prefix(prefix)))
+                }
+                _ => {
+                    return Err(bad(format!(
+                        "Pass either a range or `{}`, not both.",
+                        sort.begins_with.as_ref().map_or("", |a| a.name.as_str())
+                    )));
+                }
+            };
+        }
+    }
+    for filter in &connection.filters {
+        let field = &node.fields[filter.field];
+        let name = filter.argument.name.as_str();
+        let given = args.get(name).unwrap_or(&Value::Null);
+        let test = match (filter.op, given) {
+            (_, Value::Null) => None,
+            (FilterOp::Exists, Value::Boolean(b)) => Some(FilterTest::Exists(*b)),
+            (FilterOp::Exists, _) => return Err(bad(format!("`{name}` must be a Boolean."))),
+            (FilterOp::In, Value::List(items)) => {
+                let values = items
+                    .iter()
+                    .map(|item| {
+                        argument_value(model, field, name, item)?
+                            .ok_or_else(|| bad(format!("`{name}` must not hold null.")))
+                    })
+                    .collect::<ApiResult<Vec<_>>>()?;
+                if values.is_empty() || values.len() > 100 {
+                    return Err(bad(format!("`{name}` must hold 1 to 100 values.")));
+                }
+                Some(FilterTest::In(values))
+            }
+            (FilterOp::In, _) => return Err(bad(format!("`{name}` must be a list."))),
+            (op, given) => {
+                let value = if op == FilterOp::Contains {
+                    contains_value(model, field, name, given)?
+                } else {
+                    argument_value(model, field, name, given)?
+                };
+                value.map(|value| match op {
+                    FilterOp::BeginsWith => FilterTest::BeginsWith(value),
+                    FilterOp::Contains => FilterTest::Contains(value),
+                    FilterOp::Eq => FilterTest::Compare("=", value),
+                    FilterOp::Ne => FilterTest::Compare("<>", value),
+                    FilterOp::Lt => FilterTest::Compare("<", value),
+                    FilterOp::Le => FilterTest::Compare("<=", value),
+                    FilterOp::Gt => FilterTest::Compare(">", value),
+                    FilterOp::Ge | FilterOp::In | FilterOp::Exists => {
+                        FilterTest::Compare(">=", value)
+                    }
+                })
+            }
+        };
+        binding = binding.argument(name, test.as_ref().map(filter_text).as_deref());
+        if let Some(test) = test {
+            spec.filters.push((field.attribute.as_str(), test));
+        }
+    }
+    Ok(ConnectionPlan {
+        page,
+        binding: binding.finish(),
+        descending,
+        spec,
+    })
+}
+
+fn partition_name<'a>(from: &'a PartitionFrom, attribute: &'a str) -> &'a str {
+    match from {
+        PartitionFrom::Argument { argument, .. } => &argument.name,
+        _ => attribute,
+    }
+}
+
+fn filter_text(test: &FilterTest) -> String {
+    match test {
+        FilterTest::Compare(_, v) | FilterTest::BeginsWith(v) | FilterTest::Contains(v) => {
+            canonical(v)
+        }
+        FilterTest::In(values) => values
+            .iter()
+            .map(canonical)
+            .collect::<Vec<_>>()
+            .join("\u{0}"),
+        FilterTest::Exists(b) => b.to_string(),
+    }
+}
+
+/// An argument typed as `field`'s scalar (its item type, for lists) as an attribute value.
+fn argument_value(
+    model: &Model,
+    field: &Field,
+    name: &str,
+    value: &Value,
+) -> ApiResult<Option<AttributeValue>> {
+    let scalar_field = Field {
+        ty: FieldType::Scalar(scalar_of(&field.ty)),
+        ..field.clone()
+    };
+    values::input(model, &scalar_field, name, value).map_err(ApiError::BadUserInput)
+}
+
+/// The value of a `contains` filter: an item of a list or set field, or a substring.
+fn contains_value(
+    model: &Model,
+    field: &Field,
+    name: &str,
+    value: &Value,
+) -> ApiResult<Option<AttributeValue>> {
+    argument_value(model, field, name, value)
+}
+
+/// The scalar of a field: itself, or its lists' items.
+pub fn scalar_of(ty: &FieldType) -> Scalar {
+    match ty {
+        FieldType::Scalar(s) | FieldType::List { item: s, .. } => *s,
+    }
+}
+
+/// Orders two key-typed attribute values as DynamoDB does.
+fn compare(a: &AttributeValue, b: &AttributeValue) -> Ordering {
+    match (a, b) {
+        (AttributeValue::N(a), AttributeValue::N(b)) => {
+            match (DynamoNumber::parse(a), DynamoNumber::parse(b)) {
+                (Ok(a), Ok(b)) => a.numeric_cmp(&b),
+                _ => Ordering::Equal,
+            }
+        }
+        (AttributeValue::S(a), AttributeValue::S(b)) => a.as_bytes().cmp(b.as_bytes()),
+        (AttributeValue::B(a), AttributeValue::B(b)) => a.as_ref().cmp(b.as_ref()),
+        _ => Ordering::Equal,
+    }
+}
+
+fn check_key_value_bytes(key: &KeyValue, name: &str) -> ApiResult<()> {
+    match key {
+        KeyValue::S(s) => check_key_value(s, name),
+        KeyValue::B(b) if b.is_empty() => Err(bad(format!("`{name}` must not be empty."))),
+        KeyValue::B(b) if b.len() > crate::cursor::MAX_KEY_VALUE_BYTES => Err(bad(format!(
+            "`{name}` must be at most {} bytes.",
+            crate::cursor::MAX_KEY_VALUE_BYTES
+        ))),
+        _ => Ok(()),
+    }
+}
+
+fn bad(message: String) -> ApiError {
+    ApiError::BadUserInput(message)
+}
+
+/// The key of `entity` named by lookup arguments (its key fields, by GraphQL name).
+pub fn key_from_args(model: &Model, entity: EntityId, args: &Args) -> ApiResult<Key> {
+    let e = &model.entities[entity];
+    let shape = model.table_of(entity).key;
+    let values = e
+        .key_fields
+        .iter()
+        .zip(shape)
+        .map(|(&f, attr)| {
+            let field = &e.fields[f];
+            let given = args.get(field.name.as_str()).unwrap_or(&Value::Null);
+            let value = argument_value(model, field, &field.name, given)?
+                .ok_or_else(|| bad(format!("`{}` must not be null.", field.name)))?;
+            let key = key_value(&value, attr.ty).ok_or(ApiError::Internal)?;
+            check_key_value_bytes(&key, &field.name)?;
+            Ok(key)
+        })
+        .collect::<ApiResult<Vec<_>>>()?;
+    Key::new(shape, values).map_err(|_| ApiError::Internal)
+}
+
+/// The key of a relation's target, from the fields of the item holding it; `None` when one of
+/// them is absent.
+pub fn relation_key(
+    model: &Model,
+    entity: EntityId,
+    relation: &Relation,
+    item: &Item,
+) -> Option<Key> {
+    let e = &model.entities[entity];
+    let shape = model.table_of(relation.target).key;
+    let values = relation
+        .key
+        .iter()
+        .zip(shape)
+        .map(|(&f, attr)| key_value(item.get(&e.fields[f].attribute)?, attr.ty))
+        .collect::<Option<Vec<_>>>()?;
+    Key::new(shape, values).ok()
+}
+
+/// Resolves a relation: the target item through the request's loader, or `None` when it does
+/// not exist (an error instead when the relation is non-null).
+pub async fn follow(
+    ctx: &Context<'_>,
+    model: &'static Model,
+    entity: EntityId,
+    relation: &'static Relation,
+    item: &Item,
+) -> ApiResult<Option<Item>> {
+    let Some(key) = relation_key(model, entity, relation, item) else {
+        return missing(model, entity, relation);
+    };
+    let table = model.entities[relation.target].table;
+    match loader(ctx)?.load_one((table, key)).await?.flatten() {
+        Some(item) => Ok(Some(item)),
+        None => missing(model, entity, relation),
+    }
+}
+
+fn missing(model: &Model, entity: EntityId, relation: &Relation) -> ApiResult<Option<Item>> {
+    if relation.nullable {
+        return Ok(None);
+    }
+    tracing::error!(
+        entity = model.entities[entity].name,
+        relation = relation.name,
+        "a non-null relation points to an item that does not exist"
+    );
+    Err(ApiError::Internal)
+}
+
+/// Loads every relation target a page's nodes will ask for, in one batch, before the fields
+/// resolve: one BatchGetItem per page (per 100 keys) however field resolution is scheduled.
+pub async fn prefetch_relations(
+    ctx: &Context<'_>,
+    model: &Model,
+    entity: EntityId,
+    page: &PageValue,
+) -> ApiResult<()> {
+    let e = &model.entities[entity];
+    if e.relations.is_empty() {
+        return Ok(());
+    }
+    let look = ctx.look_ahead();
+    let wanted: Vec<&Relation> = e
+        .relations
+        .iter()
+        .filter(|r| {
+            look.field("edges").field("node").field(&r.name).exists()
+                || look.field("nodes").field(&r.name).exists()
+        })
+        .collect();
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let mut keys = Vec::new();
+    for edge in &page.edges {
+        for relation in &wanted {
+            if let Some(key) = relation_key(model, entity, relation, &edge.item) {
+                let key = (model.entities[relation.target].table, key);
+                if !keys.contains(&key) {
+                    keys.push(key);
+                }
+            }
+        }
+    }
+    loader(ctx)?.load_many(keys).await?;
+    Ok(())
+}
+
+/// The global id of an item of `entity`.
+pub fn item_id(model: &Model, entity: EntityId, item: &Item) -> ApiResult<String> {
+    let key = Key::from_item(item, model.table_of(entity).key).map_err(|_| {
+        tracing::error!(
+            entity = model.entities[entity].name,
+            "an item lacks its key"
+        );
+        ApiError::Internal
+    })?;
+    Ok(super::node::node_id(model, entity, &key))
+}
+
+/// Logs an item that does not fit its field's declaration (table, key attribute names and the
+/// field; never the values) and masks it for the client.
+pub fn misfit(model: &Model, entity: EntityId, field: &Field) -> ApiError {
+    let table = model.table_of(entity);
+    let key: Vec<&str> = table.key.iter().map(|a| a.name).collect();
+    tracing::error!(
+        table = table.name,
+        key = ?key,
+        entity = model.entities[entity].name,
+        field = field.name,
+        attribute = field.attribute,
+        "an item does not fit the model"
+    );
+    ApiError::Internal
+}
+
+/// Pages of connections that a lookup read at the same time as its item, so that the page does
+/// not wait for the item's GetItem: one request's worth, each taken once by the field it was
+/// read for (same connection, same parent key, same arguments).
+#[derive(Default)]
+pub struct PagesAhead(Mutex<Vec<PageAhead>>);
+
+type PageAhead = (
+    &'static str,
+    String,
+    Vec<(Name, Value)>,
+    ApiResult<PageValue>,
+);
+
+impl std::fmt::Debug for PagesAhead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PagesAhead").finish_non_exhaustive()
+    }
+}
+
+impl PagesAhead {
+    /// Keeps a page read for `label` under the parent `key` with `arguments`.
+    pub fn put(
+        &self,
+        label: &'static str,
+        key: String,
+        arguments: Vec<(Name, Value)>,
+        page: ApiResult<PageValue>,
+    ) {
+        self.lock().push((label, key, arguments, page));
+    }
+
+    /// Takes the page read for `label` under `key` with `arguments`, if one was.
+    pub fn take(
+        &self,
+        label: &'static str,
+        key: &str,
+        arguments: &[(Name, Value)],
+    ) -> Option<ApiResult<PageValue>> {
+        let mut pages = self.lock();
+        if pages.is_empty() {
+            return None;
+        }
+        let at = pages
+            .iter()
+            .position(|(l, k, args, _)| *l == label && k == key && args.as_slice() == arguments)?;
+        Some(pages.swap_remove(at).3)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<PageAhead>> {
+        // The list stays valid even if a holder panicked.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The text that tells parents apart in [`PagesAhead`]: the key's typed bytes.
+pub fn parent_text(model: &Model, entity: EntityId, item: &Item) -> Option<String> {
+    let key = Key::from_item(item, model.table_of(entity).key).ok()?;
+    Some(format!("{:?}", key.to_bytes()))
+}

@@ -1,0 +1,689 @@
+//! The GraphQL schema built from a [`Model`] with async-graphql's `dynamic` schema: an object
+//! type per entity (implementing `Node`), a connection and an edge type per entity that is paged,
+//! root lookups and connections, `node`/`nodes`, and the mutations each entity opts into.
+//!
+//! Dynamic rather than derived: the types exist only once a model file is read. Every name and
+//! description comes from the model; the generated types (`…Connection`, `…Edge`, `PageInfo`,
+//! `SortOrder`, the scalars) are described here for the frontend developers who read them in
+//! GraphiQL.
+
+use std::collections::{BTreeSet, HashMap};
+
+use async_graphql::{
+    Name, Value,
+    dynamic::{
+        Enum, EnumItem, Field, FieldFuture, FieldValue, InputValue, Interface, InterfaceField,
+        Object, ResolverContext, Scalar, SchemaBuilder, TypeRef,
+    },
+    futures_util,
+};
+
+use super::{
+    connection::{EdgeValue, PageInfo, PageValue},
+    error::ApiError,
+    limits::FieldCosts,
+    mutation,
+    node::{loader, parse_node_id},
+    resolve::{self, Args, PagesAhead, Site},
+    scalars, values,
+};
+use crate::{
+    dynamo::{Item, Store},
+    model::{Connection, EntityId, FieldType, Model, PartitionFrom, Read, Scalar as ModelScalar},
+};
+
+/// The name of the sort-order enum.
+const SORT_ORDER: &str = "SortOrder";
+
+/// Registers every type and root field of `model` on a new schema builder, and returns it with
+/// the cost of each field, for the query complexity limit.
+pub fn builder(model: &'static Model) -> (SchemaBuilder, FieldCosts) {
+    let has_mutations = model.entities.iter().any(|e| {
+        e.mutations.create.is_some() || e.mutations.update.is_some() || e.mutations.delete.is_some()
+    });
+    let mut costs = FieldCosts::default();
+    let mut schema =
+        async_graphql::dynamic::Schema::build("Query", has_mutations.then_some("Mutation"), None);
+    for scalar in used_scalars(model) {
+        schema = schema.register(scalar);
+    }
+    for e in &model.enums {
+        let mut en = Enum::new(&e.name);
+        if let Some(d) = &e.description {
+            en = en.description(d);
+        }
+        for (value, description) in &e.values {
+            let mut item = EnumItem::new(value);
+            if let Some(d) = description {
+                item = item.description(d);
+            }
+            en = en.item(item);
+        }
+        schema = schema.register(en);
+    }
+    schema = schema
+        .register(sort_order())
+        .register(page_info())
+        .register(
+            Interface::new("Node")
+                .description("An object with a global id, refetchable with `node(id:)`.")
+                .field(
+                    InterfaceField::new("id", TypeRef::named_nn(TypeRef::ID))
+                        .description("A global id: opaque, stable, and unique across all types."),
+                ),
+        );
+    let paged: BTreeSet<EntityId> = model
+        .connections
+        .iter()
+        .chain(model.entities.iter().flat_map(|e| &e.connections))
+        .map(|c| c.entity)
+        .chain(
+            model
+                .entities
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| {
+                    e.mutations
+                        .create
+                        .as_ref()
+                        .is_some_and(|c| c.edge.is_some())
+                })
+                .map(|(id, _)| id),
+        )
+        .collect();
+    for entity in paged {
+        let (connection, edge) = connection_types(model, entity, &mut costs);
+        schema = schema.register(connection).register(edge);
+    }
+    for entity in 0..model.entities.len() {
+        schema = schema.register(entity_object(model, entity, &mut costs));
+    }
+    schema = schema.register(query_root(model, &mut costs));
+    if has_mutations {
+        let (root, types) = mutation::types(model, &mut costs);
+        schema = schema.register(root);
+        for ty in types {
+            schema = schema.register(ty);
+        }
+    }
+    (schema, costs)
+}
+
+/// The custom scalars the model's fields use.
+fn used_scalars(model: &Model) -> Vec<Scalar> {
+    let mut used = BTreeSet::new();
+    for field in model.entities.iter().flat_map(|e| &e.fields) {
+        let name = match resolve::scalar_of(&field.ty) {
+            ModelScalar::BigInt => "BigInt",
+            ModelScalar::Decimal => "Decimal",
+            ModelScalar::DateTime(_) => "DateTime",
+            ModelScalar::Bytes => "Bytes",
+            ModelScalar::Json => "JSON",
+            _ => continue,
+        };
+        used.insert(name);
+    }
+    used.into_iter().filter_map(scalars::scalar).collect()
+}
+
+/// The GraphQL name of a field's scalar.
+pub fn scalar_name(model: &Model, scalar: ModelScalar) -> &str {
+    match scalar {
+        ModelScalar::String => TypeRef::STRING,
+        ModelScalar::Id => TypeRef::ID,
+        ModelScalar::Int => TypeRef::INT,
+        ModelScalar::BigInt => "BigInt",
+        ModelScalar::Float => TypeRef::FLOAT,
+        ModelScalar::Decimal => "Decimal",
+        ModelScalar::Boolean => TypeRef::BOOLEAN,
+        ModelScalar::DateTime(_) => "DateTime",
+        ModelScalar::Bytes => "Bytes",
+        ModelScalar::Json => "JSON",
+        ModelScalar::Enum(e) => &model.enums[e].name,
+    }
+}
+
+/// The output type of a field.
+pub fn field_type(model: &Model, ty: &FieldType, nullable: bool) -> TypeRef {
+    let inner = match ty {
+        FieldType::Scalar(s) => TypeRef::named(scalar_name(model, *s)),
+        FieldType::List {
+            item,
+            item_nullable,
+            ..
+        } => {
+            let item = TypeRef::named(scalar_name(model, *item));
+            TypeRef::List(Box::new(if *item_nullable {
+                item
+            } else {
+                TypeRef::NonNull(Box::new(item))
+            }))
+        }
+    };
+    if nullable {
+        inner
+    } else {
+        TypeRef::NonNull(Box::new(inner))
+    }
+}
+
+fn sort_order() -> Enum {
+    Enum::new(SORT_ORDER)
+        .description("The order of a connection's items by their sort key.")
+        .item(EnumItem::new("ASC").description("Ascending: oldest or lowest first."))
+        .item(EnumItem::new("DESC").description("Descending: newest or highest first."))
+}
+
+fn page_info() -> Object {
+    let flag = |name: &'static str, desc: &'static str, get: fn(&PageInfo) -> bool| {
+        Field::new(name, TypeRef::named_nn(TypeRef::BOOLEAN), move |ctx| {
+            FieldFuture::Value(
+                ctx.parent_value
+                    .downcast_ref::<PageInfo>()
+                    .map(|info| FieldValue::value(get(info))),
+            )
+        })
+        .description(desc)
+    };
+    let cursor = |name: &'static str, desc: &'static str, get: fn(&PageInfo) -> &Option<String>| {
+        Field::new(name, TypeRef::named(TypeRef::STRING), move |ctx| {
+            FieldFuture::Value(
+                ctx.parent_value
+                    .downcast_ref::<PageInfo>()
+                    .and_then(|info| get(info).clone())
+                    .map(FieldValue::value),
+            )
+        })
+        .description(desc)
+    };
+    Object::new("PageInfo")
+        .description("Where a page sits in its connection, and the cursors to continue from.")
+        .field(flag(
+            "hasNextPage",
+            "True when more items follow this page: pass `endCursor` as `after` to get them. Exact\nwhen paging with `first` (the server reads one item past the page). With `last` it is\nfalse: the server does not spend a read to find out.",
+            |i| i.has_next_page,
+        ))
+        .field(flag(
+            "hasPreviousPage",
+            "True when items precede this page: pass `startCursor` as `before` to get them. Exact when\npaging with `last`; with `first` it is false.",
+            |i| i.has_previous_page,
+        ))
+        .field(cursor(
+            "startCursor",
+            "The cursor to pass as `before` for the previous page: the first edge's cursor, or, when a\nbackward page ran out of its read budget, the position before everything examined.",
+            |i| &i.start_cursor,
+        ))
+        .field(cursor(
+            "endCursor",
+            "The cursor to pass as `after` for the next page: the last edge's cursor, or, when a\nforward page ran out of its read budget (its edges may then be few or none), the position\nafter everything examined.",
+            |i| &i.end_cursor,
+        ))
+}
+
+/// `{Entity}Connection` and `{Entity}Edge`.
+fn connection_types(
+    model: &'static Model,
+    entity: EntityId,
+    costs: &mut FieldCosts,
+) -> (Object, Object) {
+    let name = &model.entities[entity].name;
+    let connection = format!("{name}Connection");
+    let edge = format!("{name}Edge");
+    costs.object(&connection, "edges", &edge);
+    costs.object(&connection, "nodes", name);
+    costs.object(&connection, "pageInfo", "PageInfo");
+    costs.object(&edge, "node", name);
+    let connection_type = Object::new(&connection)
+        .description(format!(
+            "A page of `{name}` items: the edges with their cursors, the items alone, and where the\npage sits in its connection."
+        ))
+        .field(
+            Field::new("edges", TypeRef::named_nn_list_nn(&edge), |ctx| {
+                FieldFuture::Value(ctx.parent_value.downcast_ref::<PageValue>().map(|page| {
+                    FieldValue::list(page.edges.iter().map(|e| FieldValue::borrowed_any(e)))
+                }))
+            })
+            .description("The items of this page with their cursors, in connection order."),
+        )
+        .field(
+            Field::new("nodes", TypeRef::named_nn_list_nn(name), |ctx| {
+                FieldFuture::Value(ctx.parent_value.downcast_ref::<PageValue>().map(|page| {
+                    FieldValue::list(page.edges.iter().map(|e| FieldValue::borrowed_any(&e.item)))
+                }))
+            })
+            .description("The items of this page without cursors: a shortcut for `edges { node }`."),
+        )
+        .field(
+            Field::new("pageInfo", TypeRef::named_nn("PageInfo"), |ctx| {
+                FieldFuture::Value(
+                    ctx.parent_value
+                        .downcast_ref::<PageValue>()
+                        .map(|page| FieldValue::borrowed_any(&page.page_info)),
+                )
+            })
+            .description("Paging state and the cursors to continue from."),
+        );
+    let edge_type = Object::new(&edge)
+        .description("An edge in a connection.")
+        .field(
+            Field::new("cursor", TypeRef::named_nn(TypeRef::STRING), |ctx| {
+                FieldFuture::Value(
+                    ctx.parent_value
+                        .downcast_ref::<EdgeValue>()
+                        .map(|e| FieldValue::value(e.cursor.clone())),
+                )
+            })
+            .description("A cursor for use in pagination"),
+        )
+        .field(
+            Field::new("node", TypeRef::named_nn(name), |ctx| {
+                FieldFuture::Value(
+                    ctx.parent_value
+                        .downcast_ref::<EdgeValue>()
+                        .map(|e| FieldValue::borrowed_any(&e.item)),
+                )
+            })
+            .description("The item at the end of the edge"),
+        );
+    (connection_type, edge_type)
+}
+
+/// The object type of an entity.
+fn entity_object(model: &'static Model, entity: EntityId, costs: &mut FieldCosts) -> Object {
+    let e = &model.entities[entity];
+    let mut object = Object::new(&e.name).implement("Node");
+    if let Some(d) = &e.description {
+        object = object.description(d);
+    }
+    object = object.field(
+        Field::new("id", TypeRef::named_nn(TypeRef::ID), move |ctx| {
+            let id = item(&ctx).and_then(|item| resolve::item_id(model, entity, item));
+            match id {
+                Ok(id) => FieldFuture::Value(Some(FieldValue::value(id))),
+                Err(err) => error(err),
+            }
+        })
+        .description(
+            "A global id: opaque, stable, and unique across all types; refetch with `node(id:)`.",
+        ),
+    );
+    for (f, field) in e.fields.iter().enumerate() {
+        let mut out = Field::new(
+            &field.name,
+            field_type(model, &field.ty, field.nullable),
+            move |ctx| {
+                let field = &model.entities[entity].fields[f];
+                let value = item(&ctx).and_then(|item| {
+                    values::output(model, field, item.get(&field.attribute))
+                        .map_err(|_| resolve::misfit(model, entity, field))
+                });
+                match value {
+                    Ok(value) => FieldFuture::Value(value.map(FieldValue::value)),
+                    Err(err) => error(err),
+                }
+            },
+        );
+        if let Some(d) = &field.description {
+            out = out.description(d);
+        }
+        object = object.field(out);
+    }
+    for relation in &e.relations {
+        let target = &model.entities[relation.target].name;
+        costs.object(&e.name, &relation.name, target);
+        let ty = if relation.nullable {
+            TypeRef::named(target)
+        } else {
+            TypeRef::named_nn(target)
+        };
+        let mut out = Field::new(&relation.name, ty, move |ctx| {
+            FieldFuture::new(async move {
+                let item = item(&ctx)?;
+                let found = resolve::follow(&ctx, model, entity, relation, item).await?;
+                Ok(found.map(FieldValue::owned_any))
+            })
+        });
+        if let Some(d) = &relation.description {
+            out = out.description(d);
+        }
+        object = object.field(out);
+    }
+    for connection in &e.connections {
+        let label = crate::model::leak_str(&format!("{}.{}", e.name, connection.name));
+        let site = Site {
+            model,
+            parent: Some(entity),
+            connection,
+            label,
+        };
+        object = object.field(connection_field(site, costs, &e.name));
+    }
+    object
+}
+
+/// The parent item of an entity's field.
+fn item<'a>(ctx: &ResolverContext<'a>) -> Result<&'a Item, ApiError> {
+    ctx.parent_value
+        .try_downcast_ref::<Item>()
+        .map_err(|_| ApiError::Internal)
+}
+
+fn error<'a>(err: ApiError) -> FieldFuture<'a> {
+    FieldFuture::new(async move { Err::<Option<FieldValue>, _>(err.into()) })
+}
+
+/// A connection field, on an entity or the query root.
+fn connection_field(site: Site, costs: &mut FieldCosts, parent_type: &str) -> Field {
+    let model = site.model;
+    let connection = site.connection;
+    let node = &model.entities[connection.entity];
+    costs.connection(
+        parent_type,
+        &connection.name,
+        &format!("{}Connection", node.name),
+        connection.page_size.map(|(default, _)| default),
+    );
+    let mut field = Field::new(
+        &connection.name,
+        TypeRef::named_nn(format!("{}Connection", node.name)),
+        move |ctx| {
+            FieldFuture::new(async move {
+                let parent = match site.parent {
+                    Some(_) => Some(item(&ctx)?),
+                    None => None,
+                };
+                let page = page_of(&ctx, site, parent).await?;
+                resolve::prefetch_relations(&ctx, model, site.connection.entity, &page).await?;
+                Ok(Some(FieldValue::owned_any(page)))
+            })
+        },
+    );
+    if let Some(d) = &connection.description {
+        field = field.description(d);
+    }
+    for argument in connection_arguments(model, connection) {
+        field = field.argument(argument);
+    }
+    field
+}
+
+/// A page of a connection field: taken from what the parent lookup read ahead, or read now.
+async fn page_of(
+    ctx: &ResolverContext<'_>,
+    site: Site,
+    parent: Option<&Item>,
+) -> Result<PageValue, ApiError> {
+    if let (Some(parent_entity), Some(parent), Some(ahead)) =
+        (site.parent, parent, ctx.data_opt::<PagesAhead>())
+        && let Ok(arguments) = ctx.field().arguments()
+        && let Some(key) = resolve::parent_text(site.model, parent_entity, parent)
+        && let Some(page) = ahead.take(site.label, &key, &arguments)
+    {
+        return page;
+    }
+    resolve::connection_page(ctx, site, parent, ctx.args.as_index_map()).await
+}
+
+fn argument(name: &str, ty: TypeRef, description: Option<&str>) -> InputValue {
+    let input = InputValue::new(name, ty);
+    match description {
+        Some(d) => input.description(d),
+        None => input,
+    }
+}
+
+/// The arguments of a connection field.
+fn connection_arguments(model: &Model, connection: &Connection) -> Vec<InputValue> {
+    let node = &model.entities[connection.entity];
+    let mut args = vec![
+        argument(
+            "first",
+            TypeRef::named(TypeRef::INT),
+            Some("How many items to return after `after`, from 0 to the maximum."),
+        ),
+        argument(
+            "after",
+            TypeRef::named(TypeRef::STRING),
+            Some("Return items after this cursor from this same connection."),
+        ),
+    ];
+    if let Read::Query { partition, sort } = &connection.read {
+        args.push(argument(
+            "last",
+            TypeRef::named(TypeRef::INT),
+            Some("How many items to return before `before`, from 0 to the maximum."),
+        ));
+        args.push(argument(
+            "before",
+            TypeRef::named(TypeRef::STRING),
+            Some("Return items before this cursor from this same connection."),
+        ));
+        if let PartitionFrom::Argument { argument: a, field } = &partition.from {
+            let scalar = resolve::scalar_of(&node.fields[*field].ty);
+            args.push(argument(
+                &a.name,
+                TypeRef::named_nn(scalar_name(model, scalar)),
+                a.description.as_deref(),
+            ));
+        }
+        if let Some(sort) = sort {
+            let scalar = resolve::scalar_of(&node.fields[sort.field].ty);
+            for a in [&sort.min, &sort.max, &sort.begins_with]
+                .into_iter()
+                .flatten()
+            {
+                args.push(argument(
+                    &a.name,
+                    TypeRef::named(scalar_name(model, scalar)),
+                    a.description.as_deref(),
+                ));
+            }
+        }
+    }
+    for filter in &connection.filters {
+        let scalar = resolve::scalar_of(&node.fields[filter.field].ty);
+        let ty = match filter.op {
+            crate::model::FilterOp::In => TypeRef::named_nn_list(scalar_name(model, scalar)),
+            crate::model::FilterOp::Exists => TypeRef::named(TypeRef::BOOLEAN),
+            _ => TypeRef::named(scalar_name(model, scalar)),
+        };
+        args.push(argument(
+            &filter.argument.name,
+            ty,
+            filter.argument.description.as_deref(),
+        ));
+    }
+    if let Some(order) = &connection.order {
+        let default = if order.default_desc { "DESC" } else { "ASC" };
+        let description = order.description.clone().unwrap_or_else(|| {
+            format!("`ASC` or `DESC` by the sort key; `{default}` when omitted or null.")
+        });
+        args.push(
+            argument(
+                SORT_ORDER_ARG,
+                TypeRef::named(SORT_ORDER),
+                Some(&description),
+            )
+            .default_value(Value::Enum(Name::new(default))),
+        );
+    }
+    args
+}
+
+const SORT_ORDER_ARG: &str = "order";
+
+/// `Query`: lookups, root connections, `node` and `nodes`.
+fn query_root(model: &'static Model, costs: &mut FieldCosts) -> Object {
+    let mut query = Object::new("Query").description("The entry points for reading data.");
+    for lookup in &model.lookups {
+        let entity = lookup.entity;
+        let e = &model.entities[entity];
+        costs.object("Query", &lookup.name, &e.name);
+        let mut field = Field::new(&lookup.name, TypeRef::named(&e.name), move |ctx| {
+            FieldFuture::new(async move {
+                let found = lookup_item(&ctx, model, entity).await?;
+                Ok(found.map(FieldValue::owned_any))
+            })
+        });
+        if let Some(d) = &lookup.description {
+            field = field.description(d);
+        }
+        for &f in &e.key_fields {
+            let key = &e.fields[f];
+            let scalar = resolve::scalar_of(&key.ty);
+            field = field.argument(argument(
+                &key.name,
+                TypeRef::named_nn(scalar_name(model, scalar)),
+                key.description.as_deref(),
+            ));
+        }
+        query = query.field(field);
+    }
+    for connection in &model.connections {
+        let label = crate::model::leak_str(&format!("Query.{}", connection.name));
+        let site = Site {
+            model,
+            parent: None,
+            connection,
+            label,
+        };
+        query = query.field(connection_field(site, costs, "Query"));
+    }
+    costs.object("Query", "node", "Node");
+    costs.list("Query", "nodes", "Node", "ids");
+    query
+        .field(
+            Field::new("node", TypeRef::named("Node"), move |ctx| {
+                FieldFuture::new(async move {
+                    let id = ctx.args.try_get("id")?.string()?.to_owned();
+                    let mut found = load_nodes(&ctx, model, std::slice::from_ref(&id)).await?;
+                    Ok(found.pop().flatten())
+                })
+            })
+            .argument(InputValue::new("id", TypeRef::named_nn(TypeRef::ID)))
+            .description("Refetches any object by its global `id`. Null when the object no longer exists; a\nmalformed id is an error (`BAD_USER_INPUT`)."),
+        )
+        .field(
+            Field::new("nodes", TypeRef::named_list_nn("Node"), move |ctx| {
+                FieldFuture::new(async move {
+                    let ids = ctx
+                        .args
+                        .try_get("ids")?
+                        .list()?
+                        .iter()
+                        .map(|id| id.string().map(str::to_owned))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    if ids.len() > 100 {
+                        return Err(ApiError::BadUserInput(
+                            "`ids` may hold at most 100 ids.".into(),
+                        )
+                        .into());
+                    }
+                    let found = load_nodes(&ctx, model, &ids).await?;
+                    Ok(Some(FieldValue::list(
+                        found.into_iter().map(|n| n.unwrap_or(FieldValue::NULL)),
+                    )))
+                })
+            })
+            .argument(InputValue::new("ids", TypeRef::named_nn_list_nn(TypeRef::ID)))
+            .description("Refetches several objects by global id, in the order given, with null for those that no\nlonger exist. At most 100 ids; all are read together."),
+        )
+}
+
+/// Reads a lookup's item; reads the pages of selected connections whose partition is a key
+/// field of the item at the same time (they do not depend on the item).
+async fn lookup_item(
+    ctx: &ResolverContext<'_>,
+    model: &'static Model,
+    entity: EntityId,
+) -> Result<Option<Item>, ApiError> {
+    let key = resolve::key_from_args(model, entity, ctx.args.as_index_map())?;
+    let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
+    let e = &model.entities[entity];
+    let table = e.table;
+    let ahead_sites: Vec<Site> = match ctx.data_opt::<PagesAhead>() {
+        None => Vec::new(),
+        Some(_) => e
+            .connections
+            .iter()
+            .filter(|c| match &c.read {
+                Read::Query { partition, .. } => matches!(
+                    partition.from,
+                    PartitionFrom::Parent(f) if e.key_fields.contains(&f)
+                ),
+                Read::Scan => false,
+            })
+            .map(|connection| Site {
+                model,
+                parent: Some(entity),
+                connection,
+                label: crate::model::leak_str(&format!("{}.{}", e.name, connection.name)),
+            })
+            .collect(),
+    };
+    if ahead_sites.is_empty() {
+        return Ok(store.get(table, &key).await?);
+    }
+    // The key attributes stand in for the item: they are all these connections read from it.
+    let partial: Item = key.to_attribute_map();
+    let parent_key = resolve::parent_text(model, entity, &partial).unwrap_or_default();
+    let look = ctx.look_ahead();
+    let mut reads = Vec::new();
+    for site in ahead_sites {
+        for selection in look.field(&site.connection.name).selection_fields() {
+            let Ok(arguments) = selection.arguments() else {
+                continue;
+            };
+            let partial = &partial;
+            reads.push(async move {
+                let args: Args = arguments.iter().cloned().collect();
+                let page = resolve::connection_page(ctx, site, Some(partial), &args).await;
+                (site.label, arguments, page)
+            });
+        }
+    }
+    let (found, pages) = futures_util::future::join(
+        store.get(table, &key),
+        futures_util::future::join_all(reads),
+    )
+    .await;
+    let Some(found) = found? else {
+        return Ok(None);
+    };
+    if let Some(ahead) = ctx.data_opt::<PagesAhead>() {
+        for (label, arguments, page) in pages {
+            ahead.put(label, parent_key.clone(), arguments, page);
+        }
+    }
+    Ok(Some(found))
+}
+
+/// Loads the objects global ids name, in order, with `None` for those that do not exist.
+async fn load_nodes<'a>(
+    ctx: &ResolverContext<'_>,
+    model: &'static Model,
+    ids: &[String],
+) -> Result<Vec<Option<FieldValue<'a>>>, ApiError> {
+    let keys = ids
+        .iter()
+        .map(|id| {
+            parse_node_id(model, id)
+                .ok_or_else(|| ApiError::BadUserInput("The id is not valid.".into()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let items: HashMap<_, _> = loader(ctx)?
+        .load_many(
+            keys.iter()
+                .map(|(e, key)| (model.entities[*e].table, key.clone())),
+        )
+        .await?;
+    Ok(keys
+        .into_iter()
+        .map(|(entity, key)| {
+            let table = model.entities[entity].table;
+            items.get(&(table, key)).cloned().flatten().map(|item| {
+                FieldValue::owned_any(item).with_type(model.entities[entity].name.clone())
+            })
+        })
+        .collect())
+}

@@ -1,0 +1,418 @@
+//! Attribute values <-> GraphQL values, exactly as each field declares: a stored value that does
+//! not fit its declaration is a [`Misfit`] (never coerced), and an input that does not fit is
+//! refused with a message for the client.
+//!
+//! Numbers stay DynamoDB's decimal strings ([`DynamoNumber`]) until the declared type says
+//! otherwise, so `Decimal` keeps 38 digits and `Int` is range-checked, never wrapped.
+
+use std::collections::HashMap;
+
+use async_graphql::{Name, Value};
+use aws_sdk_dynamodb::{primitives::Blob, types::AttributeValue};
+use base64::{Engine, engine::general_purpose::STANDARD};
+use chrono::{DateTime, SecondsFormat, Utc};
+
+use crate::{
+    cursor::{KeyType, KeyValue},
+    model::{Field, FieldType, Model, Scalar, TimeFormat},
+    number::DynamoNumber,
+};
+
+/// A stored attribute that does not fit its field's declaration (the value is not kept: logs
+/// name the field, never the value).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Misfit;
+
+/// The GraphQL value of `field` from its attribute in an item (`None`: absent). `Ok(None)` is a
+/// null.
+pub fn output(
+    model: &Model,
+    field: &Field,
+    value: Option<&AttributeValue>,
+) -> Result<Option<Value>, Misfit> {
+    let value = value.filter(|v| !matches!(v, AttributeValue::Null(true)));
+    match (&field.ty, value) {
+        // Sets cannot be empty in DynamoDB: an absent set is an empty one.
+        (FieldType::List { set: true, .. }, None) if !field.nullable => {
+            Ok(Some(Value::List(Vec::new())))
+        }
+        (_, None) if field.nullable => Ok(None),
+        (_, None) => Err(Misfit),
+        (FieldType::Scalar(scalar), Some(value)) => scalar_output(model, *scalar, value).map(Some),
+        (
+            FieldType::List {
+                item,
+                item_nullable,
+                set: false,
+            },
+            Some(AttributeValue::L(items)),
+        ) => items
+            .iter()
+            .map(|v| match v {
+                AttributeValue::Null(true) if *item_nullable => Ok(Value::Null),
+                v => scalar_output(model, *item, v),
+            })
+            .collect::<Result<_, _>>()
+            .map(|items| Some(Value::List(items))),
+        (
+            FieldType::List {
+                item, set: true, ..
+            },
+            Some(value),
+        ) => {
+            let items: Vec<AttributeValue> = match value {
+                AttributeValue::Ss(items) => items.iter().cloned().map(AttributeValue::S).collect(),
+                AttributeValue::Ns(items) => items.iter().cloned().map(AttributeValue::N).collect(),
+                AttributeValue::Bs(items) => items.iter().cloned().map(AttributeValue::B).collect(),
+                _ => return Err(Misfit),
+            };
+            items
+                .iter()
+                .map(|v| scalar_output(model, *item, v))
+                .collect::<Result<_, _>>()
+                .map(|items| Some(Value::List(items)))
+        }
+        (FieldType::List { .. }, Some(_)) => Err(Misfit),
+    }
+}
+
+fn scalar_output(model: &Model, scalar: Scalar, value: &AttributeValue) -> Result<Value, Misfit> {
+    Ok(match (scalar, value) {
+        (Scalar::String | Scalar::Id, AttributeValue::S(s)) => Value::String(s.clone()),
+        (Scalar::Int, AttributeValue::N(n)) => {
+            let n = integer(n)?;
+            Value::from(i32::try_from(n).map_err(|_| Misfit)?)
+        }
+        (Scalar::BigInt, AttributeValue::N(n)) => Value::String(integer(n)?.to_string()),
+        (Scalar::Float, AttributeValue::N(n)) => {
+            let f: f64 = n.parse().map_err(|_| Misfit)?;
+            let number = serde_json::Number::from_f64(f).ok_or(Misfit)?;
+            Value::Number(number)
+        }
+        (Scalar::Decimal, AttributeValue::N(n)) => {
+            Value::String(DynamoNumber::parse(n).map_err(|_| Misfit)?.into_string())
+        }
+        (Scalar::Boolean, AttributeValue::Bool(b)) => Value::Boolean(*b),
+        (Scalar::DateTime(format), value) => Value::String(time_text(read_time(format, value)?)),
+        (Scalar::Bytes, AttributeValue::B(b)) => Value::String(STANDARD.encode(b.as_ref())),
+        (Scalar::Json, value) => json_output(value)?,
+        (Scalar::Enum(e), AttributeValue::S(s)) => {
+            if !model.enums[e].values.iter().any(|(name, _)| name == s) {
+                return Err(Misfit);
+            }
+            Value::Enum(Name::new(s))
+        }
+        _ => return Err(Misfit),
+    })
+}
+
+fn integer(n: &str) -> Result<i64, Misfit> {
+    DynamoNumber::parse(n)
+        .ok()
+        .and_then(|n| n.to_i64())
+        .ok_or(Misfit)
+}
+
+fn read_time(format: TimeFormat, value: &AttributeValue) -> Result<DateTime<Utc>, Misfit> {
+    match (format, value) {
+        (TimeFormat::EpochMillis, AttributeValue::N(n)) => {
+            DateTime::from_timestamp_millis(integer(n)?).ok_or(Misfit)
+        }
+        (TimeFormat::EpochSeconds, AttributeValue::N(n)) => {
+            DateTime::from_timestamp(integer(n)?, 0).ok_or(Misfit)
+        }
+        (TimeFormat::Iso8601, AttributeValue::S(s)) => DateTime::parse_from_rfc3339(s)
+            .map(|t| t.with_timezone(&Utc))
+            .map_err(|_| Misfit),
+        _ => Err(Misfit),
+    }
+}
+
+/// The `DateTime` form clients see: RFC 3339 in UTC with milliseconds.
+fn time_text(time: DateTime<Utc>) -> String {
+    time.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// Any attribute as JSON: maps as objects, lists and sets as arrays, numbers as JSON numbers
+/// when a double holds them exactly and as strings otherwise, binaries as base64.
+fn json_output(value: &AttributeValue) -> Result<Value, Misfit> {
+    Ok(match value {
+        AttributeValue::S(s) => Value::String(s.clone()),
+        AttributeValue::N(n) => json_number(n),
+        AttributeValue::Bool(b) => Value::Boolean(*b),
+        AttributeValue::Null(_) => Value::Null,
+        AttributeValue::B(b) => Value::String(STANDARD.encode(b.as_ref())),
+        AttributeValue::M(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| Ok((Name::new(k), json_output(v)?)))
+                .collect::<Result<_, Misfit>>()?,
+        ),
+        AttributeValue::L(items) => {
+            Value::List(items.iter().map(json_output).collect::<Result<_, _>>()?)
+        }
+        AttributeValue::Ss(items) => {
+            Value::List(items.iter().cloned().map(Value::String).collect())
+        }
+        AttributeValue::Ns(items) => Value::List(items.iter().map(|n| json_number(n)).collect()),
+        AttributeValue::Bs(items) => Value::List(
+            items
+                .iter()
+                .map(|b| Value::String(STANDARD.encode(b.as_ref())))
+                .collect(),
+        ),
+        _ => return Err(Misfit),
+    })
+}
+
+fn json_number(n: &str) -> Value {
+    if let Ok(i) = n.parse::<i64>() {
+        return Value::from(i);
+    }
+    match n.parse::<f64>() {
+        Ok(f) if f.is_finite() && f.to_string() == n => serde_json::Number::from_f64(f)
+            .map_or_else(|| Value::String(n.to_owned()), Value::Number),
+        _ => Value::String(n.to_owned()),
+    }
+}
+
+/// An input that does not fit its field: the message for the client.
+pub type InputError = String;
+
+/// The attribute value to store for `field` from a GraphQL input value; `Ok(None)` for null (or
+/// an empty set, which DynamoDB cannot store): the attribute is then absent. `name` is what
+/// messages call the input.
+pub fn input(
+    model: &Model,
+    field: &Field,
+    name: &str,
+    value: &Value,
+) -> Result<Option<AttributeValue>, InputError> {
+    if matches!(value, Value::Null) {
+        return Ok(None);
+    }
+    match &field.ty {
+        FieldType::Scalar(scalar) => scalar_input(model, *scalar, name, value).map(Some),
+        FieldType::List {
+            item,
+            item_nullable,
+            set,
+        } => {
+            let Value::List(items) = value else {
+                return Err(format!("`{name}` must be a list."));
+            };
+            if !set {
+                return items
+                    .iter()
+                    .map(|v| match v {
+                        Value::Null if *item_nullable => Ok(AttributeValue::Null(true)),
+                        v => scalar_input(model, *item, name, v),
+                    })
+                    .collect::<Result<_, _>>()
+                    .map(|items| Some(AttributeValue::L(items)));
+            }
+            let values = items
+                .iter()
+                .map(|v| scalar_input(model, *item, name, v))
+                .collect::<Result<Vec<_>, _>>()?;
+            set_input(values, name)
+        }
+    }
+}
+
+fn set_input(
+    values: Vec<AttributeValue>,
+    name: &str,
+) -> Result<Option<AttributeValue>, InputError> {
+    if values.is_empty() {
+        return Ok(None);
+    }
+    let repeated = || format!("`{name}` must not hold the same value twice.");
+    macro_rules! unique {
+        ($variant:ident, $inner:expr) => {{
+            let items: Vec<_> = values.into_iter().filter_map($inner).collect();
+            let mut seen = std::collections::HashSet::new();
+            if !items.iter().all(|i| seen.insert(i.clone())) {
+                return Err(repeated());
+            }
+            Ok(Some(AttributeValue::$variant(items)))
+        }};
+    }
+    match &values[0] {
+        AttributeValue::S(_) => unique!(Ss, |v| v.as_s().ok().cloned()),
+        AttributeValue::N(_) => {
+            // Numerically equal values are one set member to DynamoDB.
+            let numbers: Vec<DynamoNumber> = values
+                .iter()
+                .filter_map(|v| v.as_n().ok().and_then(|n| DynamoNumber::parse(n).ok()))
+                .collect();
+            for (i, a) in numbers.iter().enumerate() {
+                if numbers[..i].iter().any(|b| a.numeric_cmp(b).is_eq()) {
+                    return Err(repeated());
+                }
+            }
+            Ok(Some(AttributeValue::Ns(
+                numbers.into_iter().map(DynamoNumber::into_string).collect(),
+            )))
+        }
+        AttributeValue::B(_) => unique!(Bs, |v| v.as_b().ok().cloned()),
+        _ => Err(format!("`{name}` cannot be stored as a set.")),
+    }
+}
+
+fn scalar_input(
+    model: &Model,
+    scalar: Scalar,
+    name: &str,
+    value: &Value,
+) -> Result<AttributeValue, InputError> {
+    let invalid = |what: &str| format!("`{name}` must be {what}.");
+    Ok(match (scalar, value) {
+        (Scalar::String | Scalar::Id, Value::String(s)) => AttributeValue::S(s.clone()),
+        (Scalar::Id, Value::Number(n)) => AttributeValue::S(n.to_string()),
+        (Scalar::Int, Value::Number(n)) => {
+            let n = n
+                .as_i64()
+                .and_then(|n| i32::try_from(n).ok())
+                .ok_or_else(|| invalid("a 32-bit integer"))?;
+            AttributeValue::N(n.to_string())
+        }
+        (Scalar::BigInt, value) => AttributeValue::N(
+            big_int(value)
+                .ok_or_else(|| invalid("a 64-bit integer"))?
+                .to_string(),
+        ),
+        (Scalar::Float, Value::Number(n)) => {
+            let f = n
+                .as_f64()
+                .filter(|f| f.is_finite())
+                .ok_or_else(|| invalid("a finite number"))?;
+            AttributeValue::N(float_text(f).ok_or_else(|| invalid("a number DynamoDB can store"))?)
+        }
+        (Scalar::Decimal, value) => AttributeValue::N(
+            decimal(value)
+                .map_err(|m| format!("`{name}`: {m}"))?
+                .into_string(),
+        ),
+        (Scalar::Boolean, Value::Boolean(b)) => AttributeValue::Bool(*b),
+        (Scalar::DateTime(format), value) => {
+            let time = date_time(value).map_err(|m| format!("`{name}`: {m}"))?;
+            write_time(format, time).ok_or_else(|| invalid("a time in whole seconds"))?
+        }
+        (Scalar::Bytes, Value::String(s)) => AttributeValue::B(Blob::new(
+            STANDARD.decode(s).map_err(|_| invalid("base64"))?,
+        )),
+        (Scalar::Json, value) => json_input(value),
+        (Scalar::Enum(e), Value::Enum(v)) => {
+            enum_value(model, e, v.as_str()).ok_or_else(|| invalid("a value of its enum"))?
+        }
+        (Scalar::Enum(e), Value::String(v)) => {
+            enum_value(model, e, v).ok_or_else(|| invalid("a value of its enum"))?
+        }
+        _ => return Err(invalid("of its declared type")),
+    })
+}
+
+fn enum_value(model: &Model, e: usize, v: &str) -> Option<AttributeValue> {
+    model.enums[e]
+        .values
+        .iter()
+        .any(|(name, _)| name == v)
+        .then(|| AttributeValue::S(v.to_owned()))
+}
+
+/// A `BigInt` input: an integer, or a string holding one.
+pub fn big_int(value: &Value) -> Option<i64> {
+    match value {
+        Value::Number(n) => n.as_i64(),
+        Value::String(s) => s.parse().ok(),
+        _ => None,
+    }
+}
+
+/// A `Decimal` input: a string, or an integer (exact in JSON). Fractions sent as JSON numbers
+/// are refused: the client may already have rounded them.
+pub fn decimal(value: &Value) -> Result<DynamoNumber, String> {
+    match value {
+        Value::String(s) => DynamoNumber::parse(s).map_err(|e| e.to_string()),
+        Value::Number(n) if n.is_i64() || n.is_u64() => {
+            DynamoNumber::parse(&n.to_string()).map_err(|e| e.to_string())
+        }
+        Value::Number(_) => {
+            Err("send Decimal values as strings, such as \"19.99\", so they stay exact".to_owned())
+        }
+        _ => Err("expected a Decimal".to_owned()),
+    }
+}
+
+/// A `DateTime` input: RFC 3339 with at most millisecond precision, any offset.
+pub fn date_time(value: &Value) -> Result<DateTime<Utc>, String> {
+    let Value::String(s) = value else {
+        return Err(
+            "expected an RFC 3339 date-time such as \"2023-01-01T00:00:00.123Z\"".to_owned(),
+        );
+    };
+    let parsed = DateTime::parse_from_rfc3339(s)
+        .map_err(|_| {
+            "expected an RFC 3339 date-time such as \"2023-01-01T00:00:00.123Z\"".to_owned()
+        })?
+        .with_timezone(&Utc);
+    if parsed.timestamp_subsec_nanos() % 1_000_000 != 0 {
+        return Err("DateTime values have millisecond precision".to_owned());
+    }
+    Ok(parsed)
+}
+
+/// A time as stored in `format`; `None` when epoch seconds would lose milliseconds.
+pub fn write_time(format: TimeFormat, time: DateTime<Utc>) -> Option<AttributeValue> {
+    match format {
+        TimeFormat::EpochMillis => Some(AttributeValue::N(time.timestamp_millis().to_string())),
+        TimeFormat::EpochSeconds => (time.timestamp_subsec_millis() == 0)
+            .then(|| AttributeValue::N(time.timestamp().to_string())),
+        TimeFormat::Iso8601 => Some(AttributeValue::S(time_text(time))),
+    }
+}
+
+/// A double as a DynamoDB number string (at most 38 significant digits).
+fn float_text(f: f64) -> Option<String> {
+    let plain = f.to_string();
+    let text = if DynamoNumber::parse(&plain).is_ok() {
+        plain
+    } else {
+        format!("{f:e}")
+    };
+    DynamoNumber::parse(&text)
+        .ok()
+        .map(DynamoNumber::into_string)
+}
+
+fn json_input(value: &Value) -> AttributeValue {
+    match value {
+        Value::Null => AttributeValue::Null(true),
+        Value::Boolean(b) => AttributeValue::Bool(*b),
+        Value::Number(n) => AttributeValue::N(n.to_string()),
+        Value::String(s) => AttributeValue::S(s.clone()),
+        Value::Enum(name) => AttributeValue::S(name.to_string()),
+        Value::List(items) => AttributeValue::L(items.iter().map(json_input).collect()),
+        Value::Object(map) => AttributeValue::M(
+            map.iter()
+                .map(|(k, v)| (k.to_string(), json_input(v)))
+                .collect::<HashMap<_, _>>(),
+        ),
+        Value::Binary(b) => AttributeValue::B(Blob::new(b.to_vec())),
+    }
+}
+
+/// The key value of an attribute, if it has the key type `ty`.
+pub fn key_value(value: &AttributeValue, ty: KeyType) -> Option<KeyValue> {
+    match (ty, value) {
+        (KeyType::S, AttributeValue::S(s)) => Some(KeyValue::S(s.clone())),
+        (KeyType::N, AttributeValue::N(n)) => DynamoNumber::parse(n).ok().map(KeyValue::N),
+        (KeyType::B, AttributeValue::B(b)) => Some(KeyValue::B(b.as_ref().to_vec())),
+        _ => None,
+    }
+}
+
+/// A canonical text of an input value for cursor bindings: equal inputs, equal text.
+pub fn canonical(value: &AttributeValue) -> String {
+    format!("{value:?}")
+}

@@ -1,0 +1,431 @@
+//! The model file as written: TOML deserialized with serde, every value that a later check may
+//! point at kept with its place in the file ([`Spanned`]). The same types derive the file's JSON
+//! Schema (`dynarelay.schema.json`), so editors complete and validate what this module reads.
+//!
+//! Nothing here is checked beyond its TOML shape: [`super::check`] turns a [`ModelFile`] into a
+//! [`super::Model`] and reports every problem at once.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use toml::Spanned;
+
+/// A dynarelay model: the DynamoDB tables to serve and the GraphQL API over them.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ModelFile {
+    /// The version of the model format. Only `1` exists.
+    #[schemars(with = "Option<u32>")]
+    pub version: Option<Spanned<u32>>,
+    /// The DynamoDB tables, by name (before `--table-prefix`): their keys and indexes.
+    #[serde(default)]
+    #[schemars(with = "BTreeMap<String, TableFile>")]
+    pub tables: BTreeMap<Spanned<String>, TableFile>,
+    /// Enumerations: string attributes that hold one of a fixed set of values.
+    #[serde(default)]
+    #[schemars(with = "BTreeMap<String, EnumFile>")]
+    pub enums: BTreeMap<Spanned<String>, EnumFile>,
+    /// The GraphQL object types, by name, each stored in one table.
+    #[serde(default)]
+    #[schemars(with = "BTreeMap<String, EntityFile>")]
+    pub entities: BTreeMap<Spanned<String>, EntityFile>,
+    /// Root query fields that read one item by its full key (GetItem): null when absent.
+    #[serde(default)]
+    #[schemars(with = "BTreeMap<String, LookupFile>")]
+    pub lookups: BTreeMap<Spanned<String>, LookupFile>,
+    /// Root query fields that page through a table, an index, or a Scan.
+    #[serde(default)]
+    #[schemars(with = "BTreeMap<String, ConnectionFile>")]
+    pub connections: BTreeMap<Spanned<String>, ConnectionFile>,
+}
+
+/// A DynamoDB table's key schema and secondary indexes.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct TableFile {
+    /// The partition (HASH) key attribute.
+    #[schemars(with = "String")]
+    pub partition_key: Spanned<String>,
+    /// The sort (RANGE) key attribute, if the table has one.
+    #[schemars(with = "Option<String>")]
+    pub sort_key: Option<Spanned<String>>,
+    /// The type of every key attribute of the table and its indexes: `S`, `N` or `B`.
+    #[serde(default)]
+    #[schemars(with = "BTreeMap<String, KeyTypeFile>")]
+    pub attributes: BTreeMap<Spanned<String>, Spanned<KeyTypeFile>>,
+    /// Secondary indexes, by name.
+    #[serde(default)]
+    #[schemars(with = "BTreeMap<String, IndexFile>")]
+    pub indexes: BTreeMap<Spanned<String>, IndexFile>,
+}
+
+/// A key attribute's DynamoDB type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+pub enum KeyTypeFile {
+    /// String.
+    S,
+    /// Number.
+    N,
+    /// Binary.
+    B,
+}
+
+/// A global or local secondary index.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct IndexFile {
+    /// `global` (the default) or `local` (same partition key as the table).
+    #[serde(default)]
+    #[schemars(with = "Option<IndexKindFile>")]
+    pub kind: Option<Spanned<IndexKindFile>>,
+    /// The index's partition key attribute. Required for a global index; a local index uses
+    /// the table's.
+    #[schemars(with = "Option<String>")]
+    pub partition_key: Option<Spanned<String>>,
+    /// The index's sort key attribute. Required for a local index.
+    #[schemars(with = "Option<String>")]
+    pub sort_key: Option<Spanned<String>>,
+    /// Which attributes the index holds: `ALL` (the default), `KEYS_ONLY`, or a list of the
+    /// non-key attributes it includes. Connections over an index return whole items only when
+    /// it holds every attribute their entity reads.
+    #[serde(default)]
+    #[schemars(with = "Option<ProjectionFile>")]
+    pub projection: Option<Spanned<ProjectionFile>>,
+}
+
+/// Global or local.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum IndexKindFile {
+    /// A global secondary index (GSI).
+    Global,
+    /// A local secondary index (LSI).
+    Local,
+}
+
+/// An index projection.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ProjectionFile {
+    /// `ALL` or `KEYS_ONLY`.
+    Kind(ProjectionKindFile),
+    /// `INCLUDE`: the key attributes and these.
+    Include(Vec<String>),
+}
+
+/// `ALL` or `KEYS_ONLY`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+pub enum ProjectionKindFile {
+    /// Every attribute.
+    #[serde(rename = "ALL")]
+    All,
+    /// Only the table's and the index's keys.
+    #[serde(rename = "KEYS_ONLY")]
+    KeysOnly,
+}
+
+/// A GraphQL enum stored as a string attribute holding the value's name.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct EnumFile {
+    /// The enum's description in the schema.
+    pub description: Option<String>,
+    /// The values: a list of names, or a table of names to descriptions.
+    #[schemars(with = "EnumValuesFile")]
+    pub values: Spanned<EnumValuesFile>,
+}
+
+/// Enum values, with or without descriptions.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum EnumValuesFile {
+    /// Names only.
+    Names(Vec<String>),
+    /// Names and their descriptions.
+    Described(BTreeMap<String, String>),
+}
+
+/// A GraphQL object type stored in one table. It implements `Node`, with a global `id`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct EntityFile {
+    /// The table that holds it (a name under `[tables]`).
+    #[schemars(with = "String")]
+    pub table: Spanned<String>,
+    /// The type's description in the schema.
+    pub description: Option<String>,
+    /// The type tag global ids start with. Default: the type name and `:`. Set a short one
+    /// (such as `"U"`) to keep ids compact, or to keep ids stable across a rename. No tag may
+    /// begin another.
+    #[schemars(with = "Option<String>")]
+    pub id_tag: Option<Spanned<String>>,
+    /// The fields read from the item's attributes. The key attributes must each have one.
+    #[serde(default)]
+    #[schemars(with = "BTreeMap<String, FieldFile>")]
+    pub fields: BTreeMap<Spanned<String>, FieldFile>,
+    /// Fields that hold another entity's key and resolve to that entity.
+    #[serde(default)]
+    #[schemars(with = "BTreeMap<String, RelationFile>")]
+    pub relations: BTreeMap<Spanned<String>, RelationFile>,
+    /// Fields that page through items related to this one.
+    #[serde(default)]
+    #[schemars(with = "BTreeMap<String, ConnectionFile>")]
+    pub connections: BTreeMap<Spanned<String>, ConnectionFile>,
+    /// Which mutations to generate (none by default).
+    #[serde(default)]
+    pub mutations: MutationsFile,
+    /// A field of type `Int!` or `BigInt!` used for optimistic concurrency: set to 1 on create,
+    /// incremented by each update, and `update` succeeds only when the input's `version` equals
+    /// the stored one.
+    #[schemars(with = "Option<String>")]
+    pub version_field: Option<Spanned<String>>,
+}
+
+/// A field read from one attribute.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct FieldFile {
+    /// The GraphQL type, with `!` for non-null and `[...]` for lists: `String`, `ID`, `Int`,
+    /// `BigInt`, `Float`, `Decimal`, `Boolean`, `DateTime`, `Bytes`, `JSON`, or an enum name.
+    #[schemars(with = "String")]
+    #[serde(rename = "type")]
+    pub ty: Spanned<String>,
+    /// The attribute's name in the item. Default: the field's name.
+    #[schemars(with = "Option<String>")]
+    pub attribute: Option<Spanned<String>>,
+    /// The field's description in the schema.
+    pub description: Option<String>,
+    /// How the value is stored. `DateTime`: `epoch_millis` (N, the default), `epoch_seconds`
+    /// (N) or `iso8601` (S). Lists: `list` (L, the default) or `set` (SS, NS or BS).
+    #[schemars(with = "Option<StoredAsFile>")]
+    pub stored_as: Option<Spanned<StoredAsFile>>,
+    /// In create inputs: the value used when the input omits the field, which makes it
+    /// optional. `"now"` for a `DateTime`; otherwise a literal of the field's type. When the
+    /// field is part of the key and `"now"` is taken, the next free millisecond is used.
+    #[schemars(with = "Option<serde_json::Value>")]
+    pub default: Option<Spanned<toml::Value>>,
+    /// Set by the server on create and absent from inputs. Only `"now"` exists.
+    #[schemars(with = "Option<String>")]
+    pub generated: Option<Spanned<String>>,
+    /// The description of the field in mutation inputs. Default: `description`.
+    pub input_description: Option<String>,
+    /// Inputs: the smallest allowed number (inclusive).
+    #[schemars(with = "Option<serde_json::Value>")]
+    pub min: Option<Spanned<toml::Value>>,
+    /// Inputs: the largest allowed number (inclusive).
+    #[schemars(with = "Option<serde_json::Value>")]
+    pub max: Option<Spanned<toml::Value>>,
+    /// Inputs: the fewest characters a string may have.
+    #[schemars(with = "Option<u32>")]
+    pub min_length: Option<Spanned<u32>>,
+    /// Inputs: the most characters a string may have.
+    #[schemars(with = "Option<u32>")]
+    pub max_length: Option<Spanned<u32>>,
+    /// Inputs: a string format to check. Only `email` exists.
+    #[schemars(with = "Option<String>")]
+    pub format: Option<Spanned<String>>,
+}
+
+/// How a value is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StoredAsFile {
+    /// N: milliseconds since 1970-01-01T00:00:00Z.
+    EpochMillis,
+    /// N: seconds since 1970-01-01T00:00:00Z.
+    EpochSeconds,
+    /// S: an ISO 8601 (RFC 3339) date-time.
+    Iso8601,
+    /// L: a list.
+    List,
+    /// SS, NS or BS: a set (no duplicates, no order).
+    Set,
+}
+
+/// A field holding another entity's key, resolved to that entity (batched per request).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct RelationFile {
+    /// The target entity, with `!` when it must exist (a missing one is then an error; without
+    /// `!` it is null).
+    #[schemars(with = "String")]
+    #[serde(rename = "type")]
+    pub ty: Spanned<String>,
+    /// This entity's fields holding the target's key: its partition key, then its sort key.
+    #[schemars(with = "Vec<String>")]
+    pub key: Spanned<Vec<Spanned<String>>>,
+    /// The field's description in the schema.
+    pub description: Option<String>,
+    /// Create mutations refuse an input whose target does not exist.
+    #[serde(default)]
+    pub check_on_create: bool,
+}
+
+/// A root field reading one item by its full key.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct LookupFile {
+    /// The entity to read. Its key fields become the arguments.
+    #[schemars(with = "String")]
+    pub entity: Spanned<String>,
+    /// The field's description in the schema.
+    pub description: Option<String>,
+}
+
+/// A paginated field: a Query on a table or index partition, or a Scan.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ConnectionFile {
+    /// The entity the connection's nodes are.
+    #[schemars(with = "String")]
+    pub entity: Spanned<String>,
+    /// The field's description in the schema.
+    pub description: Option<String>,
+    /// Read this index of the entity's table instead of the table itself.
+    #[schemars(with = "Option<String>")]
+    pub index: Option<Spanned<String>>,
+    /// Read with a Scan (of the table, or of `index`): no partition, forward paging only.
+    #[serde(default)]
+    #[schemars(with = "bool")]
+    pub scan: Option<Spanned<bool>>,
+    /// Where the partition key value comes from (required unless `scan`).
+    pub partition: Option<PartitionFile>,
+    /// Conditions on the sort key, as named arguments (key conditions, never filters).
+    #[serde(default)]
+    pub sort: Option<SortFile>,
+    /// Filter arguments, by argument name.
+    #[serde(default)]
+    #[schemars(with = "BTreeMap<String, FilterFile>")]
+    pub filters: BTreeMap<Spanned<String>, FilterFile>,
+    /// The `order` argument: its default and description. Absent on Scans.
+    #[serde(default)]
+    pub order: Option<OrderFile>,
+    /// Page sizes for this connection. Default: the server's `--default-page-size` and
+    /// `--max-page-size`.
+    pub page_size: Option<PageSizeFile>,
+}
+
+/// Where a Query's partition key value comes from: exactly one of the three.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct PartitionFile {
+    /// A required argument of this name (root connections). Its type is the entity field on
+    /// the partition key attribute.
+    #[schemars(with = "Option<String>")]
+    pub argument: Option<Spanned<String>>,
+    /// The argument's description.
+    pub description: Option<String>,
+    /// A field of the parent entity (connections on an entity).
+    #[schemars(with = "Option<String>")]
+    pub field: Option<Spanned<String>>,
+    /// A constant (a string, or a number for an N key).
+    #[schemars(with = "Option<serde_json::Value>")]
+    pub value: Option<Spanned<toml::Value>>,
+}
+
+/// Sort-key condition arguments. Ranges are inclusive at both ends.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct SortFile {
+    /// The argument for the lowest sort key value (inclusive).
+    #[schemars(with = "Option<ArgumentFile>")]
+    pub min: Option<Spanned<ArgumentFile>>,
+    /// The argument for the highest sort key value (inclusive).
+    #[schemars(with = "Option<ArgumentFile>")]
+    pub max: Option<Spanned<ArgumentFile>>,
+    /// The argument for a prefix of the sort key (strings only).
+    #[schemars(with = "Option<ArgumentFile>")]
+    pub begins_with: Option<Spanned<ArgumentFile>>,
+}
+
+/// A named argument: its name, or its name and description.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(untagged)]
+#[schemars(deny_unknown_fields)]
+pub enum ArgumentFile {
+    /// Just the name.
+    Name(String),
+    /// The name and a description.
+    Described {
+        /// The argument's name.
+        name: String,
+        /// The argument's description.
+        description: Option<String>,
+    },
+}
+
+/// A filter argument on one field.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct FilterFile {
+    /// The entity field (not the attribute) the filter tests; the argument has its type.
+    #[schemars(with = "String")]
+    pub field: Spanned<String>,
+    /// The comparison: `=`, `<>`, `<`, `<=`, `>`, `>=`, `begins_with`, `contains`, `IN` (the
+    /// argument is a list) or `attribute_exists` (the argument is a Boolean: true for present,
+    /// false for absent).
+    #[schemars(with = "String")]
+    pub op: Spanned<String>,
+    /// The argument's description.
+    pub description: Option<String>,
+}
+
+/// The `order` argument.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct OrderFile {
+    /// `ASC` (the default) or `DESC`.
+    #[schemars(with = "Option<String>")]
+    pub default: Option<Spanned<String>>,
+    /// The argument's description.
+    pub description: Option<String>,
+}
+
+/// Page sizes.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct PageSizeFile {
+    /// The page size when a client gives neither `first` nor `last`.
+    #[schemars(with = "Option<u32>")]
+    pub default: Option<Spanned<u32>>,
+    /// The largest `first` or `last` a client may ask for.
+    #[schemars(with = "Option<u32>")]
+    pub max: Option<Spanned<u32>>,
+}
+
+/// The mutations of an entity.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct MutationsFile {
+    /// `create{Type}`: writes a new item, never overwriting one.
+    #[schemars(with = "Option<MutationFile>")]
+    pub create: Option<Spanned<MutationFile>>,
+    /// `update{Type}`: changes some fields of an existing item by its global id.
+    #[schemars(with = "Option<MutationFile>")]
+    pub update: Option<Spanned<MutationFile>>,
+    /// `delete{Type}`: deletes an existing item by its global id.
+    #[schemars(with = "Option<MutationFile>")]
+    pub delete: Option<Spanned<MutationFile>>,
+}
+
+/// One mutation: `true`, or a table with its settings.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum MutationFile {
+    /// On (`true`) or off (`false`).
+    Enabled(bool),
+    /// On, with settings.
+    Settings(MutationSettingsFile),
+}
+
+/// A mutation's settings.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct MutationSettingsFile {
+    /// The field's description in the schema.
+    pub description: Option<String>,
+    /// Create only: also return `{type}Edge`, whose cursor is valid in this connection
+    /// (`Entity.field`, unfiltered) for Relay's `@appendEdge` or an Apollo cache update.
+    pub edge: Option<String>,
+}

@@ -1,0 +1,472 @@
+//! The model: what a model file declares, checked and typed. Tables with their keys and indexes,
+//! entities with their fields, relations, connections and mutations, root lookups and
+//! connections.
+//!
+//! [`file`] reads the TOML as written; [`check`] turns it into a [`Model`], reporting every
+//! problem with its place in the file; the schema builder and the store read only [`Model`].
+//! Nothing here knows the AWS SDK or GraphQL execution.
+//!
+//! Names a [`Model`] hands to the cursor codec and to metrics labels are `&'static str`: a model
+//! is loaded once per process and lives as long as the schema built from it, so its key
+//! attribute names and key shapes are leaked once, at load time, rather than reference-counted
+//! on every cursor and key.
+
+pub mod check;
+pub mod file;
+
+use std::ops::Range;
+
+use crate::{
+    cursor::{KeyAttr, KeyShape, KeyType, KeyValue},
+    number::DynamoNumber,
+};
+
+pub use check::{Located, ModelErrors, json_schema, load, parse};
+
+/// A checked model.
+#[derive(Debug, Clone)]
+pub struct Model {
+    /// The tables, referred to by position ([`TableId`]).
+    pub tables: Vec<Table>,
+    /// The enums, referred to by position.
+    pub enums: Vec<EnumType>,
+    /// The entities, referred to by position ([`EntityId`]).
+    pub entities: Vec<Entity>,
+    /// Root lookup fields.
+    pub lookups: Vec<Lookup>,
+    /// Root connection fields.
+    pub connections: Vec<Connection>,
+}
+
+/// A table's position in [`Model::tables`].
+pub type TableId = usize;
+/// An entity's position in [`Model::entities`].
+pub type EntityId = usize;
+/// A field's position in [`Entity::fields`].
+pub type FieldId = usize;
+
+/// A DynamoDB table.
+#[derive(Debug, Clone)]
+pub struct Table {
+    /// The name before any `--table-prefix`.
+    pub name: String,
+    /// The primary key: partition key, then sort key if any.
+    pub key: KeyShape,
+    /// Every key attribute of the table and its indexes, once each (the table's first).
+    pub attributes: Vec<KeyAttr>,
+    /// Secondary indexes.
+    pub indexes: Vec<Index>,
+    /// Where the table is declared in the model file.
+    pub span: Range<usize>,
+}
+
+/// A secondary index.
+#[derive(Debug, Clone)]
+pub struct Index {
+    /// The index name.
+    pub name: String,
+    /// Local (LSI) rather than global (GSI).
+    pub local: bool,
+    /// The index's own key: partition key, then sort key if any.
+    pub key: KeyShape,
+    /// The key of an item read through the index, as `ExclusiveStartKey` needs it: the index's
+    /// keys, then the table's keys that are not among them.
+    pub start_key: KeyShape,
+    /// Which attributes the index holds.
+    pub projection: Projection,
+    /// Where the index is declared in the model file.
+    pub span: Range<usize>,
+}
+
+/// An index projection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Projection {
+    /// Every attribute.
+    All,
+    /// The table's and the index's key attributes only.
+    KeysOnly,
+    /// The key attributes and these.
+    Include(Vec<String>),
+}
+
+/// An enum stored as the value's name.
+#[derive(Debug, Clone)]
+pub struct EnumType {
+    /// The GraphQL name.
+    pub name: String,
+    /// Its description.
+    pub description: Option<String>,
+    /// The values, with their descriptions.
+    pub values: Vec<(String, Option<String>)>,
+}
+
+/// A GraphQL object type over the items of one table.
+#[derive(Debug, Clone)]
+pub struct Entity {
+    /// The GraphQL type name.
+    pub name: String,
+    /// Its description.
+    pub description: Option<String>,
+    /// The table holding its items.
+    pub table: TableId,
+    /// The bytes global ids of this type start with. No entity's tag begins another's.
+    pub id_tag: String,
+    /// The fields read from attributes.
+    pub fields: Vec<Field>,
+    /// The fields on the table's key attributes, in key order.
+    pub key_fields: Vec<FieldId>,
+    /// Fields resolving to another entity.
+    pub relations: Vec<Relation>,
+    /// Paginated fields.
+    pub connections: Vec<Connection>,
+    /// Generated mutations.
+    pub mutations: Mutations,
+    /// The optimistic-concurrency version field (`Int!` or `BigInt!`), if any.
+    pub version_field: Option<FieldId>,
+}
+
+/// A field read from one attribute.
+#[derive(Debug, Clone)]
+pub struct Field {
+    /// The GraphQL name.
+    pub name: String,
+    /// The attribute name in items.
+    pub attribute: String,
+    /// Its description.
+    pub description: Option<String>,
+    /// Its description in mutation inputs.
+    pub input_description: Option<String>,
+    /// The value's type and storage.
+    pub ty: FieldType,
+    /// Whether the GraphQL type is nullable (the attribute may be absent).
+    pub nullable: bool,
+    /// The value create inputs fall back to, making the input field optional.
+    pub default: Option<DefaultValue>,
+    /// Set by the server on create, and absent from inputs.
+    pub generated: Option<Generated>,
+    /// Checks on input values.
+    pub checks: InputChecks,
+}
+
+/// A scalar, or a list of scalars.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FieldType {
+    /// One value.
+    Scalar(Scalar),
+    /// A list (L) or set (SS, NS, BS).
+    List {
+        /// The items' type.
+        item: Scalar,
+        /// Whether items may be null (lists only; never for sets).
+        item_nullable: bool,
+        /// Stored as a set rather than a list.
+        set: bool,
+    },
+}
+
+/// A scalar type with its stored representation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scalar {
+    /// `String`: S.
+    String,
+    /// `ID`: S.
+    Id,
+    /// `Int`: N, a 32-bit integer.
+    Int,
+    /// `BigInt`: N, a 64-bit integer (sent as a string).
+    BigInt,
+    /// `Float`: N, a double.
+    Float,
+    /// `Decimal`: N, exact, up to 38 digits (sent as a string).
+    Decimal,
+    /// `Boolean`: BOOL.
+    Boolean,
+    /// `DateTime`, stored as given.
+    DateTime(TimeFormat),
+    /// `Bytes`: B, sent as base64.
+    Bytes,
+    /// `JSON`: any attribute value.
+    Json,
+    /// An enum (position in [`Model::enums`]): S holding the value's name.
+    Enum(usize),
+}
+
+impl Scalar {
+    /// The DynamoDB key type values of this scalar take, if it can be a key.
+    pub fn key_type(self) -> Option<KeyType> {
+        match self {
+            Scalar::String | Scalar::Id | Scalar::Enum(_) => Some(KeyType::S),
+            Scalar::DateTime(TimeFormat::Iso8601) => Some(KeyType::S),
+            Scalar::Int
+            | Scalar::BigInt
+            | Scalar::Float
+            | Scalar::Decimal
+            | Scalar::DateTime(TimeFormat::EpochMillis | TimeFormat::EpochSeconds) => {
+                Some(KeyType::N)
+            }
+            Scalar::Bytes => Some(KeyType::B),
+            Scalar::Boolean | Scalar::Json => None,
+        }
+    }
+}
+
+/// How a `DateTime` is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeFormat {
+    /// N: milliseconds since the Unix epoch.
+    EpochMillis,
+    /// N: seconds since the Unix epoch.
+    EpochSeconds,
+    /// S: RFC 3339.
+    Iso8601,
+}
+
+/// A create input's fallback value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DefaultValue {
+    /// The server's clock, to the millisecond. For a key field, the next free millisecond is
+    /// used when this one is taken.
+    Now,
+    /// A constant, as a GraphQL input value of the field's type.
+    Value(serde_json::Value),
+}
+
+/// A value the server sets on create.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Generated {
+    /// The server's clock, to the millisecond.
+    Now,
+}
+
+/// Checks applied to input values before any write.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InputChecks {
+    /// Smallest number, inclusive.
+    pub min: Option<DynamoNumber>,
+    /// Largest number, inclusive.
+    pub max: Option<DynamoNumber>,
+    /// Fewest characters.
+    pub min_length: Option<u32>,
+    /// Most characters.
+    pub max_length: Option<u32>,
+    /// Must look like an email address.
+    pub email: bool,
+}
+
+/// A field resolving to another entity by the key its fields hold.
+#[derive(Debug, Clone)]
+pub struct Relation {
+    /// The GraphQL name.
+    pub name: String,
+    /// Its description.
+    pub description: Option<String>,
+    /// The target entity.
+    pub target: EntityId,
+    /// Null (rather than an error) when the target does not exist.
+    pub nullable: bool,
+    /// This entity's fields holding the target's key, in the target table's key order.
+    pub key: Vec<FieldId>,
+    /// Create mutations refuse an input whose target does not exist.
+    pub check_on_create: bool,
+}
+
+/// A root lookup: one item by its full key.
+#[derive(Debug, Clone)]
+pub struct Lookup {
+    /// The GraphQL name.
+    pub name: String,
+    /// Its description.
+    pub description: Option<String>,
+    /// The entity read; its key fields are the arguments.
+    pub entity: EntityId,
+}
+
+/// A paginated field.
+#[derive(Debug, Clone)]
+pub struct Connection {
+    /// The GraphQL name.
+    pub name: String,
+    /// Its description.
+    pub description: Option<String>,
+    /// The nodes' entity.
+    pub entity: EntityId,
+    /// The index read, if not the table itself (position in the table's indexes).
+    pub index: Option<usize>,
+    /// A Query on one partition, or a Scan.
+    pub read: Read,
+    /// Filter arguments.
+    pub filters: Vec<Filter>,
+    /// The `order` argument; `None` for Scans, which page forward only.
+    pub order: Option<Order>,
+    /// Default and largest page size, if set for this connection.
+    pub page_size: Option<(u32, u32)>,
+    /// The key shape of items read (the table key, or the index's start key): what cursors hold.
+    pub start_key: KeyShape,
+}
+
+/// How a connection reads.
+// A model is built once per process and holds a handful of these: size does not matter, and
+// unboxed variants keep them easy to match.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone)]
+pub enum Read {
+    /// A Query on one partition, with optional sort-key conditions.
+    Query {
+        /// The partition key attribute and where its value comes from.
+        partition: Partition,
+        /// Sort-key conditions, if the table or index has a sort key and any are declared.
+        sort: Option<SortCondition>,
+    },
+    /// A Scan.
+    Scan,
+}
+
+/// The partition of a Query.
+#[derive(Debug, Clone)]
+pub struct Partition {
+    /// The partition key attribute of the table or index read.
+    pub attribute: KeyAttr,
+    /// Where its value comes from.
+    pub from: PartitionFrom,
+}
+
+/// Where a partition key value comes from.
+#[derive(Debug, Clone)]
+pub enum PartitionFrom {
+    /// A required argument, typed as the node entity's field on the attribute.
+    Argument {
+        /// The argument.
+        argument: Argument,
+        /// The node entity's field on the partition attribute (the argument's type).
+        field: FieldId,
+    },
+    /// A field of the parent entity.
+    Parent(FieldId),
+    /// A constant.
+    Constant(KeyValue),
+}
+
+/// Sort-key condition arguments, typed as the node entity's field on the sort key.
+#[derive(Debug, Clone)]
+pub struct SortCondition {
+    /// The sort key attribute of the table or index read.
+    pub attribute: KeyAttr,
+    /// The node entity's field on it.
+    pub field: FieldId,
+    /// Lowest value, inclusive.
+    pub min: Option<Argument>,
+    /// Highest value, inclusive.
+    pub max: Option<Argument>,
+    /// A prefix (string sort keys only).
+    pub begins_with: Option<Argument>,
+}
+
+/// A named argument.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Argument {
+    /// The GraphQL name.
+    pub name: String,
+    /// Its description.
+    pub description: Option<String>,
+}
+
+/// A filter argument.
+#[derive(Debug, Clone)]
+pub struct Filter {
+    /// The argument.
+    pub argument: Argument,
+    /// The node entity's field tested.
+    pub field: FieldId,
+    /// The comparison.
+    pub op: FilterOp,
+}
+
+/// A filter comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FilterOp {
+    /// `=`
+    Eq,
+    /// `<>`
+    Ne,
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+    /// `begins_with(attribute, value)`
+    BeginsWith,
+    /// `contains(attribute, value)`
+    Contains,
+    /// `attribute IN (values...)`: the argument is a list.
+    In,
+    /// `attribute_exists` (true) or `attribute_not_exists` (false): the argument is a Boolean.
+    Exists,
+}
+
+/// The `order` argument of a Query connection.
+#[derive(Debug, Clone)]
+pub struct Order {
+    /// Descending by default.
+    pub default_desc: bool,
+    /// Its description.
+    pub description: Option<String>,
+}
+
+/// The mutations generated for an entity.
+#[derive(Debug, Clone, Default)]
+pub struct Mutations {
+    /// `create{Type}`.
+    pub create: Option<CreateMutation>,
+    /// `update{Type}`.
+    pub update: Option<Mutation>,
+    /// `delete{Type}`.
+    pub delete: Option<Mutation>,
+}
+
+/// A generated mutation.
+#[derive(Debug, Clone, Default)]
+pub struct Mutation {
+    /// Its description.
+    pub description: Option<String>,
+}
+
+/// `create{Type}`.
+#[derive(Debug, Clone, Default)]
+pub struct CreateMutation {
+    /// Its description.
+    pub description: Option<String>,
+    /// The connection (`entity`, position in its connections) the payload's edge is valid in.
+    pub edge: Option<(EntityId, usize)>,
+}
+
+impl Model {
+    /// The table of an entity.
+    pub fn table_of(&self, entity: EntityId) -> &Table {
+        &self.tables[self.entities[entity].table]
+    }
+
+    /// The entity named `name`.
+    pub fn entity_named(&self, name: &str) -> Option<EntityId> {
+        self.entities.iter().position(|e| e.name == name)
+    }
+}
+
+impl Entity {
+    /// The field on attribute `attribute`, if any.
+    pub fn field_on(&self, attribute: &str) -> Option<FieldId> {
+        self.fields.iter().position(|f| f.attribute == attribute)
+    }
+}
+
+/// Leaks a string for the life of the process (see the module docs).
+pub(crate) fn leak_str(s: &str) -> &'static str {
+    Box::leak(s.to_owned().into_boxed_str())
+}
+
+/// Leaks a key shape for the life of the process (see the module docs).
+pub(crate) fn leak_shape(attrs: Vec<KeyAttr>) -> KeyShape {
+    Box::leak(attrs.into_boxed_slice())
+}

@@ -1,0 +1,691 @@
+//! The model file: the example loads, every kind of mistake is reported at its place, and the
+//! checked-in JSON Schema matches the Rust types. None of these tests needs DynamoDB.
+
+use dynarelay::model::{self, ModelErrors};
+
+#[test]
+fn dynarelay_schema_json_matches_the_rust_types() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/dynarelay.schema.json");
+    let generated = model::json_schema();
+    let on_disk = std::fs::read_to_string(path).unwrap_or_default();
+    if on_disk != generated {
+        std::fs::write(path, &generated).expect("rewriting dynarelay.schema.json");
+        panic!("dynarelay.schema.json is stale: re-run the tests and commit it");
+    }
+}
+
+#[test]
+fn the_shop_example_loads() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/shop/dynarelay.toml");
+    let model = model::load(std::path::Path::new(path)).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(model.tables.len(), 3);
+    assert_eq!(model.entities.len(), 3);
+    assert_eq!(model.lookups.len(), 2);
+    assert_eq!(model.connections.len(), 2);
+}
+
+/// A valid model the cases below add to (lines 1 to 9).
+const BASE: &str = r#"version = 1
+
+[tables.Users]
+partition_key = "userId"
+attributes = { userId = "S" }
+
+[entities.User]
+table = "Users"
+fields.userId = { type = "String!" }
+"#;
+
+/// Purchases with a sort key and an index, on lines 10 to 22 after `BASE`.
+const PURCHASES: &str = r#"
+[tables.Purchases]
+partition_key = "userId"
+sort_key = "at"
+attributes = { userId = "S", at = "N", sku = "S" }
+indexes.BySku = { partition_key = "sku", sort_key = "at", projection = "KEYS_ONLY" }
+
+[entities.Purchase]
+table = "Purchases"
+fields.userId = { type = "String!" }
+fields.at = { type = "DateTime!" }
+fields.sku = { type = "String!" }
+fields.amount = { type = "Decimal" }
+"#;
+
+fn errors(text: &str) -> ModelErrors {
+    match model::parse("test.toml", text) {
+        Ok(_) => panic!("the model was accepted:\n{text}"),
+        Err(errors) => errors,
+    }
+}
+
+/// One kind of mistake: the model text, and the message part, line and column expected.
+struct Case {
+    name: &'static str,
+    text: String,
+    message: &'static str,
+    line: usize,
+    column: usize,
+}
+
+fn case(name: &'static str, text: &str, message: &'static str, line: usize, column: usize) -> Case {
+    Case {
+        name,
+        text: text.to_owned(),
+        message,
+        line,
+        column,
+    }
+}
+
+fn with_base(
+    name: &'static str,
+    extra: &str,
+    message: &'static str,
+    line: usize,
+    column: usize,
+) -> Case {
+    case(name, &format!("{BASE}{extra}"), message, line, column)
+}
+
+fn with_purchases(
+    name: &'static str,
+    extra: &str,
+    message: &'static str,
+    line: usize,
+    column: usize,
+) -> Case {
+    case(
+        name,
+        &format!("{BASE}{PURCHASES}{extra}"),
+        message,
+        line,
+        column,
+    )
+}
+
+fn cases() -> Vec<Case> {
+    vec![
+        case(
+            "unknown key",
+            "version = 1\n[tables.Users]\npartiton_key = \"userId\"\n",
+            "unknown key `partiton_key` in `tables.Users`",
+            3,
+            1,
+        ),
+        case(
+            "bad TOML",
+            "version = 1\n[tables.Users\n",
+            "unclosed table",
+            2,
+            14,
+        ),
+        case(
+            "wrong value type",
+            "version = \"one\"\n",
+            "invalid type: string \"one\"",
+            1,
+            11,
+        ),
+        case(
+            "unsupported version",
+            "version = 2\n",
+            "model format version 2 does not exist",
+            1,
+            11,
+        ),
+        case(
+            "unknown table",
+            &BASE.replace("table = \"Users\"", "table = \"Userz\""),
+            "unknown table `Userz`",
+            8,
+            9,
+        ),
+        case(
+            "key attribute without a type",
+            &BASE.replace("{ userId = \"S\" }", "{}"),
+            "key attribute `userId` of table `Users` is not declared in `attributes`",
+            4,
+            17,
+        ),
+        case(
+            "attribute that is no key",
+            &BASE.replace("{ userId = \"S\" }", "{ userId = \"S\", name = \"S\" }"),
+            "attribute `name` is no key of table `Users`",
+            5,
+            30,
+        ),
+        with_base(
+            "local index on a table without sort key",
+            "[tables.Users.indexes.ByName]\nkind = \"local\"\nsort_key = \"userId\"\n",
+            "local index `ByName` on table `Users`, which has no sort key",
+            11,
+            8,
+        ),
+        with_base(
+            "global index without partition key",
+            "[tables.Users.indexes.ByName]\nsort_key = \"userId\"\n",
+            "global index `ByName` has no `partition_key`",
+            10,
+            23,
+        ),
+        case(
+            "field type that cannot hold its key's type",
+            &BASE.replace("type = \"String!\"", "type = \"Int!\""),
+            "field `userId` of type `Int!` cannot hold key attribute `userId`, of type S",
+            9,
+            26,
+        ),
+        case(
+            "nullable key field",
+            &BASE.replace("type = \"String!\"", "type = \"String\""),
+            "key field `userId` is nullable",
+            9,
+            26,
+        ),
+        case(
+            "missing key field",
+            &BASE.replace("fields.userId", "fields.name"),
+            "entity `User` has no field on key attribute `userId` of table `Users`",
+            7,
+            11,
+        ),
+        with_base(
+            "invalid GraphQL name",
+            "fields.user-name = { type = \"String\" }\n",
+            "field `user-name` is not a valid GraphQL name",
+            10,
+            8,
+        ),
+        with_base(
+            "name starting with two underscores",
+            "fields.__name = { type = \"String\" }\n",
+            "field `__name` starts with `__`",
+            10,
+            8,
+        ),
+        with_base(
+            "field named id",
+            "fields.id = { type = \"String\" }\n",
+            "field `id` of entity `User`",
+            10,
+            8,
+        ),
+        with_base(
+            "duplicate name",
+            "[enums.User]\nvalues = [\"A\"]\n",
+            "`User` is declared twice",
+            10,
+            8,
+        ),
+        with_base(
+            "built-in type name",
+            "[enums.PageInfo]\nvalues = [\"A\"]\n",
+            "enum `PageInfo` has the name of a built-in type",
+            10,
+            8,
+        ),
+        with_base(
+            "generated type name",
+            "[enums.UserEdge]\nvalues = [\"A\"]\n",
+            "enum `UserEdge` has the name of a type generated for entity `User`",
+            10,
+            8,
+        ),
+        with_base(
+            "enum value that GraphQL reserves",
+            "[enums.Flag]\nvalues = [\"ON\", \"true\"]\n",
+            "`true` cannot be an enum value",
+            11,
+            17,
+        ),
+        with_base(
+            "unknown field type",
+            "fields.name = { type = \"Strin\" }\n",
+            "unknown type `Strin`",
+            10,
+            24,
+        ),
+        with_base(
+            "nested list type",
+            "fields.tags = { type = \"[[String]]\" }\n",
+            "lists of lists are not supported",
+            10,
+            24,
+        ),
+        with_base(
+            "bad stored_as",
+            "fields.name = { type = \"String\", stored_as = \"set\" }\n",
+            "`list` and `set` storage is for list fields",
+            10,
+            46,
+        ),
+        with_base(
+            "set of nullable items",
+            "fields.tags = { type = \"[String]\", stored_as = \"set\" }\n",
+            "set items cannot be null",
+            10,
+            48,
+        ),
+        with_base(
+            "bad default",
+            "fields.count = { type = \"Int\", default = \"x\" }\n",
+            "bad default: the string \"x\" is not a Int",
+            10,
+            42,
+        ),
+        with_base(
+            "default that is not a value of its enum",
+            "fields.flag = { type = \"Flag\", default = \"MAYBE\" }\n[enums.Flag]\nvalues = [\"ON\"]\n",
+            "`MAYBE` is not a value of enum `Flag`",
+            10,
+            42,
+        ),
+        with_base(
+            "generated on a String",
+            "fields.name = { type = \"String\", generated = \"now\" }\n",
+            "`generated = \"now\"` is for DateTime fields only",
+            10,
+            46,
+        ),
+        with_base(
+            "min on a String",
+            "fields.name = { type = \"String\", min = 1 }\n",
+            "`min` and `max` are for Int, BigInt, Float and Decimal fields",
+            10,
+            40,
+        ),
+        with_base(
+            "max below min",
+            "fields.n = { type = \"Int\", min = 5, max = 1 }\n",
+            "`max` 1 is below `min` 5",
+            10,
+            43,
+        ),
+        with_base(
+            "unknown format",
+            "fields.email = { type = \"String\", format = \"phone\" }\n",
+            "unknown format `phone`",
+            10,
+            44,
+        ),
+        with_base(
+            "version field of the wrong type",
+            "version_field = \"userId\"\n",
+            "version field `userId` has type `String!`, not `Int!` or `BigInt!`",
+            10,
+            17,
+        ),
+        with_base(
+            "two fields on one attribute",
+            "fields.name = { type = \"String\", attribute = \"userId\" }\n",
+            "fields `userId` and `name` both read attribute `userId`",
+            10,
+            46,
+        ),
+        with_base(
+            "overlapping id_tag",
+            "id_tag = \"U\"\n\n[entities.Account]\ntable = \"Users\"\nid_tag = \"Us\"\nfields.userId = { type = \"String!\" }\n",
+            "the id tag `Us` of entity `Account` begins with the id tag `U` of entity `User`",
+            14,
+            10,
+        ),
+        with_base(
+            "relation to an unknown entity",
+            "relations.friend = { type = \"Frend!\", key = [\"userId\"] }\n",
+            "unknown entity `Frend`",
+            10,
+            29,
+        ),
+        with_purchases(
+            "relation key of the wrong length",
+            "relations.user = { type = \"User\", key = [\"userId\", \"sku\"] }\n",
+            "relation `user` gives 2 key field(s)",
+            23,
+            41,
+        ),
+        with_purchases(
+            "relation key field that cannot hold the target key",
+            "relations.user = { type = \"User\", key = [\"at\"] }\n",
+            "field `at` of type `DateTime!` cannot hold key attribute `userId` of `User`",
+            23,
+            42,
+        ),
+        with_purchases(
+            "index the table lacks",
+            "[connections.bySku]\nentity = \"Purchase\"\nindex = \"BySkew\"\nscan = true\n",
+            "table `Purchases` has no index `BySkew`",
+            25,
+            9,
+        ),
+        with_base(
+            "connection to an unknown entity",
+            "[connections.all]\nentity = \"Usr\"\nscan = true\n",
+            "unknown entity `Usr`",
+            11,
+            10,
+        ),
+        with_base(
+            "connection without partition or scan",
+            "[connections.all]\nentity = \"User\"\n",
+            "connection `all` has neither a `partition` nor `scan = true`",
+            10,
+            14,
+        ),
+        with_base(
+            "partition field on a root connection",
+            "[connections.one]\nentity = \"User\"\npartition = { field = \"userId\" }\n",
+            "`field` partitions are for connections on entities",
+            12,
+            23,
+        ),
+        with_purchases(
+            "partition argument on an entity connection",
+            "[entities.User.connections.purchases]\nentity = \"Purchase\"\npartition = { argument = \"user\" }\n",
+            "`argument` partitions are for root connections",
+            25,
+            26,
+        ),
+        with_purchases(
+            "partition with two sources",
+            "[connections.mine]\nentity = \"Purchase\"\npartition = { argument = \"user\", value = \"u1\" }\n",
+            "a partition has exactly one of `argument`, `field` and `value`",
+            25,
+            1,
+        ),
+        with_purchases(
+            "partition value that does not fit the key",
+            "[connections.mine]\nentity = \"Purchase\"\npartition = { value = 7 }\n",
+            "the integer 7 does not fit partition key attribute `userId`",
+            25,
+            23,
+        ),
+        with_purchases(
+            "partition field that cannot hold the partition key",
+            "[entities.User.fields.age]\ntype = \"Int\"\n[entities.User.connections.purchases]\nentity = \"Purchase\"\npartition = { field = \"age\" }\n",
+            "field `age` of type `Int` cannot hold partition key attribute `userId` of table `Purchases`",
+            27,
+            23,
+        ),
+        with_base(
+            "sort on a table without sort key",
+            "[connections.one]\nentity = \"User\"\npartition = { argument = \"id\" }\nsort.min = \"from\"\n",
+            "table `Users` has no sort key to give conditions on",
+            13,
+            1,
+        ),
+        with_purchases(
+            "begins_with on a number sort key",
+            "[connections.mine]\nentity = \"Purchase\"\npartition = { argument = \"user\" }\nsort.begins_with = \"prefix\"\n",
+            "`begins_with` needs a String or ID sort key field; `at` is `DateTime!`",
+            26,
+            20,
+        ),
+        with_purchases(
+            "sort on a scan",
+            "[connections.all]\nentity = \"Purchase\"\nscan = true\nsort.min = \"from\"\n",
+            "a Scan has no sort-key conditions",
+            26,
+            1,
+        ),
+        with_purchases(
+            "order on a scan",
+            "[connections.all]\nentity = \"Purchase\"\nscan = true\norder = { default = \"DESC\" }\n",
+            "a Scan has no `order`",
+            26,
+            1,
+        ),
+        with_purchases(
+            "reserved argument name",
+            "[connections.mine]\nentity = \"Purchase\"\npartition = { argument = \"first\" }\n",
+            "argument `first` is a pagination argument",
+            25,
+            26,
+        ),
+        with_purchases(
+            "duplicate argument name",
+            "[connections.mine]\nentity = \"Purchase\"\npartition = { argument = \"user\" }\nsort.min = \"user\"\n",
+            "`user` is declared twice",
+            26,
+            12,
+        ),
+        with_purchases(
+            "filter on a key attribute",
+            "[connections.mine]\nentity = \"Purchase\"\npartition = { argument = \"user\" }\nfilters.when = { field = \"at\", op = \">\" }\n",
+            "field `at` is on key attribute `at` of table `Purchases`, which a Query cannot filter on",
+            26,
+            26,
+        ),
+        with_purchases(
+            "filter operator that does not fit the field",
+            "[connections.mine]\nentity = \"Purchase\"\npartition = { argument = \"user\" }\nfilters.prefix = { field = \"amount\", op = \"begins_with\" }\n",
+            "operator `begins_with` does not apply to field `amount` of type `Decimal`",
+            26,
+            43,
+        ),
+        with_purchases(
+            "unknown filter operator",
+            "[connections.mine]\nentity = \"Purchase\"\npartition = { argument = \"user\" }\nfilters.big = { field = \"amount\", op = \"=>\" }\n",
+            "unknown filter operator `=>`",
+            26,
+            40,
+        ),
+        with_purchases(
+            "bad order",
+            "[connections.mine]\nentity = \"Purchase\"\npartition = { argument = \"user\" }\norder = { default = \"UP\" }\n",
+            "unknown order `UP`",
+            26,
+            21,
+        ),
+        with_base(
+            "bad page size",
+            "[connections.all]\nentity = \"User\"\nscan = true\npage_size = { default = 50, max = 5000 }\n",
+            "largest page size 5000 is above 1000",
+            13,
+            35,
+        ),
+        with_base(
+            "default page size above 100",
+            "[connections.all]\nentity = \"User\"\nscan = true\npage_size = { default = 500, max = 1000 }\n",
+            "default page size 500 is not between 1 and 100",
+            13,
+            25,
+        ),
+        with_purchases(
+            "index projection that lacks a field's attribute",
+            "[connections.bySku]\nentity = \"Purchase\"\nindex = \"BySku\"\npartition = { argument = \"sku\" }\n",
+            "index `BySku` does not hold attribute(s) `amount` that entity `Purchase` reads",
+            25,
+            9,
+        ),
+        with_base(
+            "lookup named node",
+            "[lookups.node]\nentity = \"User\"\n",
+            "root field `node` is built in",
+            10,
+            10,
+        ),
+        with_base(
+            "root fields with one name",
+            "[lookups.users]\nentity = \"User\"\n[connections.users]\nentity = \"User\"\nscan = true\n",
+            "`users` is declared twice",
+            12,
+            14,
+        ),
+        with_purchases(
+            "bad edge",
+            "[entities.Purchase.mutations]\ncreate = { edge = \"User.purchase\" }\n",
+            "entity `User` has no connection `purchase`",
+            24,
+            19,
+        ),
+        with_purchases(
+            "edge on a delete mutation",
+            "[entities.Purchase.mutations]\ndelete = { edge = \"User.purchases\" }\n",
+            "`edge` is for create mutations, not delete",
+            24,
+            19,
+        ),
+        with_base(
+            "unknown key in mutation settings",
+            "mutations.create = { descripton = \"Creates a user.\" }\n",
+            "unknown key `descripton` in `entities.User.mutations.create`",
+            10,
+            22,
+        ),
+        with_base(
+            "value of the wrong shape",
+            "mutations.create = 3\n",
+            "this value has the wrong shape",
+            10,
+            20,
+        ),
+    ]
+}
+
+#[test]
+fn each_kind_of_mistake_is_reported_at_its_place() {
+    let mut failures = Vec::new();
+    for case in cases() {
+        let errors = errors(&case.text);
+        let found = errors.diagnostics.iter().any(|d| {
+            d.message.contains(case.message) && d.line == case.line && d.column == case.column
+        });
+        if !found {
+            failures.push(format!(
+                "{}: expected `{}` at {}:{}, got:\n{}",
+                case.name, case.message, case.line, case.column, errors.report
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn every_report_is_plain_text_without_debug_output() {
+    for case in cases() {
+        let errors = errors(&case.text);
+        assert!(
+            errors.count >= 1 && errors.count == errors.diagnostics.len(),
+            "{}",
+            case.name
+        );
+        let last = format!("{} problem", errors.count);
+        assert!(errors.report.contains(&last), "{}", case.name);
+        assert!(
+            errors.report.starts_with("error: "),
+            "{}: {}",
+            case.name,
+            errors.report
+        );
+        assert!(
+            errors.report.contains("┌─ test.toml:"),
+            "{}: {}",
+            case.name,
+            errors.report
+        );
+        for bad in ["\u{1b}[", "panicked", "backtrace", "Spanned {", "Some("] {
+            assert!(
+                !errors.report.contains(bad),
+                "{}: {}",
+                case.name,
+                errors.report
+            );
+        }
+    }
+}
+
+#[test]
+fn a_file_with_several_problems_reports_them_all_at_once() {
+    let text = r#"version = 1
+
+[tables.Users]
+partition_key = "userId"
+attributes = { userId = "S", email = "S" }
+
+[enums.Role]
+values = []
+
+[entities.User]
+table = "Users"
+id_tag = "U"
+fields.userId = { type = "Int!" }
+fields.role = { type = "Rol" }
+relations.boss = { type = "Boss", key = ["userId"] }
+
+[entities.Admin]
+table = "Users"
+id_tag = "UA"
+fields.userId = { type = "String!" }
+
+[lookups.nodes]
+entity = "User"
+"#;
+    let errors = errors(text);
+    let lines: Vec<usize> = errors.diagnostics.iter().map(|d| d.line).collect();
+    assert_eq!(lines, [5, 8, 13, 14, 15, 19, 22], "{}", errors.report);
+    assert_eq!(errors.count, 7);
+    assert!(
+        errors.report.ends_with("7 problems in test.toml\n"),
+        "{}",
+        errors.report
+    );
+}
+
+#[test]
+fn an_unknown_key_suggests_the_close_one() {
+    let errors = errors("version = 1\n[tables.Users]\npartiton_key = \"userId\"\n");
+    let unknown = errors
+        .diagnostics
+        .iter()
+        .find(|d| d.message.contains("unknown key"));
+    let hint = unknown.and_then(|d| d.hint.clone()).unwrap_or_default();
+    assert!(hint.contains("did you mean `partition_key`?"), "{hint}");
+    assert!(
+        errors
+            .report
+            .contains("= hint: did you mean `partition_key`?"),
+        "{}",
+        errors.report
+    );
+}
+
+#[test]
+fn a_missing_file_is_one_problem_without_a_place() {
+    let errors = model::load(std::path::Path::new("/nonexistent/dynarelay.toml"))
+        .expect_err("a missing file is an error");
+    assert_eq!(errors.count, 1);
+    assert_eq!(
+        (errors.diagnostics[0].line, errors.diagnostics[0].column),
+        (0, 0)
+    );
+    assert!(
+        errors
+            .report
+            .starts_with("error: cannot read the model file")
+    );
+}
+
+#[test]
+fn odd_inputs_are_reported_or_accepted_never_a_panic() {
+    let inputs = [
+        "",
+        "[[tables]]\nname = 1\n",
+        "tables = 3\n",
+        "version = -1\n",
+        "version = 99999999999999999999\n",
+        "[tables.\"é\"]\npartition_key = \"é\"\nattributes = { \"é\" = \"S\" }\n",
+        "[entities.X]\ntable = \"\"\nfields.\"\" = { type = \"\" }\n",
+        "[entities.X]\ntable = \"T\"\nfields.a = { type = \"[String!\" }\n",
+        "[entities.X]\ntable = \"T\"\nid_tag = \"\"\n[entities.Y]\ntable = \"T\"\nid_tag = \"\"\n",
+        "[entities.X]\ntable = \"T\"\nmutations.create = { edge = \"..\" }\n",
+        "[connections.c]\nentity = \"X\"\npage_size = { default = 0, max = 0 }\n",
+        "x = \"\\u00e9\n",
+    ];
+    for input in inputs {
+        if let Err(errors) = model::parse("odd.toml", input) {
+            assert_eq!(errors.count, errors.diagnostics.len(), "{input}");
+            assert!(errors.count > 0, "{input}");
+        }
+    }
+}
