@@ -80,7 +80,7 @@ pub enum TablesCommand {
 #[derive(Debug, Clone, Args)]
 pub struct ModelArgs {
     /// The model file (TOML) describing the tables and the API: see the README's "Serve your
-    /// own tables". For the demo shop: examples/shop/dynarelay.toml.
+    /// own tables". The demo: examples/shop/dynarelay.toml.
     #[arg(long, env = "DYNARELAY_MODEL")]
     pub model: PathBuf,
     /// Prefix for every table name of the model: `t42_` serves t42_Users for a model table

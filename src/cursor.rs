@@ -353,7 +353,7 @@ pub struct BindingBuilder {
 }
 
 impl Binding {
-    /// Starts a binding for `field` (such as `User.purchases`) reading `table` or its `index`.
+    /// Starts a binding for `field` (such as `Customer.orders`) reading `table` or its `index`.
     pub fn builder(field: &'static str, table: &str, index: Option<&str>) -> BindingBuilder {
         let mut builder = BindingBuilder {
             connection: field,
@@ -367,7 +367,7 @@ impl Binding {
         builder
     }
 
-    /// The field the connection is served by, such as `User.purchases`.
+    /// The field the connection is served by, such as `Customer.orders`.
     pub fn connection(&self) -> &'static str {
         self.connection
     }
@@ -696,25 +696,25 @@ mod tests {
 
     const PURCHASE: KeyShape = &[
         KeyAttr {
-            name: "userId",
+            name: "customerId",
             ty: KeyType::S,
         },
         KeyAttr {
-            name: "purchasedAt",
+            name: "placedAt",
             ty: KeyType::N,
         },
     ];
     const BY_SKU: KeyShape = &[
         KeyAttr {
-            name: "sku",
+            name: "status",
             ty: KeyType::S,
         },
         KeyAttr {
-            name: "purchasedAt",
+            name: "placedAt",
             ty: KeyType::N,
         },
         KeyAttr {
-            name: "userId",
+            name: "customerId",
             ty: KeyType::S,
         },
     ];
@@ -741,13 +741,13 @@ mod tests {
         KeyValue::N(DynamoNumber::parse(s).unwrap())
     }
 
-    fn purchases_of(user: &str) -> Binding {
-        Binding::builder("User.purchases", "Purchases", None)
-            .fixed("userId", KeyValue::S(user.into()))
+    fn orders_of(user: &str) -> Binding {
+        Binding::builder("Customer.orders", "Orders", None)
+            .fixed("customerId", KeyValue::S(user.into()))
             .finish()
     }
 
-    fn purchase_key(user: &str, at: &str) -> Key {
+    fn order_key(user: &str, at: &str) -> Key {
         Key::new(PURCHASE, vec![KeyValue::S(user.into()), n(at)]).unwrap()
     }
 
@@ -755,22 +755,22 @@ mod tests {
         let key = Key::new(
             BY_SKU,
             vec![
-                KeyValue::S("SKU-00042".into()),
+                KeyValue::S("SHIPPED".into()),
                 n("1672531200123"),
                 KeyValue::S(USER_ID.into()),
             ],
         )
         .unwrap();
-        let binding = Binding::builder("Product.purchases", "Purchases", Some("BySku"))
-            .fixed("sku", KeyValue::S("SKU-00042".into()))
+        let binding = Binding::builder("Query.ordersByStatus", "Orders", Some("ByStatus"))
+            .fixed("status", KeyValue::S("SHIPPED".into()))
             .finish();
         (key, binding)
     }
 
     #[test]
     fn a_key_round_trips_to_the_same_attribute_map() {
-        let key = purchase_key(USER_ID, "1672531200123");
-        let binding = purchases_of(USER_ID);
+        let key = order_key(USER_ID, "1672531200123");
+        let binding = orders_of(USER_ID);
         let decoded = codec()
             .decode(&codec().encode(&key, &binding), PURCHASE, &binding)
             .unwrap();
@@ -778,9 +778,9 @@ mod tests {
         assert_eq!(
             decoded.to_attribute_map(),
             HashMap::from([
-                ("userId".to_owned(), AttributeValue::S(USER_ID.into())),
+                ("customerId".to_owned(), AttributeValue::S(USER_ID.into())),
                 (
-                    "purchasedAt".to_owned(),
+                    "placedAt".to_owned(),
                     AttributeValue::N("1672531200123".into())
                 ),
             ])
@@ -789,16 +789,16 @@ mod tests {
 
     #[test]
     fn the_same_position_always_gives_the_same_cursor_and_others_differ() {
-        let binding = purchases_of(USER_ID);
-        let a = codec().encode(&purchase_key(USER_ID, "1"), &binding);
-        assert_eq!(a, codec().encode(&purchase_key(USER_ID, "1"), &binding));
-        assert_ne!(a, codec().encode(&purchase_key(USER_ID, "2"), &binding));
+        let binding = orders_of(USER_ID);
+        let a = codec().encode(&order_key(USER_ID, "1"), &binding);
+        assert_eq!(a, codec().encode(&order_key(USER_ID, "1"), &binding));
+        assert_ne!(a, codec().encode(&order_key(USER_ID, "2"), &binding));
     }
 
     #[test]
     fn cursors_are_opaque_and_compact() {
-        let binding = purchases_of(USER_ID);
-        let cursor = codec().encode(&purchase_key(USER_ID, "1672531200123"), &binding);
+        let binding = orders_of(USER_ID);
+        let cursor = codec().encode(&order_key(USER_ID, "1672531200123"), &binding);
         let raw = URL_SAFE_NO_PAD.decode(&cursor).unwrap();
         for secret in [&b"1672531200123"[..], USER_ID.as_bytes(), b"0b0c3d1e"] {
             assert!(
@@ -810,7 +810,7 @@ mod tests {
         assert_eq!(
             cursor.len(),
             78,
-            "Purchases cursor has {} characters",
+            "Orders cursor has {} characters",
             cursor.len()
         );
         assert!(
@@ -823,7 +823,7 @@ mod tests {
         let cursor = codec().encode(&key, &binding);
         assert!(
             cursor.len() <= 150,
-            "BySku cursor has {} characters",
+            "ByStatus cursor has {} characters",
             cursor.len()
         );
         assert_eq!(codec().decode(&cursor, BY_SKU, &binding).unwrap(), key);
@@ -833,8 +833,8 @@ mod tests {
     fn keys_too_long_for_the_stack_buffer_round_trip() {
         // A 2048-byte partition key (DynamoDB's largest) of an unbound connection.
         let user = "u".repeat(MAX_KEY_VALUE_BYTES);
-        let key = purchase_key(&user, "1672531200123");
-        let binding = Binding::builder("Query.test", "Purchases", None).finish();
+        let key = order_key(&user, "1672531200123");
+        let binding = Binding::builder("Query.test", "Orders", None).finish();
         let cursor = codec().encode(&key, &binding);
         assert!(cursor.len() > STACK_CURSOR_BYTES * 4 / 3);
         assert_eq!(codec().decode(&cursor, PURCHASE, &binding), Ok(key));
@@ -842,25 +842,25 @@ mod tests {
 
     #[test]
     fn a_cursor_is_rejected_on_any_other_connection() {
-        let key = purchase_key(USER_ID, "5");
-        let cursor = codec().encode(&key, &purchases_of(USER_ID));
+        let key = order_key(USER_ID, "5");
+        let cursor = codec().encode(&key, &orders_of(USER_ID));
         let others = [
-            purchases_of("another-user"),
-            Binding::builder("Product.purchases", "Purchases", None)
-                .fixed("userId", KeyValue::S(USER_ID.into()))
+            orders_of("another-user"),
+            Binding::builder("Query.ordersByStatus", "Orders", None)
+                .fixed("customerId", KeyValue::S(USER_ID.into()))
                 .finish(),
-            Binding::builder("User.purchases", "t1_Purchases", None)
-                .fixed("userId", KeyValue::S(USER_ID.into()))
+            Binding::builder("Customer.orders", "t1_Orders", None)
+                .fixed("customerId", KeyValue::S(USER_ID.into()))
                 .finish(),
-            Binding::builder("User.purchases", "Purchases", Some("BySku"))
-                .fixed("userId", KeyValue::S(USER_ID.into()))
+            Binding::builder("Customer.orders", "Orders", Some("ByStatus"))
+                .fixed("customerId", KeyValue::S(USER_ID.into()))
                 .finish(),
-            Binding::builder("User.purchases", "Purchases", None)
-                .fixed("userId", KeyValue::S(USER_ID.into()))
+            Binding::builder("Customer.orders", "Orders", None)
+                .fixed("customerId", KeyValue::S(USER_ID.into()))
                 .argument("status", Some("PAID"))
                 .finish(),
-            Binding::builder("User.purchases", "Purchases", None)
-                .fixed("userId", KeyValue::S(USER_ID.into()))
+            Binding::builder("Customer.orders", "Orders", None)
+                .fixed("customerId", KeyValue::S(USER_ID.into()))
                 .argument("status", None)
                 .finish(),
         ];
@@ -875,8 +875,8 @@ mod tests {
 
     #[test]
     fn rotation_keeps_old_cursors_until_their_key_is_removed() {
-        let binding = purchases_of(USER_ID);
-        let key = purchase_key(USER_ID, "9");
+        let binding = orders_of(USER_ID);
+        let key = order_key(USER_ID, "9");
         let old = CursorCodec::new(&ring(&[(1, 7)])).encode(&key, &binding);
         let rotated = CursorCodec::new(&ring(&[(2, 9), (1, 7)]));
         assert_eq!(rotated.decode(&old, PURCHASE, &binding), Ok(key.clone()));
@@ -892,7 +892,7 @@ mod tests {
 
     #[test]
     fn garbage_and_oversized_input_is_rejected() {
-        let binding = purchases_of(USER_ID);
+        let binding = orders_of(USER_ID);
         for bad in [
             "",
             "!!!!",
@@ -954,17 +954,17 @@ mod tests {
 
     #[test]
     fn from_item_requires_every_attribute_with_its_type() {
-        let mut item = purchase_key("u-1", "5").to_attribute_map();
+        let mut item = order_key("u-1", "5").to_attribute_map();
         assert!(Key::from_item(&item, PURCHASE).is_ok());
-        item.insert("purchasedAt".into(), AttributeValue::S("5".into()));
+        item.insert("placedAt".into(), AttributeValue::S("5".into()));
         assert_eq!(
             Key::from_item(&item, PURCHASE),
             Err(KeyError {
-                attribute: "purchasedAt",
+                attribute: "placedAt",
                 expected: KeyType::N
             })
         );
-        item.remove("purchasedAt");
+        item.remove("placedAt");
         assert!(Key::from_item(&item, PURCHASE).is_err());
     }
 
@@ -1050,7 +1050,7 @@ mod tests {
             let binding = Binding::builder("f", "t", None).finish();
             let decoded = codec().decode(&codec().encode(&key, &binding), &PURCHASE[1..], &binding).unwrap();
             let map = decoded.to_attribute_map();
-            prop_assert_eq!(map["purchasedAt"].as_n().unwrap(), &s);
+            prop_assert_eq!(map["placedAt"].as_n().unwrap(), &s);
         }
     }
 
@@ -1094,7 +1094,7 @@ mod tests {
         #![proptest_config(cases(10_000))]
         #[test]
         fn base64_garbage_is_rejected(garbage in "[A-Za-z0-9_-]{0,200}|\\PC{0,100}") {
-            let binding = purchases_of(USER_ID);
+            let binding = orders_of(USER_ID);
             prop_assert_eq!(codec().decode(&garbage, PURCHASE, &binding), Err(CursorError));
         }
 

@@ -243,7 +243,7 @@ impl Metrics {
             .inc();
     }
 
-    /// Records a rejected cursor on `connection` (such as `User.purchases`).
+    /// Records a rejected cursor on `connection` (such as `Customer.orders`).
     pub fn cursor_rejected(&self, connection: &'static str) {
         self.cursor_rejections
             .get_or_create(&ConnectionLabels { connection })
@@ -372,15 +372,15 @@ mod tests {
         let (route, method) = labels("/no/such/route/abc", "BREW");
         metrics.http_request(route, method, 404, Duration::from_millis(1));
         metrics.graphql_error("BAD_USER_INPUT");
-        metrics.cursor_rejected("User.purchases");
+        metrics.cursor_rejected("Customer.orders");
         metrics.dynamodb_call(
             "Query",
-            Some("Purchases"),
+            Some("Orders"),
             Outcome::Ok,
             Duration::from_millis(2),
         );
         metrics.table_cost(
-            "Purchases",
+            "Orders",
             CallCost {
                 capacity: 1.5,
                 evaluated: 40,
@@ -393,11 +393,11 @@ mod tests {
             r#"dynarelay_http_requests_total{route="other",method="other",status="404"} 1"#,
             r#"dynarelay_http_request_duration_seconds_count{route="/graphql"} 1"#,
             r#"dynarelay_graphql_errors_total{code="BAD_USER_INPUT"} 1"#,
-            r#"dynarelay_cursor_rejections_total{connection="User.purchases"} 1"#,
-            r#"dynarelay_dynamodb_calls_total{operation="Query",table="Purchases",outcome="ok"} 1"#,
-            r#"dynarelay_dynamodb_consumed_capacity_units_total{table="Purchases"} 1.5"#,
-            r#"dynarelay_dynamodb_items_evaluated_total{table="Purchases"} 40"#,
-            r#"dynarelay_dynamodb_items_returned_total{table="Purchases"} 3"#,
+            r#"dynarelay_cursor_rejections_total{connection="Customer.orders"} 1"#,
+            r#"dynarelay_dynamodb_calls_total{operation="Query",table="Orders",outcome="ok"} 1"#,
+            r#"dynarelay_dynamodb_consumed_capacity_units_total{table="Orders"} 1.5"#,
+            r#"dynarelay_dynamodb_items_evaluated_total{table="Orders"} 40"#,
+            r#"dynarelay_dynamodb_items_returned_total{table="Orders"} 3"#,
         ] {
             assert!(text.lines().any(|l| l == line), "no `{line}` in:\n{text}");
         }

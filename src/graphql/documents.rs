@@ -116,7 +116,7 @@ impl Documents {
 mod tests {
     use super::*;
 
-    const QUERY: &str = "{ user(userId: \"u\") { name } }";
+    const QUERY: &str = "{ customer(customerId: \"u\") { name } }";
 
     #[test]
     fn a_repeated_document_is_served_from_the_cache_unchanged() {
@@ -137,7 +137,7 @@ mod tests {
         let documents = Documents::new(limits, 64 * 1024);
         for _ in 0..2 {
             assert!(matches!(
-                documents.prepare("{ a: user(userId: \"u\") { name } }"),
+                documents.prepare("{ a: customer(customerId: \"u\") { name } }"),
                 Err(Rejected::Limit(LimitExceeded {
                     code: "TOO_MANY_ALIASES",
                     ..
@@ -153,7 +153,7 @@ mod tests {
 
     #[test]
     fn the_cache_keeps_to_its_byte_budget_dropping_the_least_recently_used() {
-        let query = |i: usize| format!("{{ user(userId: \"{i:04}\") {{ name }} }}");
+        let query = |i: usize| format!("{{ customer(customerId: \"{i:04}\") {{ name }} }}");
         let each = query(0).len();
         let documents = Documents::new(QueryLimits::default(), each * 4);
         for i in 0..4 {

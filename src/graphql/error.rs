@@ -66,7 +66,7 @@ impl From<ApiError> for async_graphql::Error {
     }
 }
 
-/// Checks a client-supplied key value (`userId`, `sku`, `category`): DynamoDB rejects empty key
+/// Checks a client-supplied key value (a key argument or input field): DynamoDB rejects empty key
 /// strings and ones over 2048 bytes, which must surface as bad input, not an internal error.
 pub fn check_key_value(value: &str, field: &str) -> ApiResult<()> {
     if value.is_empty() {

@@ -427,8 +427,8 @@ mod tests {
     #[test]
     fn aliases_are_counted_in_operations_fragments_and_inline_fragments() {
         let document = parse_query(
-            "query { a: user(userId: \"1\") { b: name ... on User { c: email } ...F } }
-             fragment F on User { d: name e: email }",
+            "query { a: customer(customerId: \"1\") { b: name ... on Customer { c: email } ...F } }
+             fragment F on Customer { d: name e: email }",
         )
         .unwrap();
         assert_eq!(count_aliases(&document), 5);
@@ -442,7 +442,7 @@ mod tests {
         };
         for query in [
             "{ __schema { types { name } } }",
-            "{ ... on Query { __type(name: \"User\") { name } } }",
+            "{ ... on Query { __type(name: \"Customer\") { name } } }",
             "query { ...F } fragment F on Query { __schema { queryType { name } } }",
         ] {
             let document = parse_query(query).unwrap();
@@ -450,7 +450,7 @@ mod tests {
             assert_eq!(err.code, "INTROSPECTION_DISABLED", "{query}");
             assert!(QueryLimits::default().check_document(&document).is_ok());
         }
-        let plain = parse_query("{ __typename user(userId: \"a\") { name } }").unwrap();
+        let plain = parse_query("{ __typename customer(customerId: \"a\") { name } }").unwrap();
         assert!(off.check_document(&plain).is_ok());
     }
 }

@@ -72,7 +72,7 @@ pub fn build_schema(
     })
 }
 
-/// The schema of `model` in SDL, sorted so that it is stable (for the shop: `schema.graphql`).
+/// The schema of `model` in SDL, sorted so that it is stable (for the demo model: `schema.graphql`).
 pub fn sdl(model: &'static Model) -> Result<String, SchemaError> {
     let (builder, _) = schema::builder(model);
     Ok(builder.finish()?.sdl_with_options(

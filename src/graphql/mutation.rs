@@ -491,7 +491,7 @@ fn edge_cursor(
         model,
         parent: Some(parent),
         connection: declared,
-        label: crate::model::leak_str(&format!("{}.{}", p.name, declared.name)),
+        label: declared.label,
     };
     let binding = resolve::binding_for(site, Some(&parent_item), &Default::default(), store)?;
     let key = Key::from_item(item, declared.start_key).map_err(|_| ApiError::Internal)?;
@@ -603,7 +603,7 @@ mod tests {
     #[test]
     fn type_names_become_words_and_field_names() {
         assert_eq!(words("PurchaseOrder"), "purchase order");
-        assert_eq!(words("User"), "user");
+        assert_eq!(words("Customer"), "customer");
         assert_eq!(lower_camel("PurchaseOrder"), "purchaseOrder");
     }
 

@@ -178,7 +178,7 @@ impl State {
 }
 
 /// How many list levels of `ty`, from the outside in, have non-null items: 1 for
-/// `[PurchaseEdge!]!`, 0 for `[Node]!`, 2 for `[[Int!]!]`, 1 for `[[Int]!]`.
+/// `[OrderEdge!]!`, 0 for `[Node]!`, 2 for `[[Int!]!]`, 1 for `[[Int]!]`.
 fn non_null_item_depth(ty: &str) -> usize {
     let mut depth = 0;
     let mut ty = ty.strip_suffix('!').unwrap_or(ty);
@@ -312,11 +312,11 @@ mod tests {
     #[test]
     fn list_levels_with_non_null_items_are_counted_from_the_outside_in() {
         for (ty, depth) in [
-            ("PurchaseConnection!", 0),
-            ("User", 0),
+            ("OrderConnection!", 0),
+            ("Customer", 0),
             ("[Node]!", 0),
-            ("[PurchaseEdge!]!", 1),
-            ("[PurchaseEdge!]", 1),
+            ("[OrderEdge!]!", 1),
+            ("[OrderEdge!]", 1),
             ("[[Int!]!]", 2),
             ("[[Int]!]!", 1),
             ("[[Int!]]!", 0),
@@ -340,12 +340,12 @@ mod tests {
         let nested = vec![field("edges"), PathSegment::Index(0), PathSegment::Index(1)];
         let below = vec![field("edges"), PathSegment::Index(0), field("node")];
         assert!(marked(&[own]).must_be_null(&root, "[Node]!"));
-        assert!(marked(std::slice::from_ref(&item)).must_be_null(&root, "[PurchaseEdge!]!"));
+        assert!(marked(std::slice::from_ref(&item)).must_be_null(&root, "[OrderEdge!]!"));
         assert!(!marked(std::slice::from_ref(&item)).must_be_null(&root, "[Node]!"));
         assert!(marked(std::slice::from_ref(&nested)).must_be_null(&root, "[[Int!]!]"));
         assert!(!marked(std::slice::from_ref(&nested)).must_be_null(&root, "[[Int]!]"));
-        assert!(!marked(&[below]).must_be_null(&root, "[PurchaseEdge!]!"));
-        assert!(!marked(&[]).must_be_null(&root, "[PurchaseEdge!]!"));
+        assert!(!marked(&[below]).must_be_null(&root, "[OrderEdge!]!"));
+        assert!(!marked(&[]).must_be_null(&root, "[OrderEdge!]!"));
     }
 
     #[test]

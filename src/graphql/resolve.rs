@@ -302,11 +302,12 @@ fn argument_value(
     name: &str,
     value: &Value,
 ) -> ApiResult<Option<AttributeValue>> {
-    let scalar_field = Field {
-        ty: FieldType::Scalar(scalar_of(&field.ty)),
-        ..field.clone()
-    };
-    values::input(model, &scalar_field, name, value).map_err(ApiError::BadUserInput)
+    if matches!(value, Value::Null) {
+        return Ok(None);
+    }
+    values::scalar_input(model, scalar_of(&field.ty), name, value)
+        .map(Some)
+        .map_err(ApiError::BadUserInput)
 }
 
 /// The value of a `contains` filter: an item of a list or set field, or a substring.

@@ -349,12 +349,11 @@ fn entity_object(model: &'static Model, entity: EntityId, costs: &mut FieldCosts
         object = object.field(out);
     }
     for connection in &e.connections {
-        let label = crate::model::leak_str(&format!("{}.{}", e.name, connection.name));
         let site = Site {
             model,
             parent: Some(entity),
             connection,
-            label,
+            label: connection.label,
         };
         object = object.field(connection_field(site, costs, &e.name));
     }
@@ -540,12 +539,11 @@ fn query_root(model: &'static Model, costs: &mut FieldCosts) -> Object {
         query = query.field(field);
     }
     for connection in &model.connections {
-        let label = crate::model::leak_str(&format!("Query.{}", connection.name));
         let site = Site {
             model,
             parent: None,
             connection,
-            label,
+            label: connection.label,
         };
         query = query.field(connection_field(site, costs, "Query"));
     }
@@ -617,7 +615,7 @@ async fn lookup_item(
                 model,
                 parent: Some(entity),
                 connection,
-                label: crate::model::leak_str(&format!("{}.{}", e.name, connection.name)),
+                label: connection.label,
             })
             .collect(),
     };

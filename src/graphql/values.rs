@@ -259,7 +259,8 @@ fn set_input(
     }
 }
 
-fn scalar_input(
+/// The attribute value of one scalar input (an argument typed as a field's scalar).
+pub fn scalar_input(
     model: &Model,
     scalar: Scalar,
     name: &str,

@@ -2142,8 +2142,13 @@ impl<'f> Ctx<'f, '_> {
         if let (Some(p), Some((_, index))) = (&file.index, target.index) {
             self.check_projection(node, &target, index, p.span(), out);
         }
+        let parent = match owner {
+            Owner::Root => "Query",
+            Owner::Entity(_, entity) => entity,
+        };
         Some(Connection {
             name: name.get_ref().clone(),
+            label: super::leak_str(&format!("{parent}.{}", name.get_ref())),
             description: file.description.clone(),
             entity: node,
             index: target.index.map(|(i, _)| i),
@@ -2755,7 +2760,7 @@ impl<'f> Ctx<'f, '_> {
                 span,
                 format!("`edge = \"{edge}\"` is not `Entity.connection`"),
             )
-            .hint("name a connection of an entity, such as \"User.purchases\"");
+            .hint("name a connection of an entity, such as \"Customer.orders\"");
             return None;
         };
         let owner = self.entity_named(owner_name, span.clone(), out)?;
@@ -2857,7 +2862,7 @@ mod tests {
     #[test]
     fn graphql_names_follow_the_spec() {
         assert!(is_graphql_name("_a1"));
-        assert!(is_graphql_name("User"));
+        assert!(is_graphql_name("Customer"));
         assert!(!is_graphql_name("1a"));
         assert!(!is_graphql_name("a-b"));
         assert!(!is_graphql_name(""));

@@ -286,6 +286,8 @@ pub struct Lookup {
 pub struct Connection {
     /// The GraphQL name.
     pub name: String,
+    /// `Type.field` (`Query.field` at the root): what cursors are bound to and metrics name.
+    pub label: &'static str,
     /// Its description.
     pub description: Option<String>,
     /// The nodes' entity.

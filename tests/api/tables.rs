@@ -176,3 +176,196 @@ async fn seeded_data_pages_exactly_through_the_api() {
         .to_string();
     assert_eq!(connection["edges"][0]["node"]["amount"], expected_amount);
 }
+
+/// A live table for the mismatch test: key attributes (name, type) and global indexes
+/// (name, keys, projection), created by hand as another tool would have.
+async fn live_table(
+    client: &aws_sdk_dynamodb::Client,
+    name: &str,
+    key: &[(&str, ScalarAttributeType)],
+    globals: &[(&str, &[&str], aws_sdk_dynamodb::types::ProjectionType)],
+) {
+    use aws_sdk_dynamodb::types::{GlobalSecondaryIndex, Projection};
+    let element = |i: usize, attr: &str| {
+        KeySchemaElement::builder()
+            .attribute_name(attr)
+            .key_type(if i == 0 {
+                KeyType::Hash
+            } else {
+                KeyType::Range
+            })
+            .build()
+            .unwrap()
+    };
+    let mut request = client
+        .create_table()
+        .table_name(name)
+        .billing_mode(BillingMode::PayPerRequest);
+    for (i, (attr, ty)) in key.iter().enumerate() {
+        request = request.key_schema(element(i, attr)).attribute_definitions(
+            AttributeDefinition::builder()
+                .attribute_name(*attr)
+                .attribute_type(ty.clone())
+                .build()
+                .unwrap(),
+        );
+    }
+    for (index, keys, projection) in globals {
+        for attr in *keys {
+            if !key.iter().any(|(a, _)| a == attr) {
+                request = request.attribute_definitions(
+                    AttributeDefinition::builder()
+                        .attribute_name(*attr)
+                        .attribute_type(ScalarAttributeType::S)
+                        .build()
+                        .unwrap(),
+                );
+            }
+        }
+        request = request.global_secondary_indexes(
+            GlobalSecondaryIndex::builder()
+                .index_name(*index)
+                .set_key_schema(Some(
+                    keys.iter()
+                        .enumerate()
+                        .map(|(i, a)| element(i, a))
+                        .collect(),
+                ))
+                .projection(
+                    Projection::builder()
+                        .projection_type(projection.clone())
+                        .build(),
+                )
+                .build()
+                .unwrap(),
+        );
+    }
+    request.send().await.unwrap();
+}
+
+#[tokio::test]
+async fn every_kind_of_live_table_mismatch_is_reported_at_its_declaration() {
+    use ScalarAttributeType::{N, S};
+    use aws_sdk_dynamodb::types::ProjectionType::{All, KeysOnly};
+    use dynarelay::{dynamo::tables::verify, model};
+    // One table per kind of mismatch; each declaration starts on the line the test expects.
+    let text = r#"version = 1
+[tables.Missing]
+partition_key = "id"
+attributes = { id = "S" }
+[tables.OtherKey]
+partition_key = "id"
+attributes = { id = "S" }
+[tables.OtherType]
+partition_key = "id"
+attributes = { id = "S" }
+[tables.NoIndex]
+partition_key = "id"
+attributes = { id = "S", g = "S" }
+[tables.NoIndex.indexes.Gsi]
+partition_key = "g"
+[tables.IndexKey]
+partition_key = "id"
+attributes = { id = "S", g = "S" }
+[tables.IndexKey.indexes.Gsi]
+partition_key = "g"
+[tables.Projection]
+partition_key = "id"
+attributes = { id = "S", g = "S" }
+[tables.Projection.indexes.Gsi]
+partition_key = "g"
+[tables.Kind]
+partition_key = "id"
+sort_key = "s"
+attributes = { id = "S", s = "S", t = "S" }
+[tables.Kind.indexes.Lsi]
+kind = "local"
+sort_key = "t"
+[tables.Fine]
+partition_key = "id"
+attributes = { id = "S" }
+"#;
+    let model: &'static model::Model =
+        Box::leak(Box::new(model::parse("live.toml", text).unwrap()));
+    let prefix = unique_prefix();
+    let client = dynamo::client_for_local(&endpoint());
+    let t = |name: &str| format!("{prefix}{name}");
+    live_table(&client, &t("OtherKey"), &[("key", S)], &[]).await;
+    live_table(&client, &t("OtherType"), &[("id", N)], &[]).await;
+    live_table(&client, &t("NoIndex"), &[("id", S)], &[]).await;
+    live_table(
+        &client,
+        &t("IndexKey"),
+        &[("id", S)],
+        &[("Gsi", &["h"], All)],
+    )
+    .await;
+    live_table(
+        &client,
+        &t("Projection"),
+        &[("id", S)],
+        &[("Gsi", &["g"], KeysOnly)],
+    )
+    .await;
+    live_table(
+        &client,
+        &t("Kind"),
+        &[("id", S), ("s", S)],
+        &[("Lsi", &["id", "t"], All)],
+    )
+    .await;
+    live_table(&client, &t("Fine"), &[("id", S)], &[]).await;
+
+    let mismatches = verify(&client, model, &Tables::new(model, &prefix))
+        .await
+        .unwrap();
+    let line = |offset: usize| text[..offset].matches('\n').count() + 1;
+    let found: Vec<(String, usize)> = mismatches
+        .iter()
+        .map(|m| (m.message.clone(), line(m.span.start)))
+        .collect();
+    let expected = [
+        (format!("table `{}` does not exist", t("Missing")), 2),
+        (
+            format!(
+                "table `{}` has the key (key), but the model declares (id)",
+                t("OtherKey")
+            ),
+            5,
+        ),
+        (
+            format!(
+                "key attribute `id` of table `{}` is N, but the model declares S",
+                t("OtherType")
+            ),
+            8,
+        ),
+        (
+            format!("table `{}` has no global index `Gsi`", t("NoIndex")),
+            14,
+        ),
+        (
+            format!(
+                "index `Gsi` of table `{}` has the key (h), but the model declares (g)",
+                t("IndexKey")
+            ),
+            19,
+        ),
+        (
+            format!(
+                "index `Gsi` of table `{}` does not project all attributes",
+                t("Projection")
+            ),
+            24,
+        ),
+        (
+            format!("table `{}` has no local index `Lsi`", t("Kind")),
+            30,
+        ),
+    ];
+    assert_eq!(found.len(), expected.len(), "{found:#?}");
+    for ((message, at), (want, want_line)) in found.iter().zip(&expected) {
+        assert!(message.starts_with(want.as_str()), "{message} / {want}");
+        assert_eq!(at, want_line, "{message}");
+    }
+}
