@@ -171,7 +171,8 @@ pub struct ServeArgs {
     pub max_depth: usize,
 
     /// Largest query complexity: each field costs 1, and a connection costs its page size
-    /// (`first` or `last`, 100 when omitted) times its children. Larger gets QUERY_TOO_COMPLEX.
+    /// (`first` or `last`; when omitted, the connection's own default page size, or
+    /// --default-page-size) times its children. Larger gets QUERY_TOO_COMPLEX.
     #[arg(long, env = "DYNARELAY_MAX_COMPLEXITY", default_value_t = 10_000)]
     pub max_complexity: usize,
 

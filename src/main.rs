@@ -159,13 +159,16 @@ async fn check(args: CheckArgs) -> anyhow::Result<()> {
         .iter()
         .map(|m| {
             let (line, column) = line_column(&text, m.span.start);
-            format!("error: {}\n  --> {file}:{line}:{column}", m.message)
+            format!("  - {}\n    --> {file}:{line}:{column}", m.message)
         })
         .collect();
+    let count = match mismatches.len() {
+        1 => "1 mismatch".to_owned(),
+        n => format!("{n} mismatches"),
+    };
     anyhow::bail!(
-        "the live tables do not match the model\n{}\n{} mismatches with the live tables",
-        report.join("\n"),
-        mismatches.len()
+        "the live tables do not match the model ({count}):\n{}",
+        report.join("\n")
     )
 }
 

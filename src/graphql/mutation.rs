@@ -116,8 +116,8 @@ pub fn types(model: &'static Model, costs: &mut FieldCosts) -> (Object, Vec<Type
             let payload = format!("Update{name}Payload");
             let mut input_type = InputObject::new(&input)
                 .description(format!(
-                    "Changes to a {}: the fields given are set, fields given as null are removed.",
-                    words(name)
+                    "Changes to {}: the fields given are set, fields given as null are removed.",
+                    a(&words(name))
                 ))
                 .field(
                     InputValue::new("id", TypeRef::named_nn(TypeRef::ID))
@@ -156,7 +156,7 @@ pub fn types(model: &'static Model, costs: &mut FieldCosts) -> (Object, Vec<Type
             )
             .argument(InputValue::new("input", TypeRef::named_nn(&input)));
             field = field.description(update.description.clone().unwrap_or_else(|| {
-                format!("Changes a {} by its global id. Fails with `BAD_USER_INPUT` if there is no such {}.", words(name), words(name))
+                format!("Changes {} by its global id. Fails with `BAD_USER_INPUT` if there is no such {}.", a(&words(name)), words(name))
             }));
             root = root.field(field);
             types.push(input_type.into());
@@ -200,7 +200,7 @@ pub fn types(model: &'static Model, costs: &mut FieldCosts) -> (Object, Vec<Type
             )
             .argument(InputValue::new("input", TypeRef::named_nn(&input)));
             field = field.description(delete.description.clone().unwrap_or_else(|| {
-                format!("Deletes a {} by its global id. Fails with `BAD_USER_INPUT` if there is no such {}.", words(name), words(name))
+                format!("Deletes {} by its global id. Fails with `BAD_USER_INPUT` if there is no such {}.", a(&words(name)), words(name))
             }));
             root = root.field(field);
             types.push(input_type.into());
@@ -249,6 +249,23 @@ pub fn words(name: &str) -> String {
         out.extend(c.to_lowercase());
     }
     out
+}
+
+/// `order` -> `an order`, `user` -> `a user` (by the first letter, which is right for the
+/// usual names).
+fn a(words: &str) -> String {
+    let article = match words.chars().next() {
+        Some('a' | 'e' | 'i' | 'o') => "an",
+        _ => "a",
+    };
+    format!("{article} {words}")
+}
+
+fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    chars.next().map_or_else(String::new, |first| {
+        first.to_uppercase().chain(chars).collect()
+    })
 }
 
 fn bad(message: impl Into<String>) -> ApiError {
@@ -354,6 +371,18 @@ fn millisecond_now() -> chrono::DateTime<Utc> {
     chrono::DateTime::from_timestamp_millis(now).unwrap_or_default()
 }
 
+/// `time` as `field` stores it; a field stored in epoch seconds takes the whole second.
+fn clock_value(field: &ModelField, time: chrono::DateTime<Utc>) -> Option<AttributeValue> {
+    let format = time_format(field)?;
+    let time = match format {
+        crate::model::TimeFormat::EpochSeconds => {
+            chrono::DateTime::from_timestamp(time.timestamp(), 0).unwrap_or(time)
+        }
+        _ => time,
+    };
+    values::write_time(format, time)
+}
+
 fn time_format(field: &ModelField) -> Option<crate::model::TimeFormat> {
     match field.ty {
         FieldType::Scalar(Scalar::DateTime(format)) => Some(format),
@@ -379,9 +408,7 @@ async fn create_item(
     let mut clock_key: Option<(usize, chrono::DateTime<Utc>)> = None;
     for (f, field) in e.fields.iter().enumerate() {
         if let Some(Generated::Now) = field.generated {
-            if let Some(value) =
-                time_format(field).and_then(|format| values::write_time(format, now))
-            {
+            if let Some(value) = clock_value(field, now) {
                 item.insert(field.attribute.clone(), value);
             }
             continue;
@@ -400,7 +427,7 @@ async fn create_item(
                 if e.key_fields.contains(&f) {
                     clock_key = Some((f, now));
                 }
-                time_format(field).and_then(|format| values::write_time(format, now))
+                clock_value(field, now)
             }
             (None, Some(DefaultValue::Value(json))) => {
                 let value = Value::from_json(json.clone()).map_err(|_| ApiError::Internal)?;
@@ -445,15 +472,19 @@ async fn create_item(
                 .map(|&f| format!("`{}`", e.fields[f].name))
                 .collect();
             return Err(bad(format!(
-                "A {} with this {} already exists.",
-                words(&e.name),
+                "{} with this {} already exists.",
+                capitalised(&a(&words(&e.name))),
                 fields.join(" and ")
             )));
         };
         attempt += 1;
-        *at += chrono::Duration::milliseconds(1);
         let field = &e.fields[*f];
-        if let Some(value) = time_format(field).and_then(|format| values::write_time(format, *at)) {
+        // The next value the field can hold: a millisecond later, or a second.
+        *at += match time_format(field) {
+            Some(crate::model::TimeFormat::EpochSeconds) => chrono::Duration::seconds(1),
+            _ => chrono::Duration::milliseconds(1),
+        };
+        if let Some(value) = clock_value(field, *at) {
             item.insert(field.attribute.clone(), value);
         }
     }
@@ -573,9 +604,13 @@ async fn update_item(
             ));
             continue;
         }
+        let is_set = matches!(field.ty, FieldType::List { set: true, .. });
         match input_value(model, entity, field, given)? {
             Some(value) => set.push((field.attribute.clone(), value)),
-            None if field.nullable => remove.push(field.attribute.clone()),
+            // An empty set cannot be stored: it is the attribute's absence.
+            None if field.nullable || (is_set && !matches!(given, Value::Null)) => {
+                remove.push(field.attribute.clone());
+            }
             None => return Err(bad(format!("`{}` must not be null.", field.name))),
         }
     }
@@ -599,6 +634,13 @@ async fn update_item(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn articles_follow_the_first_letter() {
+        assert_eq!(a("order"), "an order");
+        assert_eq!(a("customer"), "a customer");
+        assert_eq!(capitalised("an order"), "An order");
+    }
 
     #[test]
     fn type_names_become_words_and_field_names() {

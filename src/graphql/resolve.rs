@@ -395,7 +395,8 @@ pub fn relation_key(
         .zip(shape)
         .map(|(&f, attr)| key_value(item.get(&e.fields[f].attribute)?, attr.ty))
         .collect::<Option<Vec<_>>>()?;
-    Key::new(shape, values).ok()
+    // A key DynamoDB cannot hold (an empty string or binary) names no item.
+    Key::new(shape, values).ok().filter(Key::fits_dynamodb)
 }
 
 /// Resolves a relation: the target item through the request's loader, or `None` when it does

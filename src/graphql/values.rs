@@ -168,8 +168,15 @@ fn json_number(n: &str) -> Value {
     if let Ok(i) = n.parse::<i64>() {
         return Value::from(i);
     }
+    // A double holds the stored number exactly when its shortest text names the same number.
+    let exact = |f: f64| match (DynamoNumber::parse(n), float_text(f)) {
+        (Ok(stored), Some(double)) => {
+            DynamoNumber::parse(&double).is_ok_and(|double| stored.numeric_cmp(&double).is_eq())
+        }
+        _ => false,
+    };
     match n.parse::<f64>() {
-        Ok(f) if f.is_finite() && f.to_string() == n => serde_json::Number::from_f64(f)
+        Ok(f) if f.is_finite() && exact(f) => serde_json::Number::from_f64(f)
             .map_or_else(|| Value::String(n.to_owned()), Value::Number),
         _ => Value::String(n.to_owned()),
     }
@@ -390,7 +397,14 @@ fn json_input(value: &Value) -> AttributeValue {
     match value {
         Value::Null => AttributeValue::Null(true),
         Value::Boolean(b) => AttributeValue::Bool(*b),
-        Value::Number(n) => AttributeValue::N(n.to_string()),
+        // Plain decimal text (`1e21` as `1000000000000000000000`), as DynamoDB itself would
+        // keep it and as it reads back.
+        Value::Number(n) => AttributeValue::N(
+            n.as_f64()
+                .filter(|_| !(n.is_i64() || n.is_u64()))
+                .and_then(float_text)
+                .unwrap_or_else(|| n.to_string()),
+        ),
         Value::String(s) => AttributeValue::S(s.clone()),
         Value::Enum(name) => AttributeValue::S(name.to_string()),
         Value::List(items) => AttributeValue::L(items.iter().map(json_input).collect()),

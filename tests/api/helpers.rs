@@ -414,13 +414,6 @@ impl ModelApp {
     pub async fn scan_all(&self, table: &str) -> Vec<Item> {
         scan_all(self.client(), table).await
     }
-
-    pub async fn put_items(&self, table: &str, items: Vec<Item>) {
-        self.store
-            .put_items(table, items)
-            .await
-            .expect("writing test items");
-    }
 }
 
 /// A `Purchases` item as another program would write it.

@@ -11,6 +11,9 @@ mod browser;
 mod cursors;
 mod fault_proxy;
 mod faults;
+mod fleet;
+#[path = "../../examples/fleet/data.rs"]
+mod fleet_data;
 mod helpers;
 mod http;
 mod limits;

@@ -689,3 +689,21 @@ fn odd_inputs_are_reported_or_accepted_never_a_panic() {
         }
     }
 }
+
+#[test]
+fn every_example_model_checks_and_builds_a_schema() {
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let mut checked = Vec::new();
+    for entry in std::fs::read_dir(&examples).unwrap() {
+        let file = entry.unwrap().path().join("dynarelay.toml");
+        if !file.exists() {
+            continue;
+        }
+        let model = dynarelay::model::load(&file).unwrap_or_else(|e| panic!("{e}"));
+        let model: &'static dynarelay::model::Model = Box::leak(Box::new(model));
+        let sdl = dynarelay::graphql::sdl(model).unwrap();
+        assert!(sdl.contains("type Query"), "{}", file.display());
+        checked.push(file);
+    }
+    assert!(checked.len() >= 3, "{checked:?}");
+}
