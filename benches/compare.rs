@@ -22,10 +22,21 @@
 //! - DynamoDB calls and items evaluated per filled page at 2% selectivity, against a naive loop
 //!   that Queries with `Limit = first` until the page is full;
 //! - page 1 against page 1000 of the long partition, and the time dynarelay adds to each.
+//!
+//! With `DYNARELAY_BENCH_BASELINE` naming another dynarelay binary (`scripts/bench --baseline
+//! REV` builds one from a git revision), that binary is started too, on the same tables and the
+//! same DynamoDB Local, and measured in the same loops: its pages alternate with the current
+//! server's sample by sample (which goes first alternates too), the CPU load runs in rounds
+//! that alternate between the two servers, and its numbers are printed beside the current
+//! server's with the ratio current / baseline (start to ready, idle RSS, page p50 and p99, the
+//! time added per page, CPU per page). `DYNARELAY_BENCH_REV` and `DYNARELAY_BENCH_BASELINE_REV`,
+//! when set, say which commits the two binaries were built from; the table's heading prints
+//! them with each binary's path and `--version`.
 
 use std::{
     collections::HashMap,
     io::{BufRead, BufReader},
+    path::{Path, PathBuf},
     process::{Child, Command, Stdio},
     sync::Arc,
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
@@ -54,6 +65,9 @@ const WARM_UP: usize = 50;
 const SAMPLES: usize = 400;
 const CONCURRENCY: usize = 8;
 const CONCURRENT_PAGES: usize = 2_000;
+/// With a baseline, the CPU load runs in this many rounds per server, alternating between the
+/// two servers (current, baseline, baseline, current, ...), so that drift affects both alike.
+const CPU_ROUNDS: usize = 4;
 const DEEP_PAGE: usize = 1_000;
 const DEEP_SAMPLES: usize = 200;
 /// One-way delay of the proxy that stands in for the distance to a real DynamoDB region.
@@ -76,6 +90,21 @@ fn main() -> anyhow::Result<()> {
 async fn run() -> anyhow::Result<()> {
     let endpoint = std::env::var("DYNARELAY_BENCH_DYNAMODB_ENDPOINT")
         .context("DYNARELAY_BENCH_DYNAMODB_ENDPOINT is not set: run scripts/bench")?;
+    let binary = Binary::new(
+        PathBuf::from(env!("CARGO_BIN_EXE_dynarelay")),
+        "DYNARELAY_BENCH_REV",
+    )?;
+    let baseline = match std::env::var_os("DYNARELAY_BENCH_BASELINE") {
+        Some(path) if !path.is_empty() => Some(Binary::new(
+            PathBuf::from(path),
+            "DYNARELAY_BENCH_BASELINE_REV",
+        )?),
+        _ => None,
+    };
+    eprintln!("dynarelay: {}", binary.describe());
+    if let Some(baseline) = &baseline {
+        eprintln!("baseline: {}", baseline.describe());
+    }
     let client = dynamo::client_for_local(&endpoint);
     let prefix = format!(
         "bench{}_",
@@ -90,21 +119,47 @@ async fn run() -> anyhow::Result<()> {
     seed(&Store::new(client.clone(), tables), &names).await?;
     eprintln!("seeded in {:.1} s", seeding.elapsed().as_secs_f64());
 
-    let server = Server::start(&endpoint, &prefix)?;
+    let server = Server::start(&binary.path, &endpoint, &prefix)?;
     let ready = server.wait_ready().await?;
     // scripts/profile attaches perf to this process.
     eprintln!("dynarelay serve: pid {}", server.pid());
+    // The baseline, started once the current server is ready so that the two start-ups do not
+    // compete; it serves the same tables.
+    let base_server = match &baseline {
+        Some(baseline) => {
+            let base = Server::start(&baseline.path, &endpoint, &prefix)?;
+            let ready = base.wait_ready().await?;
+            eprintln!("baseline serve: pid {}", base.pid());
+            Some((base, ready))
+        }
+        None => None,
+    };
     tokio::time::sleep(Duration::from_secs(1)).await;
     let idle_rss = rss_kib(server.pid())?;
+    let base_idle_rss = match &base_server {
+        Some((base, _)) => Some(rss_kib(base.pid())?),
+        None => None,
+    };
+    let mib = |kib: u64| format!("{:.1} MiB", kib as f64 / 1024.0);
     let mut rows = vec![
-        row("start to ready", ms(ready), "", "", ""),
         row(
-            "idle RSS",
-            format!("{:.1} MiB", idle_rss as f64 / 1024.0),
+            "start to ready",
+            ms(ready),
             "",
             "",
-            "",
+            if base_server.is_some() {
+                "one start each; the baseline starts second, once the current server is ready"
+            } else {
+                ""
+            },
+        )
+        .beside(
+            base_server
+                .as_ref()
+                .map(|(_, r)| (ms(*r), quotient(ready, *r))),
         ),
+        row("idle RSS", mib(idle_rss), "", "", "")
+            .beside(base_idle_rss.map(|kib| (mib(kib), quotient(idle_rss, kib)))),
     ];
 
     let http = reqwest::Client::builder()
@@ -114,21 +169,37 @@ async fn run() -> anyhow::Result<()> {
         http,
         url: format!("http://{}/graphql", server.address),
     };
+    let base_api = base_server.as_ref().map(|(base, _)| Api {
+        http: api.http.clone(),
+        url: format!("http://{}/graphql", base.address),
+    });
     let direct = Direct {
         client: client.clone(),
         names: names.clone(),
     };
 
-    // Latency, one request at a time, interleaved so that drift affects all three alike.
+    // Latency, one request at a time, interleaved so that drift affects all three alike. With a
+    // baseline, its page is timed next to the current server's, in alternating order.
     let (mut via_api, mut query_only, mut get_and_query, mut get_with_query) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut added, mut health) = (Vec::new(), Vec::new());
+    let (mut via_base, mut base_added) = (Vec::new(), Vec::new());
     let mut timers_before = Timers::default();
     for i in 0..WARM_UP + SAMPLES {
         if i == WARM_UP {
             timers_before = api.timers().await?;
         }
-        let a = api.page_timed(LONG_USER, None, None).await?;
+        let (a, b) = match &base_api {
+            None => (api.page_timed(LONG_USER, None, None).await?, None),
+            Some(base) if i % 2 == 0 => {
+                let a = api.page_timed(LONG_USER, None, None).await?;
+                (a, Some(base.page_timed(LONG_USER, None, None).await?))
+            }
+            Some(base) => {
+                let b = base.page_timed(LONG_USER, None, None).await?;
+                (api.page_timed(LONG_USER, None, None).await?, Some(b))
+            }
+        };
         let q = direct.query_timed(LONG_USER).await?;
         let g = direct.get_and_query_timed(LONG_USER).await?;
         let c = direct.get_with_query_timed(LONG_USER).await?;
@@ -140,6 +211,10 @@ async fn run() -> anyhow::Result<()> {
             get_and_query.push(g);
             get_with_query.push(c);
             added.push(a.as_secs_f64() - c.as_secs_f64());
+            if let Some(b) = b {
+                via_base.push(b);
+                base_added.push(b.as_secs_f64() - c.as_secs_f64());
+            }
         }
     }
     // The server's own timers over the same samples: where a page's time goes.
@@ -159,17 +234,37 @@ async fn run() -> anyhow::Result<()> {
         percentile(&mut get_and_query, 0.5),
         percentile(&mut get_and_query, 0.99),
     );
-    rows.push(row(
-        "page of 20, p50",
-        ms(api_p50),
-        format!("{} (Query) / {} (GetItem + Query)", ms(q_p50), ms(g_p50)),
-        format!(
-            "{:.2} / {:.2}",
-            ratio(api_p50, q_p50),
-            ratio(api_p50, g_p50)
-        ),
-        "at most 1.10",
-    ));
+    let (base_p50, base_p99) = if via_base.is_empty() {
+        (None, None)
+    } else {
+        (
+            Some(percentile(&mut via_base, 0.5)),
+            Some(percentile(&mut via_base, 0.99)),
+        )
+    };
+    let added_p50 = median(&mut added);
+    let base_added_p50 = (!base_added.is_empty()).then(|| median(&mut base_added));
+    let at_most = |note: &str| {
+        if baseline.is_some() {
+            format!("{note}; current / baseline at most 1.10")
+        } else {
+            note.to_owned()
+        }
+    };
+    rows.push(
+        row(
+            "page of 20, p50",
+            ms(api_p50),
+            format!("{} (Query) / {} (GetItem + Query)", ms(q_p50), ms(g_p50)),
+            format!(
+                "{:.2} / {:.2}",
+                ratio(api_p50, q_p50),
+                ratio(api_p50, g_p50)
+            ),
+            "at most 1.10",
+        )
+        .beside(base_p50.map(|b| (ms(b), quotient(api_p50, b)))),
+    );
     rows.push(row(
         "GetItem and Query at the same time, p50",
         "",
@@ -177,13 +272,16 @@ async fn run() -> anyhow::Result<()> {
         "",
         "what dynarelay does",
     ));
-    rows.push(row(
-        "time dynarelay adds to a page, p50",
-        format!("{:.2} ms", median(&mut added) * 1e3),
-        "",
-        "",
-        "page minus GetItem and Query together, sample by sample",
-    ));
+    rows.push(
+        row(
+            "time dynarelay adds to a page, p50",
+            format!("{:.2} ms", added_p50 * 1e3),
+            "",
+            "",
+            at_most("page minus GetItem and Query together, sample by sample"),
+        )
+        .beside(base_added_p50.map(|b| (format!("{:.2} ms", b * 1e3), quotient(added_p50, b)))),
+    );
     rows.push(row(
         "page of 20, mean: at the client / inside the server",
         format!("{} / {}", ms(client_mean), ms(inside.page)),
@@ -209,22 +307,25 @@ async fn run() -> anyhow::Result<()> {
         "",
         "each timed around the SDK's send, as the direct ones are",
     ));
-    rows.push(row(
-        "page of 20, p99",
-        ms(api_p99),
-        format!("{} (Query) / {} (GetItem + Query)", ms(q_p99), ms(g_p99)),
-        format!(
-            "{:.2} / {:.2}",
-            ratio(api_p99, q_p99),
-            ratio(api_p99, g_p99)
-        ),
-        "",
-    ));
+    rows.push(
+        row(
+            "page of 20, p99",
+            ms(api_p99),
+            format!("{} (Query) / {} (GetItem + Query)", ms(q_p99), ms(g_p99)),
+            format!(
+                "{:.2} / {:.2}",
+                ratio(api_p99, q_p99),
+                ratio(api_p99, g_p99)
+            ),
+            "",
+        )
+        .beside(base_p99.map(|b| (ms(b), quotient(api_p99, b)))),
+    );
 
     // The same comparison with DynamoDB further away: DynamoDB Local behind a loopback proxy that
     // delays each direction, a stand-in for the network and service time of a real region.
     let proxy = DelayProxy::start(&endpoint, DELAY).await?;
-    let far_server = Server::start(&proxy, &prefix)?;
+    let far_server = Server::start(&binary.path, &proxy, &prefix)?;
     far_server.wait_ready().await?;
     let far_api = Api {
         http: api.http.clone(),
@@ -267,38 +368,66 @@ async fn run() -> anyhow::Result<()> {
         "at most 1.10",
     ));
 
-    // Server CPU per page at a fixed concurrency.
+    // Server CPU per page at a fixed concurrency: CPU time from /proc over the whole phase. With
+    // a baseline, the load alternates between the two servers in rounds; each server's CPU then
+    // includes what it spends idle during the other's rounds, which is counted as its own.
     let api = Arc::new(api);
-    let cpu_before = cpu_ticks(server.pid())?;
-    let started = Instant::now();
-    let mut tasks = tokio::task::JoinSet::new();
-    for _ in 0..CONCURRENCY {
-        let api = Arc::clone(&api);
-        tasks.spawn(async move {
-            for _ in 0..CONCURRENT_PAGES / CONCURRENCY {
-                api.page_timed(LONG_USER, None, None).await?;
-            }
-            anyhow::Ok(())
-        });
+    let mut loaded = vec![(server.pid(), Arc::clone(&api))];
+    if let (Some((base, _)), Some(base_api)) = (&base_server, base_api) {
+        loaded.push((base.pid(), Arc::new(base_api)));
     }
-    while let Some(done) = tasks.join_next().await {
-        done??;
+    let rounds = if loaded.len() > 1 { CPU_ROUNDS } else { 1 };
+    let cpu_before = loaded
+        .iter()
+        .map(|(pid, _)| cpu_ticks(*pid))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let mut walls = vec![Duration::ZERO; loaded.len()];
+    for round in 0..rounds {
+        let mut order: Vec<usize> = (0..loaded.len()).collect();
+        if round % 2 == 1 {
+            order.reverse();
+        }
+        for k in order {
+            let pages = CONCURRENT_PAGES / rounds + usize::from(round < CONCURRENT_PAGES % rounds);
+            walls[k] += load(&loaded[k].1, pages).await?;
+        }
     }
-    let wall = started.elapsed();
-    let cpu = ticks_to_duration(cpu_ticks(server.pid())? - cpu_before)?;
-    rows.push(row(
-        format!("server CPU per page ({CONCURRENCY} clients)"),
-        format!(
-            "{:.0} µs",
-            cpu.as_secs_f64() * 1e6 / CONCURRENT_PAGES as f64
-        ),
-        "",
-        "",
+    let mut per_page = Vec::new();
+    for ((pid, _), before) in loaded.iter().zip(cpu_before) {
+        let cpu = ticks_to_duration(cpu_ticks(*pid)? - before)?;
+        per_page.push(cpu.as_secs_f64() / CONCURRENT_PAGES as f64);
+    }
+    drop(loaded);
+    drop(base_server);
+    let rate = |wall: Duration| {
         format!(
             "{:.0} pages/s",
             CONCURRENT_PAGES as f64 / wall.as_secs_f64()
+        )
+    };
+    let cpu_note = match walls.get(1) {
+        Some(base_wall) => at_most(&format!(
+            "{} (baseline {}); {rounds} alternating rounds",
+            rate(walls[0]),
+            rate(*base_wall)
+        )),
+        None => rate(walls[0]),
+    };
+    let micros = |seconds: f64| format!("{:.0} µs", seconds * 1e6);
+    rows.push(
+        row(
+            format!("server CPU per page ({CONCURRENCY} clients)"),
+            micros(per_page[0]),
+            "",
+            "",
+            cpu_note,
+        )
+        .beside(
+            per_page
+                .get(1)
+                .map(|b| (micros(*b), quotient(per_page[0], *b))),
         ),
-    ));
+    );
 
     // DynamoDB work per filled page at 2% selectivity.
     let (ours_calls, ours_items) = api.filtered_walk(SPARSE_USER).await?;
@@ -379,7 +508,7 @@ async fn run() -> anyhow::Result<()> {
         "",
     ));
 
-    print_table(&rows);
+    print_table(&rows, &binary, baseline.as_ref());
     Ok(())
 }
 
@@ -470,9 +599,13 @@ struct Server {
 }
 
 impl Server {
-    fn start(endpoint: &str, prefix: &str) -> anyhow::Result<Self> {
+    /// Starts `binary serve` on the tables under `prefix`. The current binary logs to stderr,
+    /// releases before the model file logged to stdout: the "dynarelay is listening" line is
+    /// looked for on both streams, and both are read to the end so that neither pipe fills up.
+    /// Binaries before the model file ignore `DYNARELAY_MODEL` and serve the compiled-in shop.
+    fn start(binary: &Path, endpoint: &str, prefix: &str) -> anyhow::Result<Self> {
         let started = Instant::now();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_dynarelay"))
+        let mut child = Command::new(binary)
             .arg("serve")
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -488,31 +621,56 @@ impl Server {
             .env("DYNARELAY_CURSOR_KEYS", TEST_RING)
             .env("DYNARELAY_LISTEN", "127.0.0.1:0")
             .env("RUST_LOG", "warn,dynarelay=info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .stdout(Stdio::null())
             .spawn()
-            .context("starting dynarelay serve")?;
-        let stdout = child.stderr.take().context("no log output")?;
+            .with_context(|| format!("starting {} serve", binary.display()))?;
         let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some(address) = line
-                    .split("address=")
-                    .nth(1)
-                    .and_then(|s| s.split_whitespace().next())
-                {
-                    let _ = tx.send(address.to_owned());
+        // The last lines seen, for the error when no address comes.
+        let seen = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let stdout = child.stdout.take().context("no stdout")?;
+        let stderr = child.stderr.take().context("no stderr")?;
+        let streams: [Box<dyn std::io::Read + Send>; 2] = [Box::new(stdout), Box::new(stderr)];
+        for stream in streams {
+            let (tx, seen) = (tx.clone(), Arc::clone(&seen));
+            std::thread::spawn(move || {
+                for line in BufReader::new(stream).lines().map_while(Result::ok) {
+                    if line.contains("dynarelay is listening")
+                        && let Some(address) = line
+                            .split("address=")
+                            .nth(1)
+                            .and_then(|s| s.split_whitespace().next())
+                    {
+                        let _ = tx.send(address.to_owned());
+                    }
+                    if let Ok(mut seen) = seen.lock() {
+                        if seen.len() == 20 {
+                            seen.remove(0);
+                        }
+                        seen.push(line);
+                    }
                 }
-            }
-        });
+            });
+        }
+        // Disconnected once both streams have ended without the line.
+        drop(tx);
         let mut server = Self {
             child,
             address: String::new(),
             started,
         };
-        server.address = rx
-            .recv_timeout(Duration::from_secs(30))
-            .context("serve did not log its address within 30 s")?;
+        server.address = rx.recv_timeout(Duration::from_secs(30)).map_err(|e| {
+            let seen = seen.lock().map(|s| s.join("\n")).unwrap_or_default();
+            anyhow::anyhow!(
+                "{} serve did not log its address ({}); its last output:\n{seen}",
+                binary.display(),
+                match e {
+                    std::sync::mpsc::RecvTimeoutError::Timeout => "within 30 s",
+                    std::sync::mpsc::RecvTimeoutError::Disconnected => "before its output ended",
+                }
+            )
+        })?;
         Ok(server)
     }
 
@@ -950,29 +1108,153 @@ fn ticks_to_duration(ticks: u64) -> anyhow::Result<Duration> {
     Ok(Duration::from_secs_f64(ticks as f64 / per_second as f64))
 }
 
-type Row = [String; 5];
+/// `pages` pages of the long partition's first page from `CONCURRENCY` clients at once; the wall
+/// time they took.
+async fn load(api: &Arc<Api>, pages: usize) -> anyhow::Result<Duration> {
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for client in 0..CONCURRENCY {
+        let api = Arc::clone(api);
+        let share = pages / CONCURRENCY + usize::from(client < pages % CONCURRENCY);
+        tasks.spawn(async move {
+            for _ in 0..share {
+                api.page_timed(LONG_USER, None, None).await?;
+            }
+            anyhow::Ok(())
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done??;
+    }
+    Ok(started.elapsed())
+}
+
+/// A dynarelay binary the bench starts, and what it says it is.
+struct Binary {
+    path: PathBuf,
+    /// Its `--version`, and the commit it was built from when `rev_var` says.
+    label: String,
+}
+
+impl Binary {
+    fn new(path: PathBuf, rev_var: &str) -> anyhow::Result<Self> {
+        ensure!(path.is_file(), "{} is not a file", path.display());
+        let out = Command::new(&path)
+            .arg("--version")
+            .env_clear()
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+            .with_context(|| format!("running {} --version", path.display()))?;
+        let version = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        let version = if out.status.success() && !version.is_empty() {
+            version
+        } else {
+            "no --version".to_owned()
+        };
+        let label = match std::env::var(rev_var) {
+            Ok(rev) if !rev.trim().is_empty() => format!("{version}, {}", rev.trim()),
+            _ => format!("{version}, commit not given ({rev_var})"),
+        };
+        Ok(Self { path, label })
+    }
+
+    fn describe(&self) -> String {
+        format!("{} ({})", self.path.display(), self.label)
+    }
+}
+
+/// `a / b` to two decimals, or `n/a` when `b` is not positive.
+fn quotient(a: impl Into<Quantity>, b: impl Into<Quantity>) -> String {
+    let (a, b) = (a.into().0, b.into().0);
+    if b > 0.0 && a.is_finite() {
+        format!("{:.2}", a / b)
+    } else {
+        "n/a".to_owned()
+    }
+}
+
+/// A duration in seconds, a size in KiB or a plain number, for [`quotient`].
+struct Quantity(f64);
+
+impl From<Duration> for Quantity {
+    fn from(d: Duration) -> Self {
+        Self(d.as_secs_f64())
+    }
+}
+
+impl From<f64> for Quantity {
+    fn from(x: f64) -> Self {
+        Self(x)
+    }
+}
+
+impl From<u64> for Quantity {
+    fn from(x: u64) -> Self {
+        Self(x as f64)
+    }
+}
+
+/// One line of the table: measure, dynarelay, direct, ratio, target / note; and, with a
+/// baseline, the baseline's value and current / baseline.
+struct Row {
+    cells: [String; 5],
+    baseline: Option<(String, String)>,
+}
+
+impl Row {
+    /// The baseline's value and the ratio current / baseline, when there is a baseline.
+    fn beside(mut self, baseline: Option<(String, String)>) -> Self {
+        self.baseline = baseline;
+        self
+    }
+}
 
 fn row(
     what: impl Into<String>,
     dynarelay: impl Into<String>,
-    baseline: impl Into<String>,
+    direct: impl Into<String>,
     ratio: impl Into<String>,
     note: impl Into<String>,
 ) -> Row {
-    [
-        what.into(),
-        dynarelay.into(),
-        baseline.into(),
-        ratio.into(),
-        note.into(),
-    ]
+    Row {
+        cells: [
+            what.into(),
+            dynarelay.into(),
+            direct.into(),
+            ratio.into(),
+            note.into(),
+        ],
+        baseline: None,
+    }
 }
 
+/// The table; with a baseline, its two columns follow the current server's, and a heading says
+/// which binary is which.
 #[allow(clippy::print_stdout)]
-fn print_table(rows: &[Row]) {
-    println!("| measure | dynarelay | direct | ratio | target / note |");
-    println!("|---|---|---|---|---|");
-    for r in rows {
-        println!("| {} | {} | {} | {} | {} |", r[0], r[1], r[2], r[3], r[4]);
+fn print_table(rows: &[Row], binary: &Binary, baseline: Option<&Binary>) {
+    let Some(baseline) = baseline else {
+        println!("| measure | dynarelay | direct | ratio | target / note |");
+        println!("|---|---|---|---|---|");
+        for Row { cells: r, .. } in rows {
+            println!("| {} | {} | {} | {} | {} |", r[0], r[1], r[2], r[3], r[4]);
+        }
+        return;
+    };
+    println!("dynarelay (current): {}", binary.describe());
+    println!("baseline: {}", baseline.describe());
+    println!();
+    println!(
+        "| measure | dynarelay | baseline | dynarelay / baseline | direct | ratio | target / note |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for Row { cells: r, baseline } in rows {
+        let (b, q) = baseline
+            .as_ref()
+            .map_or(("", ""), |(b, q)| (b.as_str(), q.as_str()));
+        println!(
+            "| {} | {} | {b} | {q} | {} | {} | {} |",
+            r[0], r[1], r[2], r[3], r[4]
+        );
     }
 }

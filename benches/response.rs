@@ -79,9 +79,9 @@ fn big_model(entities: usize) -> String {
     for e in 0..entities {
         let _ = write!(
             text,
-            "[tables.T{e}]\npartition_key = \"pk\"\nsort_key = \"sk\"\nattributes = {{ pk = \"S\", sk = \"N\", gpk = \"S\" }}\n\
-             [tables.T{e}.indexes.ByG]\npartition_key = \"gpk\"\nsort_key = \"sk\"\n\
-             [entities.E{e}]\ntable = \"T{e}\"\n\
+            "[tables.Table{e}]\npartition_key = \"pk\"\nsort_key = \"sk\"\nattributes = {{ pk = \"S\", sk = \"N\", gpk = \"S\" }}\n\
+             [tables.Table{e}.indexes.ByG]\npartition_key = \"gpk\"\nsort_key = \"sk\"\n\
+             [entities.E{e}]\ntable = \"Table{e}\"\n\
              [entities.E{e}.fields]\npk = {{ type = \"String!\" }}\nsk = {{ type = \"Int!\" }}\ngpk = {{ type = \"String\" }}\n\
              label = {{ type = \"String\" }}\nat = {{ type = \"DateTime\" }}\n\
              [entities.E{e}.connections.siblings]\nentity = \"E{e}\"\npartition = {{ field = \"pk\" }}\nsort.min = \"from\"\n\

@@ -107,7 +107,8 @@ impl QueryLimits {
 /// fetched by ids 1 plus the number of ids times its children.
 #[derive(Debug, Clone, Default)]
 pub struct FieldCosts {
-    fields: HashMap<(String, String), FieldCost>,
+    /// By parent type, then field name (looked up by `&str`, without allocating).
+    fields: HashMap<String, HashMap<String, FieldCost>>,
 }
 
 #[derive(Debug, Clone)]
@@ -143,7 +144,9 @@ impl FieldCosts {
 
     fn insert(&mut self, parent: &str, field: &str, cost: FieldCost) {
         self.fields
-            .insert((parent.to_owned(), field.to_owned()), cost);
+            .entry(parent.to_owned())
+            .or_default()
+            .insert(field.to_owned(), cost);
     }
 
     /// The complexity of the operation a request would run, with its variables; connections
@@ -196,8 +199,12 @@ impl Walk<'_> {
                 Selection::Field(field) => {
                     let field = &field.node;
                     let children = &field.selection_set.node;
-                    let key = (ty.to_owned(), field.name.node.to_string());
-                    match self.costs.fields.get(&key) {
+                    let cost = self
+                        .costs
+                        .fields
+                        .get(ty)
+                        .and_then(|fields| fields.get(field.name.node.as_str()));
+                    match cost {
                         Some(FieldCost::Object(child)) => {
                             self.set(children, child, nesting).saturating_add(1)
                         }

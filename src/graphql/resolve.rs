@@ -528,6 +528,11 @@ impl PagesAhead {
         self.lock().push((label, key, arguments, page));
     }
 
+    /// Whether no page is waiting (the usual case: then nothing else need be computed).
+    pub fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+
     /// Takes the page read for `label` under `key` with `arguments`, if one was.
     pub fn take(
         &self,

@@ -414,6 +414,7 @@ async fn page_of(
 ) -> Result<PageValue, ApiError> {
     if let (Some(parent_entity), Some(parent), Some(ahead)) =
         (site.parent, parent, ctx.data_opt::<PagesAhead>())
+        && !ahead.is_empty()
         && let Ok(arguments) = ctx.field().arguments()
         && let Some(key) = resolve::parent_text(site.model, parent_entity, parent)
         && let Some(page) = ahead.take(site.label, &key, &arguments)

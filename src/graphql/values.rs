@@ -89,9 +89,8 @@ fn scalar_output(model: &Model, scalar: Scalar, value: &AttributeValue) -> Resul
             let number = serde_json::Number::from_f64(f).ok_or(Misfit)?;
             Value::Number(number)
         }
-        (Scalar::Decimal, AttributeValue::N(n)) => {
-            Value::String(DynamoNumber::parse(n).map_err(|_| Misfit)?.into_string())
-        }
+        // DynamoDB's own decimal text, exactly as stored.
+        (Scalar::Decimal, AttributeValue::N(n)) => Value::String(n.clone()),
         (Scalar::Boolean, AttributeValue::Bool(b)) => Value::Boolean(*b),
         (Scalar::DateTime(format), value) => Value::String(time_text(read_time(format, value)?)),
         (Scalar::Bytes, AttributeValue::B(b)) => Value::String(STANDARD.encode(b.as_ref())),
@@ -106,11 +105,9 @@ fn scalar_output(model: &Model, scalar: Scalar, value: &AttributeValue) -> Resul
     })
 }
 
+/// A stored N holding a whole number (DynamoDB writes those as plain digits).
 fn integer(n: &str) -> Result<i64, Misfit> {
-    DynamoNumber::parse(n)
-        .ok()
-        .and_then(|n| n.to_i64())
-        .ok_or(Misfit)
+    n.parse().map_err(|_| Misfit)
 }
 
 fn read_time(format: TimeFormat, value: &AttributeValue) -> Result<DateTime<Utc>, Misfit> {
