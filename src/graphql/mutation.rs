@@ -93,21 +93,14 @@ pub fn types(model: &'static Model, costs: &mut FieldCosts) -> (Object, Vec<Type
                 );
             }
             costs.object("Mutation", &format!("create{name}"), &payload);
-            let mut field = Field::new(
-                format!("create{name}"),
-                TypeRef::named_nn(&payload),
-                move |ctx| {
-                    FieldFuture::new(async move {
-                        let edge = create_item(&ctx, model, entity).await?;
-                        Ok(Some(FieldValue::owned_any(edge)))
-                    })
-                },
-            )
-            .argument(InputValue::new("input", TypeRef::named_nn(&input)));
-            if let Some(d) = &create.description {
-                field = field.description(d);
-            }
-            root = root.field(field);
+            root = root.field(root_field(
+                model,
+                entity,
+                Kind::Create,
+                &payload,
+                &input,
+                create.description.clone(),
+            ));
             types.push(input_type.into());
             types.push(payload_type.into());
         }
@@ -144,21 +137,14 @@ pub fn types(model: &'static Model, costs: &mut FieldCosts) -> (Object, Vec<Type
                 );
             costs.object(&payload, &lower, name);
             costs.object("Mutation", &format!("update{name}"), &payload);
-            let mut field = Field::new(
-                format!("update{name}"),
-                TypeRef::named_nn(&payload),
-                move |ctx| {
-                    FieldFuture::new(async move {
-                        let item = update_item(&ctx, model, entity).await?;
-                        Ok(Some(FieldValue::owned_any(item)))
-                    })
-                },
-            )
-            .argument(InputValue::new("input", TypeRef::named_nn(&input)));
-            field = field.description(update.description.clone().unwrap_or_else(|| {
-                format!("Changes {} by its global id. Fails with `BAD_USER_INPUT` if there is no such {}.", a(&words(name)), words(name))
-            }));
-            root = root.field(field);
+            root = root.field(root_field(
+                model,
+                entity,
+                Kind::Update,
+                &payload,
+                &input,
+                Some(update.description.clone().unwrap_or_else(|| { format!("Changes {} by its global id. Fails with `BAD_USER_INPUT` if there is no such {}.", a(&words(name)), words(name)) })),
+            ));
             types.push(input_type.into());
             types.push(payload_type.into());
         }
@@ -188,26 +174,58 @@ pub fn types(model: &'static Model, costs: &mut FieldCosts) -> (Object, Vec<Type
                     )),
                 );
             costs.object("Mutation", &format!("delete{name}"), &payload);
-            let mut field = Field::new(
-                format!("delete{name}"),
-                TypeRef::named_nn(&payload),
-                move |ctx| {
-                    FieldFuture::new(async move {
-                        let id = delete_item(&ctx, model, entity).await?;
-                        Ok(Some(FieldValue::owned_any(id)))
-                    })
-                },
-            )
-            .argument(InputValue::new("input", TypeRef::named_nn(&input)));
-            field = field.description(delete.description.clone().unwrap_or_else(|| {
-                format!("Deletes {} by its global id. Fails with `BAD_USER_INPUT` if there is no such {}.", a(&words(name)), words(name))
-            }));
-            root = root.field(field);
+            root = root.field(root_field(
+                model,
+                entity,
+                Kind::Delete,
+                &payload,
+                &input,
+                Some(delete.description.clone().unwrap_or_else(|| { format!("Deletes {} by its global id. Fails with `BAD_USER_INPUT` if there is no such {}.", a(&words(name)), words(name)) })),
+            ));
             types.push(input_type.into());
             types.push(payload_type.into());
         }
     }
     (root, types)
+}
+
+/// Which generated mutation a root field runs.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Create,
+    Update,
+    Delete,
+}
+
+/// The `Mutation` field `{kind}{Type}(input: …Input!): …Payload!` of `entity`.
+fn root_field(
+    model: &'static Model,
+    entity: EntityId,
+    kind: Kind,
+    payload: &str,
+    input: &str,
+    description: Option<String>,
+) -> Field {
+    let name = &model.entities[entity].name;
+    let field_name = match kind {
+        Kind::Create => format!("create{name}"),
+        Kind::Update => format!("update{name}"),
+        Kind::Delete => format!("delete{name}"),
+    };
+    let field = Field::new(field_name, TypeRef::named_nn(payload), move |ctx| {
+        FieldFuture::new(async move {
+            Ok(Some(match kind {
+                Kind::Create => FieldValue::owned_any(create_item(&ctx, model, entity).await?),
+                Kind::Update => FieldValue::owned_any(update_item(&ctx, model, entity).await?),
+                Kind::Delete => FieldValue::owned_any(delete_item(&ctx, model, entity).await?),
+            }))
+        })
+    })
+    .argument(InputValue::new("input", TypeRef::named_nn(input)));
+    match description {
+        Some(d) => field.description(d),
+        None => field,
+    }
 }
 
 /// Whether a field appears in create inputs.

@@ -20,7 +20,10 @@ use serde_json::{Value, json};
 
 use crate::{
     fleet_data::{self as data, Dataset, FleetTables},
-    helpers::{GroundQuery, ModelApp, dynarelay_command, endpoint, error_code, model_app},
+    helpers::{
+        GroundQuery, ModelApp, dynarelay_command, endpoint, error_code, merge, model_app,
+        walk_pages,
+    },
 };
 
 const MODEL: &str = "examples/fleet/dynarelay.toml";
@@ -318,13 +321,6 @@ struct Conn {
     max_page: u64,
 }
 
-fn merge(mut vars: Value, extra: Value) -> Value {
-    for (k, v) in extra.as_object().unwrap() {
-        vars[k] = v.clone();
-    }
-    vars
-}
-
 /// Walks `conn` with page size `size` in one direction, checking each page's size, flags and
 /// cursors, and returns its nodes (sets sorted) in connection order.
 async fn walk(
@@ -335,86 +331,12 @@ async fn walk(
     forward: bool,
     label: &str,
 ) -> Vec<Value> {
-    let mut nodes: Vec<Value> = Vec::new();
-    let mut cursor: Option<String> = None;
-    for page_number in 0.. {
-        assert!(page_number < 500, "{label}: the walk does not end");
-        let paging = if forward {
-            json!({ "first": size, "after": cursor })
-        } else {
-            json!({ "last": size, "before": cursor })
-        };
-        let response = app.graphql(&conn.query, merge(vars.clone(), paging)).await;
-        assert!(response.get("errors").is_none(), "{label}: {response}");
-        let connection = conn.path.iter().fold(&response["data"], |v, k| &v[*k]);
-        let info = &connection["pageInfo"];
-        let edges = connection["edges"]
-            .as_array()
-            .unwrap_or_else(|| panic!("{label}: {response}"));
-        let page: Vec<Value> = edges
-            .iter()
-            .map(|e| conn.kind.normalize(e["node"].clone()))
-            .collect();
-        let (more, other_side) = if forward {
-            (
-                info["hasNextPage"].as_bool(),
-                info["hasPreviousPage"].as_bool(),
-            )
-        } else {
-            (
-                info["hasPreviousPage"].as_bool(),
-                info["hasNextPage"].as_bool(),
-            )
-        };
-        let (more, other_side) = (more.unwrap(), other_side.unwrap());
-        assert!(
-            !other_side,
-            "{label}: page {page_number} claims a page on the side it came from"
-        );
-        if more {
-            assert_eq!(
-                page.len(),
-                size as usize,
-                "{label}: page {page_number} is not full"
-            );
-        } else {
-            assert!(
-                !page.is_empty() || page_number == 0,
-                "{label}: an empty last page after a page that claimed more"
-            );
-        }
-        assert!(
-            edges
-                .iter()
-                .all(|e| e["cursor"].as_str().is_some_and(|c| !c.is_empty())),
-            "{label}: an edge without a cursor"
-        );
-        assert_eq!(
-            info["startCursor"],
-            edges.first().map_or(Value::Null, |e| e["cursor"].clone()),
-            "{label}"
-        );
-        assert_eq!(
-            info["endCursor"],
-            edges.last().map_or(Value::Null, |e| e["cursor"].clone()),
-            "{label}"
-        );
-        if forward {
-            nodes.extend(page);
-        } else {
-            nodes.splice(0..0, page);
-        }
-        if !more {
-            return nodes;
-        }
-        let next = if forward {
-            &info["endCursor"]
-        } else {
-            &info["startCursor"]
-        };
-        cursor = Some(next.as_str().unwrap().to_owned());
-    }
-    unreachable!()
+    let page = |paging| app.graphql(&conn.query, merge(vars.clone(), paging));
+    walk_pages(page, conn.path, size, forward, label)
+        .await
+        .into_iter()
+        .map(|node| conn.kind.normalize(node))
+        .collect()
 }
 
 /// Walks `conn` both ways with a random page size and with the truth's length (where

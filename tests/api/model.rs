@@ -9,7 +9,7 @@ use rand_core::{RngCore, SeedableRng};
 use serde_json::{Value, json};
 
 use crate::{
-    helpers::{TestApp, purchase_item, test_ring},
+    helpers::{TestApp, merge, purchase_item, test_ring, walk_pages},
     shop_data::{PurchaseRecord, PurchaseStatus},
 };
 
@@ -139,13 +139,6 @@ impl Args {
     }
 }
 
-fn merge(mut vars: Value, extra: Value) -> Value {
-    for (k, v) in extra.as_object().unwrap() {
-        vars[k] = v.clone();
-    }
-    vars
-}
-
 /// A connection under test: its query, where the connection sits in the response, and the
 /// node field that identifies an item.
 struct Conn {
@@ -190,73 +183,12 @@ async fn walk_conn(
     forward: bool,
     label: &str,
 ) -> Vec<String> {
-    let mut items: Vec<String> = Vec::new();
-    let mut cursor: Option<String> = None;
-    for page_number in 0.. {
-        assert!(page_number < 2000, "{label}: the walk does not end");
-        let paging = if forward {
-            json!({ "first": size, "after": cursor })
-        } else {
-            json!({ "last": size, "before": cursor })
-        };
-        let response = app.graphql(conn.query, merge(vars.clone(), paging)).await;
-        assert!(response.get("errors").is_none(), "{label}: {response}");
-        let connection = conn.path.iter().fold(&response["data"], |v, k| &v[*k]);
-        let info = &connection["pageInfo"];
-        let edges = connection["edges"]
-            .as_array()
-            .unwrap_or_else(|| panic!("{label}: {response}"));
-        let page: Vec<String> = edges.iter().map(|e| (conn.id)(&e["node"])).collect();
-        let (more, other_side) = if forward {
-            (
-                info["hasNextPage"].as_bool().unwrap(),
-                info["hasPreviousPage"].as_bool().unwrap(),
-            )
-        } else {
-            (
-                info["hasPreviousPage"].as_bool().unwrap(),
-                info["hasNextPage"].as_bool().unwrap(),
-            )
-        };
-        assert!(!other_side, "{label}: a flag claims a page it has not read");
-        if more {
-            assert_eq!(
-                page.len(),
-                size as usize,
-                "{label}: page {page_number} is not full"
-            );
-        } else {
-            assert!(
-                !page.is_empty() || page_number == 0,
-                "{label}: phantom last page"
-            );
-        }
-        assert_eq!(
-            info["startCursor"],
-            edges.first().map_or(Value::Null, |e| e["cursor"].clone()),
-            "{label}"
-        );
-        assert_eq!(
-            info["endCursor"],
-            edges.last().map_or(Value::Null, |e| e["cursor"].clone()),
-            "{label}"
-        );
-        if forward {
-            items.extend(page);
-        } else {
-            items.splice(0..0, page);
-        }
-        if !more {
-            return items;
-        }
-        let next = if forward {
-            &info["endCursor"]
-        } else {
-            &info["startCursor"]
-        };
-        cursor = Some(next.as_str().unwrap().to_owned());
-    }
-    unreachable!()
+    let page = |paging| app.graphql(conn.query, merge(vars.clone(), paging));
+    walk_pages(page, conn.path, size, forward, label)
+        .await
+        .iter()
+        .map(|node| (conn.id)(node))
+        .collect()
 }
 
 #[tokio::test]
