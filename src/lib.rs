@@ -13,7 +13,7 @@
 //! | [`cursor`] | DynamoDB key <-> sealed, connection-bound cursor string; key ring; pure |
 //! | [`dynamo`] | client construction, table layout and creation, item <-> record, the store |
 //! | [`number`] | DynamoDB numbers as exact decimal strings |
-//! | [`model`] | the model file -> a checked, typed model; located errors; JSON Schema |
+//! | [`model`] | the model file -> a checked, typed model; located errors; JSON Schema; key templates |
 
 pub mod config;
 pub mod cursor;

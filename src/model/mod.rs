@@ -13,6 +13,7 @@
 
 pub mod check;
 pub mod file;
+pub mod template;
 
 use std::ops::Range;
 

@@ -1,0 +1,477 @@
+//! Key templates for single-table designs: a key attribute written as literal text and facets,
+//! such as `CUSTOMER#{customerId}` or `ORDER#{orderDate}#{orderId}`.
+//!
+//! A template renders facet values into a key string and reads them back from one. Three rules
+//! make that exact:
+//! - **Escaping.** The template's separators are the characters next to its facets (`#` in the
+//!   examples). Inside a facet value, a backslash becomes `\\` and a separator becomes `\` and
+//!   that character. No value can then end its facet early or pass for the template's structure,
+//!   so no values can make one key look like another's, not even the key of another template
+//!   that starts the same way, and [`KeyTemplate::read`] finds every facet again.
+//! - **Facets are separated.** Two facets with no literal text between them could split one key
+//!   two ways; such a template is refused.
+//! - **Numbers sort as numbers.** An integer facet is written as [`sortable_integer`]: fixed width,
+//!   so that the key's string order is the numbers' order.
+//!
+//! The building block for key attributes declared as templates; the model file format does not
+//! declare templates yet. Pure: no I/O, nothing of GraphQL or DynamoDB.
+
+use std::fmt;
+
+/// The escape character inside facet values.
+const ESCAPE: char = '\\';
+
+/// A parsed key template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyTemplate {
+    parts: Vec<Part>,
+    /// The characters next to a facet: escaped inside every facet value.
+    separators: Vec<char>,
+}
+
+/// A piece of a template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Part {
+    /// Literal text.
+    Text(String),
+    /// A facet, by name.
+    Facet(String),
+}
+
+/// Why a template cannot be used, with the byte offset in the template's text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TemplateError {
+    /// A `{` with no `}` after it.
+    #[error("a `{{` at {at} is not closed by `}}`")]
+    Unclosed {
+        /// Where the `{` is.
+        at: usize,
+    },
+    /// A `}` with no `{` before it.
+    #[error("a `}}` at {at} closes no facet")]
+    StrayClose {
+        /// Where the `}` is.
+        at: usize,
+    },
+    /// `{}` or a name that is not a GraphQL name.
+    #[error(
+        "`{name}` at {at} is not a facet name (letters, digits and `_`, not starting with a digit)"
+    )]
+    BadName {
+        /// Where the facet starts.
+        at: usize,
+        /// The text between the braces.
+        name: String,
+    },
+    /// Two facets with nothing between them.
+    #[error(
+        "the facet at {at} follows another with no text between them, so a key could be split two ways"
+    )]
+    Adjacent {
+        /// Where the second facet starts.
+        at: usize,
+    },
+    /// The same facet twice.
+    #[error("the facet `{name}` appears twice")]
+    Repeated {
+        /// The facet's name.
+        name: String,
+    },
+    /// A backslash in the literal text, which is the escape character of facet values.
+    #[error("a `\\` at {at} in the literal text would read as an escape")]
+    EscapeInText {
+        /// Where it is.
+        at: usize,
+    },
+}
+
+/// A facet with no value where a whole key is needed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no value for the facet `{0}`")]
+pub struct MissingFacet(pub String);
+
+impl KeyTemplate {
+    /// Parses a template: literal text, and facets as `{name}`.
+    pub fn parse(text: &str) -> Result<Self, TemplateError> {
+        let mut parts: Vec<Part> = Vec::new();
+        let mut literal = String::new();
+        let mut chars = text.char_indices().peekable();
+        while let Some((at, c)) = chars.next() {
+            match c {
+                '{' => {
+                    let mut name = String::new();
+                    let mut closed = false;
+                    for (_, c) in chars.by_ref() {
+                        if c == '}' {
+                            closed = true;
+                            break;
+                        }
+                        name.push(c);
+                    }
+                    if !closed {
+                        return Err(TemplateError::Unclosed { at });
+                    }
+                    if !is_name(&name) {
+                        return Err(TemplateError::BadName { at, name });
+                    }
+                    if literal.is_empty() && matches!(parts.last(), Some(Part::Facet(_))) {
+                        return Err(TemplateError::Adjacent { at });
+                    }
+                    if parts
+                        .iter()
+                        .any(|p| matches!(p, Part::Facet(n) if *n == name))
+                    {
+                        return Err(TemplateError::Repeated { name });
+                    }
+                    if !literal.is_empty() {
+                        parts.push(Part::Text(std::mem::take(&mut literal)));
+                    }
+                    parts.push(Part::Facet(name));
+                }
+                '}' => return Err(TemplateError::StrayClose { at }),
+                ESCAPE => return Err(TemplateError::EscapeInText { at }),
+                c => literal.push(c),
+            }
+        }
+        if !literal.is_empty() {
+            parts.push(Part::Text(literal));
+        }
+        let mut separators = Vec::new();
+        for (i, part) in parts.iter().enumerate() {
+            if let Part::Facet(_) = part {
+                let before = i.checked_sub(1).and_then(|j| match &parts[j] {
+                    Part::Text(text) => text.chars().last(),
+                    Part::Facet(_) => None,
+                });
+                let after = match parts.get(i + 1) {
+                    Some(Part::Text(text)) => text.chars().next(),
+                    _ => None,
+                };
+                for c in [before, after].into_iter().flatten() {
+                    if !separators.contains(&c) {
+                        separators.push(c);
+                    }
+                }
+            }
+        }
+        Ok(Self { parts, separators })
+    }
+
+    /// The facets, in template order.
+    pub fn facets(&self) -> impl Iterator<Item = &str> {
+        self.parts.iter().filter_map(|p| match p {
+            Part::Facet(name) => Some(name.as_str()),
+            Part::Text(_) => None,
+        })
+    }
+
+    /// The literal text before the first facet (all of it for a template with no facet): what
+    /// tells the items of one template apart in a shared partition, as a `begins_with` key
+    /// condition.
+    pub fn literal_prefix(&self) -> &str {
+        match self.parts.first() {
+            Some(Part::Text(text)) => text,
+            _ => "",
+        }
+    }
+
+    /// The key for the facet values `value` gives, each escaped.
+    pub fn render<'v>(
+        &self,
+        value: impl Fn(&str) -> Option<&'v str>,
+    ) -> Result<String, MissingFacet> {
+        let mut key = String::new();
+        for part in &self.parts {
+            match part {
+                Part::Text(text) => key.push_str(text),
+                Part::Facet(name) => {
+                    let v = value(name).ok_or_else(|| MissingFacet(name.clone()))?;
+                    escape_into(&mut key, v, &self.separators);
+                }
+            }
+        }
+        Ok(key)
+    }
+
+    /// The text every key with these leading facet values starts with: the template up to the
+    /// first facet `value` does not give (with the literal text before it), for a `begins_with`
+    /// key condition over leading facets. With every facet given, the whole key.
+    ///
+    /// A prefix that ends inside a facet value (`ORDER#2026-11` for the month of an
+    /// `ORDER#{orderDate}#{orderId}` key) comes from [`KeyTemplate::partial`].
+    pub fn prefix<'v>(&self, value: impl Fn(&str) -> Option<&'v str>) -> String {
+        let mut key = String::new();
+        for part in &self.parts {
+            match part {
+                Part::Text(text) => key.push_str(text),
+                Part::Facet(name) => match value(name) {
+                    Some(v) => escape_into(&mut key, v, &self.separators),
+                    None => break,
+                },
+            }
+        }
+        key
+    }
+
+    /// [`KeyTemplate::prefix`] through the facets `value` gives, then the start `partial` of the
+    /// next facet's value, escaped: every key whose next facet starts with `partial`.
+    pub fn partial<'v>(&self, value: impl Fn(&str) -> Option<&'v str>, partial: &str) -> String {
+        let mut key = String::new();
+        for part in &self.parts {
+            match part {
+                Part::Text(text) => key.push_str(text),
+                Part::Facet(name) => match value(name) {
+                    Some(v) => escape_into(&mut key, v, &self.separators),
+                    None => {
+                        escape_into(&mut key, partial, &self.separators);
+                        break;
+                    }
+                },
+            }
+        }
+        key
+    }
+
+    /// Reads the facet values back from a key made by this template; `None` when the key does not
+    /// fit it (another template's key, or a key written by hand).
+    pub fn read(&self, key: &str) -> Option<Vec<(&str, String)>> {
+        let mut rest = key;
+        let mut values = Vec::new();
+        for (i, part) in self.parts.iter().enumerate() {
+            match part {
+                Part::Text(text) => rest = rest.strip_prefix(text.as_str())?,
+                Part::Facet(name) => {
+                    let (value, after) = unescape_until(rest, self.separator_after(i))?;
+                    values.push((name.as_str(), value));
+                    rest = after;
+                }
+            }
+        }
+        rest.is_empty().then_some(values)
+    }
+
+    /// The character that ends the facet at `i`: the first of the text after it, if any.
+    fn separator_after(&self, i: usize) -> Option<char> {
+        match self.parts.get(i + 1) {
+            Some(Part::Text(text)) => text.chars().next(),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for KeyTemplate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for part in &self.parts {
+            match part {
+                Part::Text(text) => f.write_str(text)?,
+                Part::Facet(name) => write!(f, "{{{name}}}")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+fn is_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
+        && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
+}
+
+/// Appends `value` with the escape character and the separators escaped.
+fn escape_into(out: &mut String, value: &str, separators: &[char]) {
+    for c in value.chars() {
+        if c == ESCAPE || separators.contains(&c) {
+            out.push(ESCAPE);
+        }
+        out.push(c);
+    }
+}
+
+/// Reads an escaped facet value up to the first unescaped `separator` (or to the end when there
+/// is none), returning the value and what follows it. `None` for a dangling escape.
+fn unescape_until(text: &str, separator: Option<char>) -> Option<(String, &str)> {
+    let mut value = String::new();
+    let mut chars = text.char_indices();
+    while let Some((at, c)) = chars.next() {
+        if c == ESCAPE {
+            let (_, escaped) = chars.next()?;
+            value.push(escaped);
+        } else if Some(c) == separator {
+            return Some((value, &text[at..]));
+        } else {
+            value.push(c);
+        }
+    }
+    Some((value, ""))
+}
+
+/// Digits of [`sortable_integer`]'s output: every `i64` fits.
+pub const SORTABLE_INTEGER_WIDTH: usize = 20;
+
+/// An integer as fixed-width digits whose string order is the numbers' order: `n` offset by
+/// 2^63 (so negatives sort first), zero-padded to [`SORTABLE_INTEGER_WIDTH`] digits.
+pub fn sortable_integer(n: i64) -> String {
+    let offset = (n as i128 + (1i128 << 63)) as u64;
+    format!("{offset:0width$}", width = SORTABLE_INTEGER_WIDTH)
+}
+
+/// The integer [`sortable_integer`] wrote, or `None` for other text.
+pub fn read_sortable_integer(text: &str) -> Option<i64> {
+    if text.len() != SORTABLE_INTEGER_WIDTH || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let offset: u64 = text.parse().ok()?;
+    i64::try_from(offset as i128 - (1i128 << 63)).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn values<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<&'a str> {
+        move |name| pairs.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
+    }
+
+    #[test]
+    fn templates_render_and_read_back() {
+        let t = KeyTemplate::parse("ORDER#{orderDate}#{orderId}").unwrap();
+        assert_eq!(t.facets().collect::<Vec<_>>(), ["orderDate", "orderId"]);
+        assert_eq!(t.literal_prefix(), "ORDER#");
+        let pairs = [("orderDate", "2026-11-23"), ("orderId", "o-1")];
+        let key = t.render(values(&pairs)).unwrap();
+        assert_eq!(key, "ORDER#2026-11-23#o-1");
+        assert_eq!(
+            t.read(&key).unwrap(),
+            [
+                ("orderDate", "2026-11-23".to_owned()),
+                ("orderId", "o-1".to_owned())
+            ]
+        );
+        assert_eq!(t.to_string(), "ORDER#{orderDate}#{orderId}");
+    }
+
+    #[test]
+    fn separators_and_escapes_inside_values_are_escaped() {
+        let t = KeyTemplate::parse("CUSTOMER#{customerId}#PROFILE").unwrap();
+        let key = t.render(values(&[("customerId", r"a#b\c")])).unwrap();
+        assert_eq!(key, r"CUSTOMER#a\#b\\c#PROFILE");
+        assert_eq!(t.read(&key).unwrap()[0].1, r"a#b\c");
+        // A value cannot end its facet early and pass for another key.
+        let other = KeyTemplate::parse("CUSTOMER#{customerId}").unwrap();
+        let tricky = other
+            .render(values(&[("customerId", "x#PROFILE")]))
+            .unwrap();
+        assert_eq!(t.read(&tricky), None);
+    }
+
+    #[test]
+    fn keys_of_other_templates_do_not_read() {
+        let order = KeyTemplate::parse("ORDER#{orderId}").unwrap();
+        assert_eq!(order.read("ADDRESS#home"), None);
+        assert_eq!(order.read("ORDER#"), Some(vec![("orderId", String::new())]));
+        assert_eq!(order.read(r"ORDER#dangling\"), None);
+    }
+
+    #[test]
+    fn prefixes_cover_the_leading_facets_given() {
+        let t = KeyTemplate::parse("ORDER#{orderDate}#{orderId}").unwrap();
+        assert_eq!(t.prefix(values(&[])), "ORDER#");
+        assert_eq!(
+            t.prefix(values(&[("orderDate", "2026-11-23")])),
+            "ORDER#2026-11-23#"
+        );
+        assert_eq!(t.partial(values(&[]), "2026-11"), "ORDER#2026-11");
+        // A later facet without the earlier ones narrows nothing.
+        assert_eq!(t.prefix(values(&[("orderId", "o-1")])), "ORDER#");
+    }
+
+    #[test]
+    fn malformed_templates_are_refused_with_their_place() {
+        for (text, expected) in [
+            ("A#{x", TemplateError::Unclosed { at: 2 }),
+            ("A#x}", TemplateError::StrayClose { at: 3 }),
+            (
+                "A#{}",
+                TemplateError::BadName {
+                    at: 2,
+                    name: String::new(),
+                },
+            ),
+            (
+                "A#{1x}",
+                TemplateError::BadName {
+                    at: 2,
+                    name: "1x".into(),
+                },
+            ),
+            ("{a}{b}", TemplateError::Adjacent { at: 3 }),
+            ("{a}#{a}", TemplateError::Repeated { name: "a".into() }),
+            (r"A\#{a}", TemplateError::EscapeInText { at: 1 }),
+        ] {
+            assert_eq!(KeyTemplate::parse(text), Err(expected), "{text}");
+        }
+        assert_eq!(
+            KeyTemplate::parse("A#{a}#{b}")
+                .unwrap()
+                .render(values(&[("a", "1")])),
+            Err(MissingFacet("b".into()))
+        );
+    }
+
+    #[test]
+    fn sortable_integers_have_fixed_width_and_round_trip() {
+        for n in [i64::MIN, -1, 0, 1, 42, i64::MAX] {
+            let text = sortable_integer(n);
+            assert_eq!(text.len(), SORTABLE_INTEGER_WIDTH, "{n}");
+            assert_eq!(read_sortable_integer(&text), Some(n));
+        }
+        assert_eq!(read_sortable_integer("12"), None);
+        assert_eq!(read_sortable_integer("1234567890123456789x"), None);
+    }
+
+    proptest! {
+        /// Any values, separators and escapes included, render to a key that reads back to them.
+        #[test]
+        fn any_values_round_trip(a in "\\PC*", b in "[#\\\\a-zé]*") {
+            let t = KeyTemplate::parse("CUSTOMER#{a}#ORDER#{b}").unwrap();
+            let pairs = [("a", a.as_str()), ("b", b.as_str())];
+            let key = t.render(values(&pairs)).unwrap();
+            let read = t.read(&key).unwrap();
+            prop_assert_eq!(&read[0].1, &a);
+            prop_assert_eq!(&read[1].1, &b);
+        }
+
+        /// Different values never make the same key.
+        #[test]
+        fn different_values_make_different_keys(
+            a in "[#\\\\ab]{0,6}", b in "[#\\\\ab]{0,6}", c in "[#\\\\ab]{0,6}", d in "[#\\\\ab]{0,6}",
+        ) {
+            let t = KeyTemplate::parse("X#{p}#{q}").unwrap();
+            let one = t.render(values(&[("p", a.as_str()), ("q", b.as_str())])).unwrap();
+            let two = t.render(values(&[("p", c.as_str()), ("q", d.as_str())])).unwrap();
+            prop_assert_eq!(one == two, a == c && b == d);
+        }
+
+        /// A key starts with the prefix of its leading facets, and with any partial start of
+        /// its next facet.
+        #[test]
+        fn keys_start_with_their_prefixes(a in "\\PC*", b in "\\PC*", cut in 0usize..8) {
+            let t = KeyTemplate::parse("ORDER#{a}#{b}").unwrap();
+            let pairs = [("a", a.as_str()), ("b", b.as_str())];
+            let key = t.render(values(&pairs)).unwrap();
+            prop_assert!(key.starts_with(&t.prefix(values(&pairs[..1]))));
+            let start: String = a.chars().take(cut).collect();
+            prop_assert!(key.starts_with(&t.partial(values(&[]), &start)));
+        }
+
+        /// String order of sortable integers is numeric order.
+        #[test]
+        fn sortable_integers_sort_as_numbers(x in any::<i64>(), y in any::<i64>()) {
+            prop_assert_eq!(sortable_integer(x).cmp(&sortable_integer(y)), x.cmp(&y));
+        }
+    }
+}
