@@ -96,7 +96,8 @@ impl KeyValue {
         }
     }
 
-    fn bytes(&self) -> &[u8] {
+    /// The value's bytes: a string's UTF-8, a number's decimal text, a binary's bytes.
+    pub fn bytes(&self) -> &[u8] {
         match self {
             KeyValue::S(s) => s.as_bytes(),
             KeyValue::N(n) => n.as_str().as_bytes(),

@@ -66,9 +66,10 @@ impl From<ApiError> for async_graphql::Error {
     }
 }
 
-/// Checks a client-supplied key value (a key argument or input field): DynamoDB rejects empty key
-/// strings and ones over 2048 bytes, which must surface as bad input, not an internal error.
-pub fn check_key_value(value: &str, field: &str) -> ApiResult<()> {
+/// Checks the bytes of a client-supplied string or binary key value (a key argument or input
+/// field): DynamoDB rejects empty ones and ones over 2048 bytes, which must surface as bad
+/// input, not an internal error.
+pub fn check_key_value(value: &[u8], field: &str) -> ApiResult<()> {
     if value.is_empty() {
         return Err(ApiError::BadUserInput(format!(
             "`{field}` must not be empty."

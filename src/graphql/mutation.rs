@@ -369,16 +369,8 @@ fn input_value(
 
 fn check_key_attribute(value: &AttributeValue, name: &str) -> ApiResult<()> {
     match value {
-        AttributeValue::S(s) => super::error::check_key_value(s, name),
-        AttributeValue::B(b) if b.as_ref().is_empty() => {
-            Err(bad(format!("`{name}` must not be empty.")))
-        }
-        AttributeValue::B(b) if b.as_ref().len() > crate::cursor::MAX_KEY_VALUE_BYTES => {
-            Err(bad(format!(
-                "`{name}` must be at most {} bytes.",
-                crate::cursor::MAX_KEY_VALUE_BYTES
-            )))
-        }
+        AttributeValue::S(s) => super::error::check_key_value(s.as_bytes(), name),
+        AttributeValue::B(b) => super::error::check_key_value(b.as_ref(), name),
         _ => Ok(()),
     }
 }
@@ -540,7 +532,6 @@ fn edge_cursor(
         model,
         parent: Some(parent),
         connection: declared,
-        label: declared.label,
     };
     let binding = resolve::binding_for(site, Some(&parent_item), &Default::default(), store)?;
     let key = Key::from_item(item, declared.start_key).map_err(|_| ApiError::Internal)?;

@@ -36,11 +36,14 @@ pub struct Site {
     pub parent: Option<EntityId>,
     /// The declaration.
     pub connection: &'static Connection,
-    /// `Type.field`, for cursor bindings and metrics.
-    pub label: &'static str,
 }
 
 impl Site {
+    /// `Type.field`, for cursor bindings and metrics.
+    pub fn label(&self) -> &'static str {
+        self.connection.label
+    }
+
     fn node(&self) -> &'static Entity {
         &self.model.entities[self.connection.entity]
     }
@@ -107,7 +110,7 @@ fn plan<'a>(
     let index = connection
         .index
         .map(|i| model.tables[table].indexes[i].name.as_str());
-    let mut binding = Binding::builder(site.label, table_name, index);
+    let mut binding = Binding::builder(site.label(), table_name, index);
     let int = |name: &str| -> ApiResult<Option<i32>> {
         match args.get(name) {
             None | Some(Value::Null) => Ok(None),
@@ -242,11 +245,9 @@ fn plan<'a>(
             }
             (FilterOp::In, _) => return Err(bad(format!("`{name}` must be a list."))),
             (op, given) => {
-                let value = if op == FilterOp::Contains {
-                    contains_value(model, field, name, given)?
-                } else {
-                    argument_value(model, field, name, given)?
-                };
+                // For `contains` on a list or set this is one item: `argument_value` takes the
+                // items' scalar.
+                let value = argument_value(model, field, name, given)?;
                 value.map(|value| match op {
                     FilterOp::BeginsWith => FilterTest::BeginsWith(value),
                     FilterOp::Contains => FilterTest::Contains(value),
@@ -310,16 +311,6 @@ fn argument_value(
         .map_err(ApiError::BadUserInput)
 }
 
-/// The value of a `contains` filter: an item of a list or set field, or a substring.
-fn contains_value(
-    model: &Model,
-    field: &Field,
-    name: &str,
-    value: &Value,
-) -> ApiResult<Option<AttributeValue>> {
-    argument_value(model, field, name, value)
-}
-
 /// The scalar of a field: itself, or its lists' items.
 pub fn scalar_of(ty: &FieldType) -> Scalar {
     match ty {
@@ -344,13 +335,8 @@ fn compare(a: &AttributeValue, b: &AttributeValue) -> Ordering {
 
 fn check_key_value_bytes(key: &KeyValue, name: &str) -> ApiResult<()> {
     match key {
-        KeyValue::S(s) => check_key_value(s, name),
-        KeyValue::B(b) if b.is_empty() => Err(bad(format!("`{name}` must not be empty."))),
-        KeyValue::B(b) if b.len() > crate::cursor::MAX_KEY_VALUE_BYTES => Err(bad(format!(
-            "`{name}` must be at most {} bytes.",
-            crate::cursor::MAX_KEY_VALUE_BYTES
-        ))),
-        _ => Ok(()),
+        KeyValue::S(_) | KeyValue::B(_) => check_key_value(key.bytes(), name),
+        KeyValue::N(_) => Ok(()),
     }
 }
 

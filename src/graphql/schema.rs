@@ -353,7 +353,6 @@ fn entity_object(model: &'static Model, entity: EntityId, costs: &mut FieldCosts
             model,
             parent: Some(entity),
             connection,
-            label: connection.label,
         };
         object = object.field(connection_field(site, costs, &e.name));
     }
@@ -417,7 +416,7 @@ async fn page_of(
         && !ahead.is_empty()
         && let Ok(arguments) = ctx.field().arguments()
         && let Some(key) = resolve::parent_text(site.model, parent_entity, parent)
-        && let Some(page) = ahead.take(site.label, &key, &arguments)
+        && let Some(page) = ahead.take(site.label(), &key, &arguments)
     {
         return page;
     }
@@ -544,7 +543,6 @@ fn query_root(model: &'static Model, costs: &mut FieldCosts) -> Object {
             model,
             parent: None,
             connection,
-            label: connection.label,
         };
         query = query.field(connection_field(site, costs, "Query"));
     }
@@ -616,7 +614,6 @@ async fn lookup_item(
                 model,
                 parent: Some(entity),
                 connection,
-                label: connection.label,
             })
             .collect(),
     };
@@ -637,7 +634,7 @@ async fn lookup_item(
             reads.push(async move {
                 let args: Args = arguments.iter().cloned().collect();
                 let page = resolve::connection_page(ctx, site, Some(partial), &args).await;
-                (site.label, arguments, page)
+                (site.label(), arguments, page)
             });
         }
     }

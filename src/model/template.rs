@@ -200,33 +200,35 @@ impl KeyTemplate {
     /// A prefix that ends inside a facet value (`ORDER#2026-11` for the month of an
     /// `ORDER#{orderDate}#{orderId}` key) comes from [`KeyTemplate::partial`].
     pub fn prefix<'v>(&self, value: impl Fn(&str) -> Option<&'v str>) -> String {
-        let mut key = String::new();
-        for part in &self.parts {
-            match part {
-                Part::Text(text) => key.push_str(text),
-                Part::Facet(name) => match value(name) {
-                    Some(v) => escape_into(&mut key, v, &self.separators),
-                    None => break,
-                },
-            }
-        }
-        key
+        self.leading(value, None)
     }
 
     /// [`KeyTemplate::prefix`] through the facets `value` gives, then the start `partial` of the
     /// next facet's value, escaped: every key whose next facet starts with `partial`.
     pub fn partial<'v>(&self, value: impl Fn(&str) -> Option<&'v str>, partial: &str) -> String {
+        self.leading(value, Some(partial))
+    }
+
+    /// The template through the facets `value` gives, up to the first it does not give, then
+    /// `partial` escaped in that facet's place if there is one.
+    fn leading<'v>(
+        &self,
+        value: impl Fn(&str) -> Option<&'v str>,
+        partial: Option<&str>,
+    ) -> String {
         let mut key = String::new();
         for part in &self.parts {
             match part {
                 Part::Text(text) => key.push_str(text),
-                Part::Facet(name) => match value(name) {
-                    Some(v) => escape_into(&mut key, v, &self.separators),
-                    None => {
-                        escape_into(&mut key, partial, &self.separators);
+                Part::Facet(name) => {
+                    let given = value(name);
+                    if let Some(v) = given.or(partial) {
+                        escape_into(&mut key, v, &self.separators);
+                    }
+                    if given.is_none() {
                         break;
                     }
-                },
+                }
             }
         }
         key
