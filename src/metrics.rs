@@ -33,6 +33,7 @@ pub struct Metrics {
     consumed_capacity: Family<TableLabels, Counter<f64, AtomicU64>>,
     items_evaluated: Family<TableLabels, Counter>,
     items_returned: Family<TableLabels, Counter>,
+    items_unmatched: Family<TableLabels, Counter>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -200,6 +201,13 @@ impl Metrics {
             "Items DynamoDB returned after filters, by table",
             items_returned.clone(),
         );
+        let items_unmatched = Family::<TableLabels, Counter>::default();
+        registry.register(
+            "items_unmatched",
+            "Items read from a table shared by several entities that are none of the entities \
+             asked for (matching no key template or type), skipped, by table",
+            items_unmatched.clone(),
+        );
         Self {
             registry,
             http_requests,
@@ -211,7 +219,17 @@ impl Metrics {
             consumed_capacity,
             items_evaluated,
             items_returned,
+            items_unmatched,
         }
+    }
+
+    /// Records items skipped because they are none of the entities a read asked for.
+    pub fn items_unmatched(&self, table: &str, count: u64) {
+        self.items_unmatched
+            .get_or_create(&TableLabels {
+                table: table.to_owned(),
+            })
+            .inc_by(count);
     }
 
     /// Records one answered HTTP request, labelled as [`labels`] maps it.

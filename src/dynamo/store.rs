@@ -120,6 +120,22 @@ pub struct ReadSpec<'a> {
     pub sort: Option<(&'a str, SortKeyCondition)>,
     /// Filters, all of which an item must pass.
     pub filters: Vec<(&'a str, FilterTest)>,
+    /// In a table shared by several kinds of item, which of the items read to keep (the others
+    /// are skipped as if filtered, and counted).
+    pub keep: Option<Keep<'a>>,
+}
+
+/// A test on each item read, after DynamoDB's filters.
+#[derive(Clone)]
+pub struct Keep<'a>(pub Arc<KeepFn<'a>>);
+
+/// What [`Keep`] holds.
+pub type KeepFn<'a> = dyn Fn(&Item) -> bool + Send + Sync + 'a;
+
+impl std::fmt::Debug for Keep<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Keep")
+    }
 }
 
 /// A sort-key condition: a key condition, never a filter.
@@ -460,7 +476,7 @@ impl Store {
         self.collect(
             spec.table,
             request,
-            !spec.filters.is_empty(),
+            (!spec.filters.is_empty(), spec.keep.as_ref().map(|k| &*k.0)),
             read,
             spec.shape,
         )
@@ -475,7 +491,7 @@ impl Store {
         &self,
         table: &str,
         request: Request,
-        filtered: bool,
+        (mut filtered, keep): (bool, Option<&KeepFn<'_>>),
         read: ReadPlan,
         shape: KeyShape,
     ) -> Result<Fetched<Row<Item>, Key>, StoreError> {
@@ -496,11 +512,18 @@ impl Store {
             let limit = i32::try_from(limit).unwrap_or(i32::MAX);
             let batch = request.send(self, table, limit, start.take()).await?;
             evaluated += batch.evaluated;
-            matched += batch.matched;
+            let mut skipped = 0;
             for item in batch.items {
-                if rows.len() < read.want {
+                if keep.is_some_and(|keep| !keep(&item)) {
+                    skipped += 1;
+                } else if rows.len() < read.want {
                     rows.push(row(table, item, shape)?);
                 }
+            }
+            matched += batch.matched.saturating_sub(skipped);
+            if skipped > 0 {
+                self.metrics.items_unmatched(table, skipped as u64);
+                filtered = true;
             }
             let Some(last) = batch.last else {
                 return Ok(Fetched { rows, resume: None });
@@ -545,9 +568,9 @@ impl Store {
         conditional(result, "PutItem", name).map(|r| r.is_some())
     }
 
-    /// Sets and removes attributes of the item of `table` with `key`, only if it exists and,
-    /// when `expect` is given, that attribute holds that value. Returns the item as written, or
-    /// `None` when the condition failed.
+    /// Sets and removes attributes of the item of `table` with `key`, only if it exists and
+    /// each attribute of `expect` holds its value there. Returns the item as written, or `None`
+    /// when the condition failed.
     #[instrument(level = "debug", skip(self, key, set, remove, expect), fields(table = self.tables.name(table)))]
     pub async fn update_existing(
         &self,
@@ -555,7 +578,7 @@ impl Store {
         key: &Key,
         set: Vec<(String, AttributeValue)>,
         remove: Vec<String>,
-        expect: Option<(String, AttributeValue)>,
+        expect: Vec<(String, AttributeValue)>,
     ) -> Result<Option<Item>, StoreError> {
         let name = self.tables.name(table);
         let mut names =
@@ -585,12 +608,7 @@ impl Store {
             });
             update.push_str(&removes.join(", "));
         }
-        let mut condition = "attribute_exists(#pk)".to_owned();
-        if let Some((attribute, value)) = expect {
-            names.insert("#v".to_owned(), attribute);
-            values.insert(":v".to_owned(), value);
-            condition.push_str(" AND #v = :v");
-        }
+        let condition = expectation(expect, &mut names, &mut values);
         let call = Box::pin(
             self.client
                 .update_item()
@@ -612,17 +630,28 @@ impl Store {
         Ok(conditional(result, "UpdateItem", name)?.map(|out| out.attributes.unwrap_or_default()))
     }
 
-    /// Deletes the item of `table` with `key` if it exists. `Ok(false)` when there was none.
-    #[instrument(level = "debug", skip(self, key), fields(table = self.tables.name(table)))]
-    pub async fn delete_existing(&self, table: TableId, key: &Key) -> Result<bool, StoreError> {
+    /// Deletes the item of `table` with `key` if it exists and each attribute of `expect` holds
+    /// its value there. `Ok(false)` when the condition failed.
+    #[instrument(level = "debug", skip(self, key, expect), fields(table = self.tables.name(table)))]
+    pub async fn delete_existing(
+        &self,
+        table: TableId,
+        key: &Key,
+        expect: Vec<(String, AttributeValue)>,
+    ) -> Result<bool, StoreError> {
         let name = self.tables.name(table);
+        let mut names =
+            HashMap::from([("#pk".to_owned(), self.tables.key(table)[0].name.to_owned())]);
+        let mut values = HashMap::new();
+        let condition = expectation(expect, &mut names, &mut values);
         let call = Box::pin(
             self.client
                 .delete_item()
                 .table_name(name)
                 .set_key(Some(key.to_attribute_map()))
-                .condition_expression("attribute_exists(#pk)")
-                .expression_attribute_names("#pk", self.tables.key(table)[0].name)
+                .condition_expression(condition)
+                .set_expression_attribute_names(Some(names))
+                .set_expression_attribute_values((!values.is_empty()).then_some(values))
                 .return_consumed_capacity(ReturnConsumedCapacity::Total)
                 .send(),
         );
@@ -792,6 +821,22 @@ impl Store {
             .map_err(|e| StoreError::dynamo("Scan", table, e))?;
         Ok(out.count == 0 && out.last_evaluated_key.is_none())
     }
+}
+
+/// The condition of a write to an existing item (its partition key attribute named `#pk` in
+/// `names`): it exists, and each attribute of `expect` holds its value.
+fn expectation(
+    expect: Vec<(String, AttributeValue)>,
+    names: &mut HashMap<String, String>,
+    values: &mut HashMap<String, AttributeValue>,
+) -> String {
+    let mut condition = "attribute_exists(#pk)".to_owned();
+    for (i, (attribute, value)) in expect.into_iter().enumerate() {
+        names.insert(format!("#v{i}"), attribute);
+        values.insert(format!(":v{i}"), value);
+        condition.push_str(&format!(" AND #v{i} = :v{i}"));
+    }
+    condition
 }
 
 /// The outcome of a conditional write: its output when it happened, `None` when its condition

@@ -2,8 +2,14 @@
 //! overwrites), `update{Type}` (partial, by global id, conditional on existence and on the
 //! version field when there is one) and `delete{Type}` (by global id). Inputs are checked
 //! against the model before any write; every refusal is `BAD_USER_INPUT`.
+//!
+//! In a single-table design the writes keep an item's derived attributes consistent with its
+//! fields: a create writes every key the entity builds from a template (the table's and the
+//! indexes') and the table's type attribute; an update that changes a facet of an index key
+//! rewrites that key in the same conditional write; an update or delete only touches an item of
+//! its own entity.
 
-use std::{cmp::Ordering, collections::HashMap};
+use std::{borrow::Cow, cmp::Ordering, collections::HashMap};
 
 use async_graphql::{
     Value,
@@ -24,16 +30,21 @@ use super::{
     values,
 };
 use crate::{
-    cursor::{CursorCodec, Key},
+    cursor::{CursorCodec, Key, KeyValue, MAX_KEY_VALUE_BYTES},
     dynamo::{Item, Store},
     model::{
-        DefaultValue, EntityId, Field as ModelField, FieldType, Generated, Model, Read, Scalar,
+        DefaultValue, Entity, EntityId, Field as ModelField, FieldId, FieldType, Generated, Model,
+        PartitionFrom, Read, Scalar, TemplateKey,
     },
     number::DynamoNumber,
 };
 
 /// How many later milliseconds a create tries when a key field defaulted to now is taken.
 const CLOCK_RETRIES: i64 = 10;
+
+/// The most bytes DynamoDB allows in a string or binary sort key value (partition keys:
+/// [`MAX_KEY_VALUE_BYTES`]).
+const MAX_SORT_KEY_BYTES: usize = 1024;
 
 /// The `Mutation` root and the input and payload types of every generated mutation.
 pub fn types(model: &'static Model, costs: &mut FieldCosts) -> (Object, Vec<Type>) {
@@ -229,7 +240,7 @@ fn root_field(
 }
 
 /// Whether a field appears in create inputs.
-fn writable(entity: &crate::model::Entity, field: &ModelField) -> bool {
+fn writable(entity: &Entity, field: &ModelField) -> bool {
     field.generated.is_none()
         && entity
             .version_field
@@ -346,25 +357,36 @@ fn looks_like_email(s: &str) -> bool {
     })
 }
 
-/// The attribute value of an input field, checked.
+/// The attribute value of input field `field`, checked.
 fn input_value(
     model: &Model,
     entity: EntityId,
-    field: &ModelField,
+    field: FieldId,
     value: &Value,
 ) -> ApiResult<Option<AttributeValue>> {
-    check(field, value)?;
-    let attribute =
-        values::input(model, field, &field.name, value).map_err(ApiError::BadUserInput)?;
-    if model.entities[entity]
-        .key_fields
-        .iter()
-        .any(|&k| model.entities[entity].fields[k].name == field.name)
+    let f = &model.entities[entity].fields[field];
+    check(f, value)?;
+    let attribute = values::input(model, f, &f.name, value).map_err(ApiError::BadUserInput)?;
+    if in_a_key(model, entity, field)
         && let Some(value) = &attribute
     {
-        check_key_attribute(value, &field.name)?;
+        check_key_attribute(value, &f.name)?;
     }
     Ok(attribute)
+}
+
+/// Whether a field's value is (part of) a key: a key attribute of the table or of an index,
+/// or a facet of a key template. DynamoDB refuses an empty one, and an empty facet would make a
+/// key that cannot be told from a prefix of others.
+fn in_a_key(model: &Model, entity: EntityId, field: FieldId) -> bool {
+    let e = &model.entities[entity];
+    e.key_fields.contains(&field)
+        || e.templates.iter().any(|t| t.facets.contains(&field))
+        || model
+            .table_of(entity)
+            .attributes
+            .iter()
+            .any(|a| a.name == e.fields[field].attribute)
 }
 
 fn check_key_attribute(value: &AttributeValue, name: &str) -> ApiResult<()> {
@@ -432,7 +454,7 @@ async fn create_item(
             .map(|v| v.as_value().clone())
             .filter(|v| !matches!(v, Value::Null));
         let value = match (given, &field.default) {
-            (Some(value), _) => input_value(model, entity, field, &value)?,
+            (Some(value), _) => input_value(model, entity, f, &value)?,
             (None, Some(DefaultValue::Now)) => {
                 if e.key_fields.contains(&f) {
                     clock_key = Some((f, now));
@@ -441,7 +463,7 @@ async fn create_item(
             }
             (None, Some(DefaultValue::Value(json))) => {
                 let value = Value::from_json(json.clone()).map_err(|_| ApiError::Internal)?;
-                input_value(model, entity, field, &value)?
+                input_value(model, entity, f, &value)?
             }
             (None, None) if field.nullable => None,
             (None, None) => return Err(bad(format!("`{}` must not be null.", field.name))),
@@ -455,36 +477,25 @@ async fn create_item(
             continue;
         };
         let table = model.entities[relation.target].table;
-        if loader(ctx)?
-            .load_one((table, key))
-            .await?
-            .flatten()
-            .is_none()
-        {
-            let fields: Vec<String> = relation
-                .key
-                .iter()
-                .map(|&f| format!("`{}`", e.fields[f].name))
-                .collect();
+        let found = loader(ctx)?.load_one((table, key)).await?.flatten();
+        // In a shared table, an item under the key that is not the target's is no target.
+        let target = found.filter(|t| values::entity_of(model, &[relation.target], t).is_some());
+        if target.is_none() {
             return Err(bad(format!(
                 "No {} has this {}.",
                 words(&model.entities[relation.target].name),
-                fields.join(" and ")
+                field_list(e, &relation.key)
             )));
         }
     }
+    write_derived(model, entity, &mut item)?;
     let mut attempt = 0;
     while !store.put_new(e.table, item.clone()).await? {
         let Some((f, at)) = clock_key.as_mut().filter(|_| attempt < CLOCK_RETRIES) else {
-            let fields: Vec<String> = e
-                .key_fields
-                .iter()
-                .map(|&f| format!("`{}`", e.fields[f].name))
-                .collect();
             return Err(bad(format!(
                 "{} with this {} already exists.",
                 capitalised(&a(&words(&e.name))),
-                fields.join(" and ")
+                field_list(e, &e.key_fields)
             )));
         };
         attempt += 1;
@@ -497,20 +508,152 @@ async fn create_item(
         if let Some(value) = clock_value(field, *at) {
             item.insert(field.attribute.clone(), value);
         }
+        write_derived(model, entity, &mut item)?;
     }
     let cursor = match e.mutations.create.as_ref().and_then(|c| c.edge) {
-        Some((parent, connection)) => edge_cursor(ctx, model, parent, connection, &item)?,
+        Some((parent, connection)) => edge_cursor(ctx, model, entity, (parent, connection), &item)?,
         None => String::new(),
     };
     Ok(EdgeValue { cursor, item })
 }
 
-/// The cursor of a created item in the unfiltered connection `connection` of `parent`.
+/// `fields` as a message names them: "`a`", "`a` and `b`".
+fn field_list(e: &Entity, fields: &[FieldId]) -> String {
+    let names: Vec<String> = fields
+        .iter()
+        .map(|&f| format!("`{}`", e.fields[f].name))
+        .collect();
+    names.join(" and ")
+}
+
+/// The attribute and value that tell `entity`'s items apart in a table with a type attribute.
+fn type_attribute(model: &Model, entity: EntityId) -> Option<(String, AttributeValue)> {
+    let attribute = model.table_of(entity).type_attribute.as_ref()?;
+    let value = model.entities[entity].type_value.as_ref()?;
+    Some((attribute.clone(), AttributeValue::S(value.clone())))
+}
+
+/// Writes into a new item of `entity` what the entity derives from its fields: every key it
+/// builds from a template (the primary key through [`values::primary_key`], index keys through
+/// [`values::render`]) and the table's type attribute. The facets stay attributes of their own.
+fn write_derived(model: &Model, entity: EntityId, item: &mut Item) -> ApiResult<()> {
+    let e = &model.entities[entity];
+    if !e.templates.is_empty() {
+        let value = |f: FieldId| item.get(&e.fields[f].attribute).cloned();
+        let Some(key) = values::primary_key(model, entity, value) else {
+            // Facets are non-null fields, which a create always has.
+            tracing::error!(entity = e.name, "a created item has no primary key");
+            return Err(ApiError::Internal);
+        };
+        let mut keys = Vec::with_capacity(e.templates.len());
+        for template in &e.templates {
+            let rendered = match (template.primary, key.get(template.attribute)) {
+                (true, Some(KeyValue::S(rendered))) => Some(rendered.clone()),
+                (true, _) => None,
+                (false, _) => values::render(template, &e.fields, value),
+            }
+            .ok_or(ApiError::Internal)?;
+            check_key_length(model, entity, template, &rendered)?;
+            keys.push((template.attribute, rendered));
+        }
+        item.extend(key.to_attribute_map());
+        for (attribute, rendered) in keys {
+            item.insert(attribute.to_owned(), AttributeValue::S(rendered));
+        }
+    }
+    if let Some((attribute, value)) = type_attribute(model, entity) {
+        item.insert(attribute, value);
+    }
+    Ok(())
+}
+
+/// The index keys an update must rewrite: every index key `entity` builds from a template with
+/// a facet among `changed`, rendered from the new values and, for its other facets, the
+/// values in the item's primary key. Refused, naming them, when other facets are missing: the
+/// update does not read the item, so the input must give them.
+fn rewritten_index_keys(
+    model: &Model,
+    entity: EntityId,
+    key: &Key,
+    changed: &[(FieldId, AttributeValue)],
+) -> ApiResult<Vec<(String, AttributeValue)>> {
+    let e = &model.entities[entity];
+    let key_item: Item = key.to_attribute_map();
+    let is_changed = |f: &FieldId| changed.iter().any(|(c, _)| c == f);
+    let value = |f: FieldId| -> Option<AttributeValue> {
+        match changed.iter().find(|(c, _)| *c == f) {
+            Some((_, v)) => Some(v.clone()),
+            None if e.key_fields.contains(&f) => {
+                values::field_value(model, entity, f, &key_item).map(Cow::into_owned)
+            }
+            None => None,
+        }
+    };
+    let mut keys = Vec::new();
+    for template in e
+        .templates
+        .iter()
+        .filter(|t| !t.primary && t.facets.iter().any(is_changed))
+    {
+        let missing: Vec<FieldId> = template
+            .facets
+            .iter()
+            .copied()
+            .filter(|&f| value(f).is_none())
+            .collect();
+        if !missing.is_empty() {
+            let given: Vec<FieldId> = template.facets.iter().copied().filter(is_changed).collect();
+            return Err(bad(format!(
+                "Changing {} rewrites a key that is also made of {}: give {} as well.",
+                field_list(e, &given),
+                field_list(e, &missing),
+                if missing.len() == 1 { "it" } else { "them" }
+            )));
+        }
+        let rendered = values::render(template, &e.fields, value).ok_or(ApiError::Internal)?;
+        check_key_length(model, entity, template, &rendered)?;
+        keys.push((template.attribute.to_owned(), AttributeValue::S(rendered)));
+    }
+    Ok(keys)
+}
+
+/// Refuses a key rendered from `template` that is longer than DynamoDB allows for its attribute
+/// (less for a sort key of the table or of an index than for a partition key).
+fn check_key_length(
+    model: &Model,
+    entity: EntityId,
+    template: &TemplateKey,
+    rendered: &str,
+) -> ApiResult<()> {
+    let table = model.table_of(entity);
+    let sort_key = std::iter::once(table.key)
+        .chain(table.indexes.iter().map(|i| i.key))
+        .any(|key| key.get(1).is_some_and(|a| a.name == template.attribute));
+    let limit = if sort_key {
+        MAX_SORT_KEY_BYTES
+    } else {
+        MAX_KEY_VALUE_BYTES
+    };
+    if rendered.len() <= limit {
+        return Ok(());
+    }
+    let (verb, pronoun) = match template.facets.len() {
+        1 => ("is", "it"),
+        _ => ("are", "them"),
+    };
+    Err(bad(format!(
+        "{} {verb} too long for a key: the key made of {pronoun} must be at most {limit} bytes.",
+        field_list(&model.entities[entity], &template.facets),
+    )))
+}
+
+/// The cursor of a created item of `entity` in the unfiltered connection `connection` of
+/// `parent`.
 fn edge_cursor(
     ctx: &ResolverContext<'_>,
     model: &'static Model,
-    parent: EntityId,
-    connection: usize,
+    entity: EntityId,
+    (parent, connection): (EntityId, usize),
     item: &Item,
 ) -> ApiResult<String> {
     let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
@@ -520,13 +663,23 @@ fn edge_cursor(
     let Read::Query { partition, .. } = &declared.read else {
         return Err(ApiError::Internal);
     };
-    let crate::model::PartitionFrom::Parent(parent_field) = partition.from else {
+    let PartitionFrom::Parent(parent_field) = partition.from else {
         return Err(ApiError::Internal);
     };
-    let value = item
-        .get(partition.attribute.name)
-        .cloned()
-        .ok_or(ApiError::Internal)?;
+    // The parent's field holds the partition key, or the facet its template is made of.
+    let value = match &partition.template {
+        Some(template) => {
+            let e = &model.entities[entity];
+            let facet = template.facets().next();
+            e.fields
+                .iter()
+                .position(|f| Some(f.name.as_str()) == facet)
+                .and_then(|f| values::field_value(model, entity, f, item))
+                .map(Cow::into_owned)
+        }
+        None => item.get(partition.attribute.name).cloned(),
+    }
+    .ok_or(ApiError::Internal)?;
     let parent_item: Item = HashMap::from([(p.fields[parent_field].attribute.clone(), value)]);
     let site = Site {
         model,
@@ -553,7 +706,7 @@ fn id_key(ctx: &ResolverContext<'_>, model: &Model, entity: EntityId) -> ApiResu
     let words = words(&model.entities[entity].name);
     match parse_node_id(model, &id) {
         Some((e, key)) if e == entity => Ok(key),
-        _ => Err(bad(format!("The id is not a {words} id."))),
+        _ => Err(bad(format!("The id is not {} id.", a(&words)))),
     }
 }
 
@@ -564,8 +717,9 @@ async fn delete_item(
 ) -> ApiResult<String> {
     let key = id_key(ctx, model, entity)?;
     let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
+    let expect = type_attribute(model, entity).into_iter().collect();
     if !store
-        .delete_existing(model.entities[entity].table, &key)
+        .delete_existing(model.entities[entity].table, &key, expect)
         .await?
     {
         return Err(bad(format!(
@@ -591,7 +745,10 @@ async fn update_item(
         .map_err(|_| ApiError::Internal)?;
     let mut set = Vec::new();
     let mut remove = Vec::new();
-    let mut expect = None;
+    // The values set, by field: what rewritten index keys are made of.
+    let mut changed = Vec::new();
+    let mut expect: Vec<_> = type_attribute(model, entity).into_iter().collect();
+    let mut versioned = false;
     for (f, field) in e.fields.iter().enumerate() {
         if e.key_fields.contains(&f) || field.generated.is_some() {
             continue;
@@ -603,7 +760,8 @@ async fn update_item(
         if e.version_field == Some(f) {
             let version = values::big_int(given)
                 .ok_or_else(|| bad(format!("`{}` must be an integer.", field.name)))?;
-            expect = Some((
+            versioned = true;
+            expect.push((
                 field.attribute.clone(),
                 AttributeValue::N(version.to_string()),
             ));
@@ -614,8 +772,11 @@ async fn update_item(
             continue;
         }
         let is_set = matches!(field.ty, FieldType::List { set: true, .. });
-        match input_value(model, entity, field, given)? {
-            Some(value) => set.push((field.attribute.clone(), value)),
+        match input_value(model, entity, f, given)? {
+            Some(value) => {
+                changed.push((f, value.clone()));
+                set.push((field.attribute.clone(), value));
+            }
             // An empty set cannot be stored: it is the attribute's absence.
             None if field.nullable || (is_set && !matches!(given, Value::Null)) => {
                 remove.push(field.attribute.clone());
@@ -626,16 +787,23 @@ async fn update_item(
     if set.is_empty() && remove.is_empty() {
         return Err(bad("Give at least one field to change."));
     }
-    let versioned = expect.is_some();
+    set.extend(rewritten_index_keys(model, entity, &key, &changed)?);
     match store
         .update_existing(e.table, &key, set, remove, expect)
         .await?
     {
         Some(item) => Ok(item),
-        None if versioned && store.get(e.table, &key).await?.is_some() => Err(bad(format!(
-            "The {} has changed since that version: read it again and retry.",
-            words(&e.name)
-        ))),
+        None if versioned
+            && store
+                .get(e.table, &key)
+                .await?
+                .is_some_and(|item| values::entity_of(model, &[entity], &item).is_some()) =>
+        {
+            Err(bad(format!(
+                "The {} has changed since that version: read it again and retry.",
+                words(&e.name)
+            )))
+        }
         None => Err(bad(format!("No {} has this id.", words(&e.name)))),
     }
 }

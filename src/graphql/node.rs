@@ -12,7 +12,7 @@ use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
 
 use super::error::ApiError;
 use crate::{
-    cursor::Key,
+    cursor::{Key, KeyValue},
     dynamo::{Item, Store, StoreError},
     model::{EntityId, Model, TableId},
 };
@@ -42,7 +42,16 @@ pub fn parse_node_id(model: &Model, id: &str) -> Option<(EntityId, Key)> {
         .position(|e| bytes.starts_with(e.id_tag.as_bytes()))?;
     let tag = model.entities[entity].id_tag.len();
     let key = Key::from_bytes(&bytes[tag..], model.table_of(entity).key).ok()?;
-    key.fits_dynamodb().then_some((entity, key))
+    // A key built from templates must be one this entity's templates write.
+    let e = &model.entities[entity];
+    let fits = model.table_of(entity).key.iter().all(|attr| {
+        match (e.template_on(attr.name), key.get(attr.name)) {
+            (Some(t), Some(KeyValue::S(s))) => t.template.matches(s),
+            (Some(_), _) => false,
+            (None, _) => true,
+        }
+    });
+    (fits && key.fits_dynamodb()).then_some((entity, key))
 }
 
 /// The per-request loader: batches, and remembers what it loaded for the rest of the request.

@@ -2,7 +2,11 @@
 //! refetch by global id. Each takes the model's declaration and the request's arguments; none
 //! knows any particular entity.
 
-use std::{cmp::Ordering, sync::Mutex};
+use std::{
+    borrow::Cow,
+    cmp::Ordering,
+    sync::{Arc, Mutex},
+};
 
 use async_graphql::{Context, Name, Value, indexmap::IndexMap};
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -15,10 +19,10 @@ use super::{
 };
 use crate::{
     cursor::{Binding, CursorCodec, Key, KeyValue},
-    dynamo::{FilterTest, Item, ReadSpec, SortKeyCondition, Store},
+    dynamo::{FilterTest, Item, Keep, ReadSpec, SortKeyCondition, Store},
     model::{
         Connection, Entity, EntityId, Field, FieldType, FilterOp, Model, PartitionFrom, Read,
-        Relation, Scalar,
+        Relation, Scalar, TypeTest,
     },
     number::DynamoNumber,
     pagination::{PageArgs, PageLimits},
@@ -147,8 +151,14 @@ fn plan<'a>(
         partition: None,
         sort: None,
         filters: Vec::new(),
+        keep: None,
     };
-    if let Read::Query { partition, sort } = &connection.read {
+    if let Read::Query {
+        partition,
+        sort,
+        prefix,
+    } = &connection.read
+    {
         let value = match &partition.from {
             PartitionFrom::Argument { argument, field } => {
                 let given = args.get(argument.name.as_str()).unwrap_or(&Value::Null);
@@ -157,13 +167,23 @@ fn plan<'a>(
             }
             PartitionFrom::Parent(field) => {
                 let parent_entity = site.parent.ok_or(ApiError::Internal)?;
-                let attribute = &model.entities[parent_entity].fields[*field].attribute;
                 parent
-                    .and_then(|item| item.get(attribute))
-                    .cloned()
+                    .and_then(|item| values::field_value(model, parent_entity, *field, item))
+                    .map(Cow::into_owned)
                     .ok_or(ApiError::Internal)?
             }
             PartitionFrom::Constant(value) => value.to_attribute_value(),
+        };
+        let value = match &partition.template {
+            Some(template) => {
+                let text = values::facet_text(&value).ok_or(ApiError::Internal)?;
+                AttributeValue::S(
+                    template
+                        .render(|_| Some(text.as_str()))
+                        .map_err(|_| ApiError::Internal)?,
+                )
+            }
+            None => value,
         };
         let key = key_value(&value, partition.attribute.ty).ok_or(ApiError::Internal)?;
         if let KeyValue::S(_) | KeyValue::B(_) = &key {
@@ -174,21 +194,38 @@ fn plan<'a>(
         }
         binding = binding.fixed(partition.attribute.name, key);
         spec.partition = Some((partition.attribute.name, value));
+        spec.sort = prefix.as_ref().map(|(attribute, start)| {
+            (
+                *attribute,
+                SortKeyCondition::Prefix(AttributeValue::S(start.clone())),
+            )
+        });
         if let Some(sort) = sort {
             let field = &node.fields[sort.field];
             let mut bound: Vec<(&'static str, Option<String>)> = Vec::new();
-            let mut arg = |argument: &'static Option<crate::model::Argument>| -> ApiResult<Option<AttributeValue>> {
+            let mut arg = |argument: &'static Option<crate::model::Argument>,
+                           text: bool|
+             -> ApiResult<Option<AttributeValue>> {
                 let Some(argument) = argument else {
                     return Ok(None);
                 };
                 let given = args.get(argument.name.as_str()).unwrap_or(&Value::Null);
-                let value = argument_value(model, field, &argument.name, given)?;
+                let value = if text {
+                    match given {
+                        Value::Null => None,
+                        Value::String(s) => Some(AttributeValue::S(s.clone())),
+                        _ => return Err(bad(format!("`{}` must be a string.", argument.name))),
+                    }
+                } else {
+                    argument_value(model, field, &argument.name, given)?
+                };
                 bound.push((argument.name.as_str(), value.as_ref().map(canonical)));
                 Ok(value)
             };
-            let min = arg(&sort.min)?;
-            let max = arg(&sort.max)?;
-            let prefix = arg(&sort.begins_with)?;
+            let facet = sort.template.is_some();
+            let min = arg(&sort.min, false)?;
+            let max = arg(&sort.max, false)?;
+            let begins = arg(&sort.begins_with, facet)?;
             for (name, value) in bound {
                 binding = binding.argument(name, value.as_deref());
             }
@@ -207,12 +244,21 @@ fn plan<'a>(
                     },
                 ));
             }
-            spec.sort = match (min, max, prefix) {
+            let condition = match (min, max, begins) {
                 (None, None, None) => None,
-                (min, max, None) => Some((sort.attribute.name, SortKeyCondition::Range(min, max))),
-                (None, None, Some(prefix)) => {
-                    Some((sort.attribute.name, SortKeyCondition::Prefix(prefix)))
-                }
+                (min, max, None) => Some(match &sort.template {
+                    Some(template) => facet_range(template, &field.name, min, max)?,
+                    None => SortKeyCondition::Range(min, max),
+                }),
+                (None, None, Some(prefix)) => Some(match &sort.template {
+                    Some(template) => {
+                        let partial = values::facet_text(&prefix).ok_or(ApiError::Internal)?;
+                        SortKeyCondition::Prefix(AttributeValue::S(
+                            template.partial(|_| None, &partial),
+                        ))
+                    }
+                    None => SortKeyCondition::Prefix(prefix),
+                }),
                 _ => {
                     return Err(bad(format!(
                         "Pass either a range or `{}`, not both.",
@@ -220,7 +266,32 @@ fn plan<'a>(
                     )));
                 }
             };
+            if let Some(condition) = condition {
+                spec.sort = Some((sort.attribute.name, condition));
+            }
         }
+    }
+    for (attribute, test) in &connection.type_filters {
+        spec.filters.push((
+            attribute,
+            match test {
+                TypeTest::Equals(value) => {
+                    FilterTest::Compare("=", AttributeValue::S(value.clone()))
+                }
+                TypeTest::BeginsWith(start) => {
+                    FilterTest::BeginsWith(AttributeValue::S(start.clone()))
+                }
+            },
+        ));
+    }
+    if connection.shared {
+        let members: &'static [EntityId] = match &connection.collection {
+            Some(collection) => &collection.members,
+            None => std::slice::from_ref(&connection.entity),
+        };
+        spec.keep = Some(Keep(Arc::new(move |item: &Item| {
+            values::entity_of(model, members, item).is_some()
+        })));
     }
     for filter in &connection.filters {
         let field = &node.fields[filter.field];
@@ -273,6 +344,53 @@ fn plan<'a>(
         descending,
         spec,
     })
+}
+
+/// The key condition for a range over the first facet of a sort-key template. The model makes
+/// sure the facet's text sorts as its values and that the text after it sorts below every
+/// character they hold, so `[start + min, start + max + the character after the separator]`
+/// holds exactly the keys whose facet is in range: no key equals the upper end, whose last
+/// character no facet value or separator writes. An open end stays within the template's literal
+/// start (up to the string right after all keys that begin with it).
+fn facet_range(
+    template: &crate::model::KeyTemplate,
+    facet: &str,
+    min: Option<AttributeValue>,
+    max: Option<AttributeValue>,
+) -> ApiResult<SortKeyCondition> {
+    let text = |value: &AttributeValue| values::facet_text(value).ok_or(ApiError::Internal);
+    let start = template.literal_prefix();
+    let lower = match &min {
+        Some(min) => Some(template.partial(|_| None, &text(min)?)),
+        None => (!start.is_empty()).then(|| start.to_owned()),
+    };
+    let upper = match &max {
+        Some(max) => {
+            let mut upper = template.partial(|_| None, &text(max)?);
+            if let Some(next) = template.text_after(facet).chars().next() {
+                upper.push(char::from_u32(next as u32 + 1).ok_or(ApiError::Internal)?);
+            }
+            Some(upper)
+        }
+        None => successor(start),
+    };
+    Ok(SortKeyCondition::Range(
+        lower.map(AttributeValue::S),
+        upper.map(AttributeValue::S),
+    ))
+}
+
+/// The first string after every string that starts with `start` (its last character raised by
+/// one), or `None` when there is no such bound to give (`start` is empty).
+fn successor(start: &str) -> Option<String> {
+    let mut chars: Vec<char> = start.chars().collect();
+    while let Some(last) = chars.pop() {
+        if let Some(next) = char::from_u32(last as u32 + 1) {
+            chars.push(next);
+            return Some(chars.into_iter().collect());
+        }
+    }
+    None
 }
 
 fn partition_name<'a>(from: &'a PartitionFrom, attribute: &'a str) -> &'a str {
@@ -347,22 +465,27 @@ fn bad(message: String) -> ApiError {
 /// The key of `entity` named by lookup arguments (its key fields, by GraphQL name).
 pub fn key_from_args(model: &Model, entity: EntityId, args: &Args) -> ApiResult<Key> {
     let e = &model.entities[entity];
-    let shape = model.table_of(entity).key;
-    let values = e
-        .key_fields
-        .iter()
-        .zip(shape)
-        .map(|(&f, attr)| {
-            let field = &e.fields[f];
-            let given = args.get(field.name.as_str()).unwrap_or(&Value::Null);
-            let value = argument_value(model, field, &field.name, given)?
-                .ok_or_else(|| bad(format!("`{}` must not be null.", field.name)))?;
-            let key = key_value(&value, attr.ty).ok_or(ApiError::Internal)?;
-            check_key_value_bytes(&key, &field.name)?;
-            Ok(key)
-        })
-        .collect::<ApiResult<Vec<_>>>()?;
-    Key::new(shape, values).map_err(|_| ApiError::Internal)
+    let mut given = Vec::with_capacity(e.key_fields.len());
+    for &f in &e.key_fields {
+        let field = &e.fields[f];
+        let value = args.get(field.name.as_str()).unwrap_or(&Value::Null);
+        let value = argument_value(model, field, &field.name, value)?
+            .ok_or_else(|| bad(format!("`{}` must not be null.", field.name)))?;
+        if let AttributeValue::S(s) = &value {
+            check_key_value(s.as_bytes(), &field.name)?;
+        } else if let AttributeValue::B(b) = &value {
+            check_key_value(b.as_ref(), &field.name)?;
+        }
+        given.push((f, value));
+    }
+    let key = values::primary_key(model, entity, |f| {
+        given.iter().find(|(g, _)| *g == f).map(|(_, v)| v.clone())
+    })
+    .ok_or(ApiError::Internal)?;
+    if !key.fits_dynamodb() {
+        return Err(bad("The key is too long.".to_owned()));
+    }
+    Ok(key)
 }
 
 /// The key of a relation's target, from the fields of the item holding it; `None` when one of
@@ -373,16 +496,13 @@ pub fn relation_key(
     relation: &Relation,
     item: &Item,
 ) -> Option<Key> {
-    let e = &model.entities[entity];
-    let shape = model.table_of(relation.target).key;
-    let values = relation
-        .key
-        .iter()
-        .zip(shape)
-        .map(|(&f, attr)| key_value(item.get(&e.fields[f].attribute)?, attr.ty))
-        .collect::<Option<Vec<_>>>()?;
+    let target = &model.entities[relation.target];
+    let key = values::primary_key(model, relation.target, |f| {
+        let at = target.key_fields.iter().position(|&k| k == f)?;
+        values::field_value(model, entity, *relation.key.get(at)?, item).map(Cow::into_owned)
+    })?;
     // A key DynamoDB cannot hold (an empty string or binary) names no item.
-    Key::new(shape, values).ok().filter(Key::fits_dynamodb)
+    Some(key).filter(Key::fits_dynamodb)
 }
 
 /// Resolves a relation: the target item through the request's loader, or `None` when it does
@@ -398,7 +518,8 @@ pub async fn follow(
         return missing(model, entity, relation);
     };
     let table = model.entities[relation.target].table;
-    match loader(ctx)?.load_one((table, key)).await?.flatten() {
+    let found = loader(ctx)?.load_one((table, key)).await?.flatten();
+    match found.filter(|item| values::entity_of(model, &[relation.target], item).is_some()) {
         Some(item) => Ok(Some(item)),
         None => missing(model, entity, relation),
     }

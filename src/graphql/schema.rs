@@ -7,13 +7,13 @@
 //! `SortOrder`, the scalars) are described here for the frontend developers who read them in
 //! GraphiQL.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use async_graphql::{
     Name, Value,
     dynamic::{
         Enum, EnumItem, Field, FieldFuture, FieldValue, InputValue, Interface, InterfaceField,
-        Object, ResolverContext, Scalar, SchemaBuilder, TypeRef,
+        Object, ResolverContext, Scalar, SchemaBuilder, TypeRef, Union,
     },
     futures_util,
 };
@@ -72,27 +72,48 @@ pub fn builder(model: &'static Model) -> (SchemaBuilder, FieldCosts) {
                         .description("A global id: opaque, stable, and unique across all types."),
                 ),
         );
-    let paged: BTreeSet<EntityId> = model
+    let connections = model
         .connections
         .iter()
-        .chain(model.entities.iter().flat_map(|e| &e.connections))
-        .map(|c| c.entity)
-        .chain(
-            model
-                .entities
-                .iter()
-                .enumerate()
-                .filter(|(_, e)| {
-                    e.mutations
-                        .create
-                        .as_ref()
-                        .is_some_and(|c| c.edge.is_some())
-                })
-                .map(|(id, _)| id),
-        )
-        .collect();
-    for entity in paged {
-        let (connection, edge) = connection_types(model, entity, &mut costs);
+        .chain(model.entities.iter().flat_map(|e| &e.connections));
+    // Each node type's connection and edge types, once: an entity's, or a collection's union.
+    let mut paged: BTreeMap<&str, Option<&'static [EntityId]>> = BTreeMap::new();
+    for c in connections {
+        match &c.collection {
+            Some(collection) => {
+                paged.insert(&collection.union, Some(&collection.members));
+            }
+            None => {
+                paged.insert(&model.entities[c.entity].name, None);
+            }
+        }
+    }
+    for (id, e) in model.entities.iter().enumerate() {
+        let _ = id;
+        if e.mutations
+            .create
+            .as_ref()
+            .is_some_and(|c| c.edge.is_some())
+        {
+            paged.insert(&e.name, None);
+        }
+    }
+    for (name, members) in paged {
+        if let Some(members) = members {
+            let mut union = Union::new(name).description(format!(
+                "One of the kinds of item a collection holds: {}. Select fields with `... on` each.",
+                members
+                    .iter()
+                    .map(|&m| format!("`{}`", model.entities[m].name))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            for &m in members {
+                union = union.possible_type(&model.entities[m].name);
+            }
+            schema = schema.register(union);
+        }
+        let (connection, edge) = connection_types(model, name, members, &mut costs);
         schema = schema.register(connection).register(edge);
     }
     for entity in 0..model.entities.len() {
@@ -220,13 +241,14 @@ fn page_info() -> Object {
         ))
 }
 
-/// `{Entity}Connection` and `{Entity}Edge`.
+/// `{Type}Connection` and `{Type}Edge`, for an entity or (with its `members`) a collection's
+/// union.
 fn connection_types(
     model: &'static Model,
-    entity: EntityId,
+    name: &str,
+    members: Option<&'static [EntityId]>,
     costs: &mut FieldCosts,
 ) -> (Object, Object) {
-    let name = &model.entities[entity].name;
     let connection = format!("{name}Connection");
     let edge = format!("{name}Edge");
     costs.object(&connection, "edges", &edge);
@@ -246,9 +268,9 @@ fn connection_types(
             .description("The items of this page with their cursors, in connection order."),
         )
         .field(
-            Field::new("nodes", TypeRef::named_nn_list_nn(name), |ctx| {
+            Field::new("nodes", TypeRef::named_nn_list_nn(name), move |ctx| {
                 FieldFuture::Value(ctx.parent_value.downcast_ref::<PageValue>().map(|page| {
-                    FieldValue::list(page.edges.iter().map(|e| FieldValue::borrowed_any(&e.item)))
+                    FieldValue::list(page.edges.iter().filter_map(|e| node_value(model, members, &e.item)))
                 }))
             })
             .description("The items of this page without cursors: a shortcut for `edges { node }`."),
@@ -276,16 +298,32 @@ fn connection_types(
             .description("A cursor for use in pagination"),
         )
         .field(
-            Field::new("node", TypeRef::named_nn(name), |ctx| {
+            Field::new("node", TypeRef::named_nn(name), move |ctx| {
                 FieldFuture::Value(
                     ctx.parent_value
                         .downcast_ref::<EdgeValue>()
-                        .map(|e| FieldValue::borrowed_any(&e.item)),
+                        .and_then(|e| node_value(model, members, &e.item)),
                 )
             })
             .description("The item at the end of the edge"),
         );
     (connection_type, edge_type)
+}
+
+/// A node of a connection: the item, typed by the member entity it is for a collection.
+fn node_value<'a>(
+    model: &'static Model,
+    members: Option<&'static [EntityId]>,
+    item: &'a Item,
+) -> Option<FieldValue<'a>> {
+    let value = FieldValue::borrowed_any(item);
+    match members {
+        None => Some(value),
+        Some(members) => {
+            let entity = values::entity_of(model, members, item)?;
+            Some(value.with_type(model.entities[entity].name.clone()))
+        }
+    }
 }
 
 /// The object type of an entity.
@@ -314,7 +352,12 @@ fn entity_object(model: &'static Model, entity: EntityId, costs: &mut FieldCosts
             move |ctx| {
                 let field = &model.entities[entity].fields[f];
                 let value = item(&ctx).and_then(|item| {
-                    values::output(model, field, item.get(&field.attribute))
+                    let stored = match item.get(&field.attribute) {
+                        Some(value) => Some(std::borrow::Cow::Borrowed(value)),
+                        // A facet the item does not hold separately: read back from its key.
+                        None => values::field_value(model, entity, f, item),
+                    };
+                    values::output(model, field, stored.as_deref())
                         .map_err(|_| resolve::misfit(model, entity, field))
                 });
                 match value {
@@ -374,16 +417,19 @@ fn error<'a>(err: ApiError) -> FieldFuture<'a> {
 fn connection_field(site: Site, costs: &mut FieldCosts, parent_type: &str) -> Field {
     let model = site.model;
     let connection = site.connection;
-    let node = &model.entities[connection.entity];
+    let node = match &connection.collection {
+        Some(collection) => &collection.union,
+        None => &model.entities[connection.entity].name,
+    };
     costs.connection(
         parent_type,
         &connection.name,
-        &format!("{}Connection", node.name),
+        &format!("{node}Connection"),
         connection.page_size.map(|(default, _)| default),
     );
     let mut field = Field::new(
         &connection.name,
-        TypeRef::named_nn(format!("{}Connection", node.name)),
+        TypeRef::named_nn(format!("{node}Connection")),
         move |ctx| {
             FieldFuture::new(async move {
                 let parent = match site.parent {
@@ -391,7 +437,9 @@ fn connection_field(site: Site, costs: &mut FieldCosts, parent_type: &str) -> Fi
                     None => None,
                 };
                 let page = page_of(&ctx, site, parent).await?;
-                resolve::prefetch_relations(&ctx, model, site.connection.entity, &page).await?;
+                if site.connection.collection.is_none() {
+                    resolve::prefetch_relations(&ctx, model, site.connection.entity, &page).await?;
+                }
                 Ok(Some(FieldValue::owned_any(page)))
             })
         },
@@ -446,7 +494,10 @@ fn connection_arguments(model: &Model, connection: &Connection) -> Vec<InputValu
             Some("Return items after this cursor from this same connection."),
         ),
     ];
-    if let Read::Query { partition, sort } = &connection.read {
+    if let Read::Query {
+        partition, sort, ..
+    } = &connection.read
+    {
         args.push(argument(
             "last",
             TypeRef::named(TypeRef::INT),
@@ -467,15 +518,23 @@ fn connection_arguments(model: &Model, connection: &Connection) -> Vec<InputValu
         }
         if let Some(sort) = sort {
             let scalar = resolve::scalar_of(&node.fields[sort.field].ty);
-            for a in [&sort.min, &sort.max, &sort.begins_with]
-                .into_iter()
-                .flatten()
-            {
-                args.push(argument(
-                    &a.name,
-                    TypeRef::named(scalar_name(model, scalar)),
-                    a.description.as_deref(),
-                ));
+            let prefix = match sort.template {
+                // The first characters of a facet's text.
+                Some(_) => TypeRef::STRING,
+                None => scalar_name(model, scalar),
+            };
+            for (a, ty) in [
+                (&sort.min, scalar_name(model, scalar)),
+                (&sort.max, scalar_name(model, scalar)),
+                (&sort.begins_with, prefix),
+            ] {
+                if let Some(a) = a {
+                    args.push(argument(
+                        &a.name,
+                        TypeRef::named(ty),
+                        a.description.as_deref(),
+                    ));
+                }
             }
         }
     }
@@ -617,8 +676,9 @@ async fn lookup_item(
             })
             .collect(),
     };
+    let is_one = |item: &Item| values::entity_of(model, &[entity], item).is_some();
     if ahead_sites.is_empty() {
-        return Ok(store.get(table, &key).await?);
+        return Ok(store.get(table, &key).await?.filter(is_one));
     }
     // The key attributes stand in for the item: they are all these connections read from it.
     let partial: Item = key.to_attribute_map();
@@ -643,7 +703,7 @@ async fn lookup_item(
         futures_util::future::join_all(reads),
     )
     .await;
-    let Some(found) = found? else {
+    let Some(found) = found?.filter(is_one) else {
         return Ok(None);
     };
     if let Some(ahead) = ctx.data_opt::<PagesAhead>() {
@@ -677,9 +737,15 @@ async fn load_nodes<'a>(
         .into_iter()
         .map(|(entity, key)| {
             let table = model.entities[entity].table;
-            items.get(&(table, key)).cloned().flatten().map(|item| {
-                FieldValue::owned_any(item).with_type(model.entities[entity].name.clone())
-            })
+            // An id names a key; the item there must also be of the id's entity.
+            items
+                .get(&(table, key))
+                .cloned()
+                .flatten()
+                .filter(|item| values::entity_of(model, &[entity], item).is_some())
+                .map(|item| {
+                    FieldValue::owned_any(item).with_type(model.entities[entity].name.clone())
+                })
         })
         .collect())
 }

@@ -5,7 +5,7 @@
 //! Numbers stay DynamoDB's decimal strings ([`DynamoNumber`]) until the declared type says
 //! otherwise, so `Decimal` keeps 38 digits and `Int` is range-checked, never wrapped.
 
-use std::collections::HashMap;
+use std::{borrow::Cow, collections::HashMap};
 
 use async_graphql::{Name, Value};
 use aws_sdk_dynamodb::{primitives::Blob, types::AttributeValue};
@@ -13,8 +13,12 @@ use base64::{Engine, engine::general_purpose::STANDARD};
 use chrono::{DateTime, SecondsFormat, Utc};
 
 use crate::{
-    cursor::{KeyType, KeyValue},
-    model::{Field, FieldType, Model, Scalar, TimeFormat},
+    cursor::{Key, KeyType, KeyValue},
+    dynamo::Item,
+    model::{
+        EntityId, Field, FieldId, FieldType, Model, Scalar, TemplateKey, TimeFormat,
+        template::{read_sortable_integer, sortable_integer},
+    },
     number::DynamoNumber,
 };
 
@@ -427,4 +431,105 @@ pub fn key_value(value: &AttributeValue, ty: KeyType) -> Option<KeyValue> {
 /// A canonical text of an input value for cursor bindings: equal inputs, equal text.
 pub fn canonical(value: &AttributeValue) -> String {
     format!("{value:?}")
+}
+
+// ------------------------------------------------------------------------------- key templates
+
+/// A facet's text in a key: strings as they are, integers at [`sortable_integer`]'s fixed
+/// width. `None` for a value a facet cannot hold.
+pub fn facet_text(value: &AttributeValue) -> Option<String> {
+    match value {
+        AttributeValue::S(s) => Some(s.clone()),
+        AttributeValue::N(n) => n.parse::<i64>().ok().map(sortable_integer),
+        _ => None,
+    }
+}
+
+/// The attribute value a facet's text in a key stands for, as its field stores it.
+fn facet_value(scalar: Scalar, text: String) -> Option<AttributeValue> {
+    match scalar {
+        Scalar::Int | Scalar::BigInt => {
+            read_sortable_integer(&text).map(|n| AttributeValue::N(n.to_string()))
+        }
+        _ => Some(AttributeValue::S(text)),
+    }
+}
+
+/// The stored value of field `field` of an item of `entity`: its attribute, or, for a facet the
+/// item does not hold separately, the facet read back from the key it is part of.
+pub fn field_value<'i>(
+    model: &Model,
+    entity: EntityId,
+    field: FieldId,
+    item: &'i Item,
+) -> Option<Cow<'i, AttributeValue>> {
+    let e = &model.entities[entity];
+    let f = &e.fields[field];
+    if let Some(value) = item.get(&f.attribute) {
+        return Some(Cow::Borrowed(value));
+    }
+    let template = e.facet_source(field)?;
+    let key = item.get(template.attribute)?.as_s().ok()?;
+    let text = template
+        .template
+        .read(key)?
+        .into_iter()
+        .find_map(|(name, text)| (name == f.name).then_some(text))?;
+    let scalar = match f.ty {
+        FieldType::Scalar(s) => s,
+        FieldType::List { .. } => return None,
+    };
+    facet_value(scalar, text).map(Cow::Owned)
+}
+
+/// Renders a key template with the facet values `value` gives (by facet field).
+pub fn render(
+    template: &TemplateKey,
+    fields: &[Field],
+    value: impl Fn(FieldId) -> Option<AttributeValue>,
+) -> Option<String> {
+    let texts: Vec<(&str, String)> = template
+        .facets
+        .iter()
+        .map(|&f| Some((fields[f].name.as_str(), facet_text(&value(f)?)?)))
+        .collect::<Option<_>>()?;
+    template
+        .template
+        .render(|name| {
+            texts
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, t)| t.as_str())
+        })
+        .ok()
+}
+
+/// The primary key of an item of `entity` whose fields have the values `value` gives: key
+/// attributes from their fields, or rendered from their templates. `None` when a value is
+/// missing or does not fit.
+pub fn primary_key(
+    model: &Model,
+    entity: EntityId,
+    value: impl Fn(FieldId) -> Option<AttributeValue>,
+) -> Option<Key> {
+    let e = &model.entities[entity];
+    let shape = model.table_of(entity).key;
+    let values = shape
+        .iter()
+        .map(|attr| match e.template_on(attr.name) {
+            Some(template) => render(template, &e.fields, &value).map(KeyValue::S),
+            None => key_value(&value(e.field_on(attr.name)?)?, attr.ty),
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Key::new(shape, values).ok()
+}
+
+/// Whether an item read from `entity`'s table is one of `candidates` (always, when the table
+/// holds no other entity), and which.
+pub fn entity_of(model: &Model, candidates: &[EntityId], item: &Item) -> Option<EntityId> {
+    model.entity_of(candidates, |attribute| {
+        item.get(attribute)
+            .and_then(|v| v.as_s().ok())
+            .map(String::as_str)
+    })
 }

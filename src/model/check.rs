@@ -31,16 +31,17 @@ use toml::{
 };
 
 use super::{
-    Argument, Connection, CreateMutation, DefaultValue, Entity, EntityId, EnumType, Field, FieldId,
-    FieldType, Filter, FilterOp, Generated, Index, InputChecks, Lookup, Model, Mutation, Mutations,
-    Order, Partition, PartitionFrom, Projection, Read, Relation, Scalar, SortCondition, Table,
-    TableId, TimeFormat,
+    Argument, Collection, Connection, CreateMutation, DefaultValue, Entity, EntityId, EnumType,
+    Field, FieldId, FieldType, Filter, FilterOp, Generated, Index, InputChecks, Lookup, Model,
+    Mutation, Mutations, Order, Partition, PartitionFrom, Projection, Read, Relation, Scalar,
+    SortCondition, Table, TableId, TemplateKey, TimeFormat, TypeTest,
     file::{
         ArgumentFile, ConnectionFile, EntityFile, EnumValuesFile, FieldFile, IndexFile,
         IndexKindFile, KeyTypeFile, ModelFile, MutationFile, PageSizeFile, ProjectionFile,
         ProjectionKindFile, RelationFile, StoredAsFile, TableFile,
     },
     leak_shape, leak_str,
+    template::KeyTemplate,
 };
 use crate::{
     cursor::{KeyAttr, KeyType, KeyValue},
@@ -693,6 +694,7 @@ fn check_model(file: &ModelFile, doc: &DeTable<'_>, out: &mut Problems) -> Model
         ctx.entities.push(draft);
     }
     ctx.check_id_tags(out);
+    ctx.check_shared_tables(out);
 
     let relations: Vec<Vec<Relation>> = (0..ctx.entities.len())
         .map(|e| ctx.relations(e, out))
@@ -848,12 +850,31 @@ fn check_table(
             }
         }
     }
+    let type_attribute = file.type_attribute.as_ref().and_then(|t| {
+        if t.get_ref().is_empty() {
+            out.error(t.span(), "an attribute name cannot be empty");
+            return None;
+        }
+        if all.iter().any(|a| a.name == t.get_ref()) {
+            out.error(
+                t.span(),
+                format!(
+                    "type attribute `{}` is a key attribute of table `{table_name}`",
+                    t.get_ref()
+                ),
+            )
+            .hint("the type attribute holds each item's entity name; choose an attribute that is no key");
+            return None;
+        }
+        Some(t.get_ref().clone())
+    });
     TableInfo {
         table: Table {
             name: table_name.clone(),
             key: leak_shape(key),
             attributes: all,
             indexes,
+            type_attribute,
             span: name.span(),
         },
         sound,
@@ -1105,6 +1126,48 @@ fn check_type_names(file: &ModelFile, out: &mut Problems) {
     for name in file.enums.keys() {
         names.push((name.get_ref().clone(), name.span(), "enum"));
     }
+    let connections = file
+        .entities
+        .values()
+        .flat_map(|e| e.connections.values())
+        .chain(file.connections.values());
+    let mut unions: HashMap<String, (Vec<String>, Range<usize>)> = HashMap::new();
+    for connection in connections {
+        if let Some(union) = &connection.union {
+            if !check_name(union.span(), union.get_ref(), "union", out) {
+                continue;
+            }
+            let mut members: Vec<String> = connection
+                .members
+                .as_ref()
+                .map(|m| m.get_ref().iter().map(|n| n.get_ref().clone()).collect())
+                .unwrap_or_default();
+            members.sort();
+            // Two collections may share a union when their members are the same.
+            if let Some((earlier, span)) = unions.get(union.get_ref()) {
+                if *earlier != members {
+                    out.error(
+                        union.span(),
+                        format!(
+                            "union `{}` is declared again with other members",
+                            union.get_ref()
+                        ),
+                    )
+                    .also(span.clone(), "first declared here")
+                    .hint("collections may share a union only with the same members; name this one differently");
+                }
+            } else {
+                unions.insert(union.get_ref().clone(), (members, union.span()));
+                names.push((union.get_ref().clone(), union.span(), "union"));
+                for g in [
+                    format!("{}Connection", union.get_ref()),
+                    format!("{}Edge", union.get_ref()),
+                ] {
+                    names.push((g, union.span(), "union's generated type"));
+                }
+            }
+        }
+    }
     for (name, span, what) in &names {
         if BUILTIN_TYPES.contains(&name.as_str()) {
             out.error(
@@ -1169,6 +1232,8 @@ impl<'f> Ctx<'f, '_> {
                 connections: Vec::new(),
                 mutations: Mutations::default(),
                 version_field: None,
+                templates: Vec::new(),
+                type_value: None,
             },
             field_spans: Vec::new(),
             broken: HashSet::new(),
@@ -1192,8 +1257,10 @@ impl<'f> Ctx<'f, '_> {
         if let Some(t) = table
             && self.tables[t].sound
         {
+            draft.entity.templates = self.templates(&draft, out);
             draft.entity.key_fields = self.key_fields(&draft, out);
             self.index_key_fields(&draft, out);
+            draft.entity.type_value = self.type_value(&draft, out);
         }
         draft.entity.version_field = self.version_field(&draft, out);
         draft.entity.id_tag = check_id_tag(name, file, out);
@@ -1342,6 +1409,18 @@ impl<'f> Ctx<'f, '_> {
         let table = &self.tables[t].table;
         let mut key_fields = Vec::new();
         for attr in table.key {
+            if let Some(template) = draft.entity.template_on(attr.name) {
+                for &facet in &template.facets {
+                    if !key_fields.contains(&facet) {
+                        key_fields.push(facet);
+                    }
+                }
+                continue;
+            }
+            if draft.file.keys.keys().any(|k| k.get_ref() == attr.name) {
+                // Its template has a problem, already reported.
+                continue;
+            }
             match draft.entity.field_on(attr.name) {
                 Some(field) => {
                     self.check_key_field(draft, field, attr, true, out);
@@ -1379,9 +1458,172 @@ impl<'f> Ctx<'f, '_> {
         };
         let table = &self.tables[t].table;
         for attr in table.attributes.iter().skip(table.key.len()) {
+            if draft.entity.template_on(attr.name).is_some() {
+                continue;
+            }
             if let Some(field) = draft.entity.field_on(attr.name) {
                 self.check_key_field(draft, field, attr, false, out);
             }
+        }
+    }
+
+    /// The entity's key templates (`keys = { ... }`), the table's keys first.
+    fn templates(&self, draft: &EntityDraft<'_>, out: &mut Problems) -> Vec<TemplateKey> {
+        let Some(t) = draft.table else {
+            return Vec::new();
+        };
+        let table = &self.tables[t].table;
+        let entity = &draft.entity.name;
+        let mut templates = Vec::new();
+        for (attr, text) in in_file_order(&draft.file.keys) {
+            let Some(key_attr) = table.attributes.iter().find(|a| a.name == attr.get_ref()) else {
+                let names: Vec<&str> = table.attributes.iter().map(|a| a.name).collect();
+                out.error(
+                    attr.span(),
+                    format!(
+                        "`{}` is no key attribute of table `{}` or of its indexes",
+                        attr.get_ref(),
+                        table.name
+                    ),
+                )
+                .hint(suggest(attr.get_ref(), &names, "key attributes"));
+                continue;
+            };
+            if key_attr.ty != KeyType::S {
+                out.error(
+                    text.span(),
+                    format!(
+                        "key attribute `{}` has type {}, but a template writes a string",
+                        key_attr.name,
+                        key_type_name(key_attr.ty)
+                    ),
+                )
+                .hint("declare the attribute as \"S\", or give it a field instead of a template");
+                continue;
+            }
+            if let Some(field) = draft.entity.field_on(key_attr.name) {
+                out.error(
+                    draft.field_spans[field].0.clone(),
+                    format!(
+                        "field `{}` reads attribute `{}`, which `keys` builds from a template",
+                        draft.entity.fields[field].name, key_attr.name
+                    ),
+                )
+                .also(text.span(), "the template")
+                .hint("the template's facets are the fields: remove this field, or the template");
+                continue;
+            }
+            let template = match KeyTemplate::parse(text.get_ref()) {
+                Ok(template) => template,
+                Err(err) => {
+                    // The span of the string's value starts at its opening quote.
+                    let span = text.span();
+                    let span = match err.at() {
+                        Some(at) if span.len() > at + 1 => span.start + 1 + at..span.start + 2 + at,
+                        _ => span,
+                    };
+                    out.error(
+                        span,
+                        format!("key template `{}`: {err}", text.get_ref()),
+                    )
+                    .hint("a template is literal text and `{facet}`s, such as \"ORDER#{placedAt}#{orderId}\"");
+                    continue;
+                }
+            };
+            let mut facets = Vec::new();
+            let mut ok = true;
+            for facet in template.facets() {
+                let found = draft.entity.fields.iter().position(|f| f.name == facet);
+                let Some(field) = found else {
+                    ok = false;
+                    if !draft.broken.contains(facet) {
+                        let names: Vec<&str> = draft
+                            .entity
+                            .fields
+                            .iter()
+                            .map(|f| f.name.as_str())
+                            .collect();
+                        out.error(
+                            text.span(),
+                            format!(
+                                "facet `{facet}` of key template `{}` is no field of entity `{entity}`",
+                                text.get_ref()
+                            ),
+                        )
+                        .hint(suggest(facet, &names, "fields of the entity"));
+                    }
+                    continue;
+                };
+                let f = &draft.entity.fields[field];
+                let facet_type = matches!(
+                    f.ty,
+                    FieldType::Scalar(
+                        Scalar::String
+                            | Scalar::Id
+                            | Scalar::Enum(_)
+                            | Scalar::Int
+                            | Scalar::BigInt
+                            | Scalar::DateTime(TimeFormat::Iso8601)
+                    )
+                );
+                if !facet_type || f.nullable {
+                    ok = false;
+                    out.error(
+                        draft.field_spans[field].1.clone(),
+                        format!(
+                            "field `{}` of type `{}` cannot be a facet of key `{}`",
+                            f.name,
+                            self.type_text(&f.ty, f.nullable),
+                            key_attr.name
+                        ),
+                    )
+                    .also(text.span(), "the template")
+                    .hint(
+                        "facets are non-null String, ID, enum, Int, BigInt, or DateTime stored as \
+                         iso8601",
+                    );
+                    continue;
+                }
+                facets.push(field);
+            }
+            if ok {
+                templates.push(TemplateKey {
+                    attribute: key_attr.name,
+                    template,
+                    facets,
+                    primary: table.key.iter().any(|a| a.name == key_attr.name),
+                });
+            }
+        }
+        templates.sort_by_key(|t| !t.primary);
+        templates
+    }
+
+    /// The entity's value of its table's type attribute.
+    fn type_value(&self, draft: &EntityDraft<'_>, out: &mut Problems) -> Option<String> {
+        let table = &self.tables[draft.table?].table;
+        match (&table.type_attribute, &draft.file.type_value) {
+            (Some(_), None) => Some(draft.entity.name.clone()),
+            (Some(_), Some(value)) if value.get_ref().is_empty() => {
+                out.error(value.span(), "a type value cannot be empty");
+                None
+            }
+            (Some(_), Some(value)) => Some(value.get_ref().clone()),
+            (None, Some(value)) => {
+                out.error(
+                    value.span(),
+                    format!(
+                        "table `{}` has no `type_attribute` to hold `type_value`",
+                        table.name
+                    ),
+                )
+                .hint(format!(
+                    "add `type_attribute = \"_type\"` (or another name) to `[tables.{}]`",
+                    table.name
+                ));
+                None
+            }
+            (None, None) => None,
         }
     }
 
@@ -1426,6 +1668,145 @@ impl<'f> Ctx<'f, '_> {
             return None;
         }
         Some(id)
+    }
+
+    /// The entities of a table without a type attribute must be told apart by their keys, in
+    /// the table and in each index: no two may have key templates that start alike, or a page
+    /// of one would read the other's items.
+    fn check_shared_tables(&self, out: &mut Problems) {
+        for (t, info) in self.tables.iter().enumerate() {
+            let ids: Vec<EntityId> = (0..self.entities.len())
+                .filter(|&e| self.entities[e].table == Some(t))
+                .collect();
+            if ids.len() < 2 || !info.sound {
+                continue;
+            }
+            if info.table.type_attribute.is_some() {
+                for (i, &a) in ids.iter().enumerate() {
+                    for &b in &ids[i + 1..] {
+                        let (da, db) = (&self.entities[a], &self.entities[b]);
+                        if da.entity.type_value.is_some()
+                            && da.entity.type_value == db.entity.type_value
+                        {
+                            let span = |d: &EntityDraft<'_>| {
+                                d.file
+                                    .type_value
+                                    .as_ref()
+                                    .map_or(d.name.span(), Spanned::span)
+                            };
+                            out.error(
+                                span(db),
+                                format!(
+                                    "entities `{}` and `{}` have the same type value `{}`",
+                                    da.entity.name,
+                                    db.entity.name,
+                                    db.entity.type_value.as_deref().unwrap_or_default()
+                                ),
+                            )
+                            .also(span(da), format!("`{}`'s type value", da.entity.name))
+                            .hint("the type attribute tells the entities of a table apart: give each its own value");
+                        }
+                    }
+                }
+                continue;
+            }
+            let mut spaces: Vec<(&[KeyAttr], String)> =
+                vec![(info.table.key, format!("table `{}`", info.table.name))];
+            for index in &info.table.indexes {
+                spaces.push((index.key, format!("index `{}`", index.name)));
+            }
+            for (i, &a) in ids.iter().enumerate() {
+                for &b in &ids[i + 1..] {
+                    let Some((key, what)) = spaces.iter().find(|(key, _)| self.overlap(a, b, key))
+                    else {
+                        continue;
+                    };
+                    self.report_overlap(a, b, key, what, out);
+                }
+            }
+        }
+    }
+
+    fn report_overlap(
+        &self,
+        a: EntityId,
+        b: EntityId,
+        key: &[KeyAttr],
+        what: &str,
+        out: &mut Problems,
+    ) {
+        let (da, db) = (&self.entities[a], &self.entities[b]);
+        let (na, nb) = (&da.entity.name, &db.entity.name);
+        let span_of = |d: &EntityDraft<'_>| {
+            key.iter()
+                .rev()
+                .find_map(|attr| {
+                    self.value_span(&["entities", d.name.get_ref(), "keys", attr.name])
+                })
+                .unwrap_or(d.name.span())
+        };
+        let table = self.tables[da.table.unwrap_or(0)].table.name.as_str();
+        let hint = format!(
+            "give one of them key templates with a distinct literal start, or add \
+             `type_attribute = \"_type\"` to `[tables.{table}]`"
+        );
+        let templates = |d: &EntityDraft<'_>| {
+            key.iter()
+                .filter_map(|attr| d.entity.template_on(attr.name))
+                .map(|t| format!("`{}`", t.template))
+                .collect::<Vec<_>>()
+        };
+        let (ta, tb) = (templates(da), templates(db));
+        if ta.len() < key.len() && tb.len() < key.len() {
+            out.error(
+                span_of(db),
+                format!(
+                    "entities `{na}` and `{nb}` share {what}, and nothing tells their items apart"
+                ),
+            )
+            .also(span_of(da), format!("`{na}` is declared here"))
+            .hint(hint);
+            return;
+        }
+        let starts = |e: EntityId| {
+            key.iter()
+                .map(|attr| self.key_start(e, attr.name).unwrap_or_default())
+                .collect::<Vec<_>>()
+        };
+        let (sa, sb) = (starts(a), starts(b));
+        if sa == sb {
+            out.error(
+                span_of(db),
+                format!(
+                    "entities `{na}` and `{nb}` could both match the same keys of {what}: their \
+                     templates ({} and {}) start alike",
+                    ta.join(", "),
+                    tb.join(", ")
+                ),
+            )
+            .also(span_of(da), format!("`{na}`'s template"))
+            .hint(hint);
+        } else {
+            let (short, long, ns, nl) = if sa.iter().zip(&sb).all(|(x, y)| y.starts_with(*x)) {
+                (&sa, &sb, na, nb)
+            } else {
+                (&sb, &sa, nb, na)
+            };
+            // The attribute whose starts differ (the others start alike).
+            let at = (0..key.len())
+                .find(|&i| short[i] != long[i])
+                .unwrap_or(key.len() - 1);
+            out.error(
+                span_of(db),
+                format!(
+                    "the key prefix `{}` of `{ns}` shadows `{}` of `{nl}` on `{}` in {what}: a \
+                     page of `{ns}` would read `{nl}`'s items",
+                    short[at], long[at], key[at].name
+                ),
+            )
+            .also(span_of(da), format!("`{na}`'s template"))
+            .hint(hint);
+        }
     }
 
     /// No entity's id tag may begin another's.
@@ -1924,44 +2305,82 @@ impl Ctx<'_, '_> {
         }
         let key_attrs = info.table.key;
         let fields = file.key.get_ref();
-        if fields.len() != key_attrs.len() {
-            let attrs: Vec<&str> = key_attrs.iter().map(|a| a.name).collect();
+        let target_entity = &self.entities[target].entity;
+        let templated = !target_entity.templates.is_empty();
+        // What each relation field gives: a key attribute, or a facet of the target's key.
+        let wanted: Vec<(String, KeyType)> = if templated {
+            target_entity
+                .key_fields
+                .iter()
+                .filter_map(|&f| {
+                    let field = &target_entity.fields[f];
+                    let ty = match field.ty {
+                        FieldType::Scalar(s) => s.key_type()?,
+                        FieldType::List { .. } => return None,
+                    };
+                    Some((format!("facet `{}`", field.name), ty))
+                })
+                .collect()
+        } else {
+            key_attrs
+                .iter()
+                .map(|a| (format!("key attribute `{}`", a.name), a.ty))
+                .collect()
+        };
+        if fields.len() != wanted.len() {
+            let (what, count, names): (String, usize, Vec<String>) = if templated {
+                (
+                    format!("entity `{target_name}` is keyed by"),
+                    wanted.len(),
+                    target_entity
+                        .key_fields
+                        .iter()
+                        .map(|&f| target_entity.fields[f].name.clone())
+                        .collect(),
+                )
+            } else {
+                (
+                    format!("table `{}` of entity `{target_name}` has", info.table.name),
+                    key_attrs.len(),
+                    key_attrs.iter().map(|a| a.name.to_owned()).collect(),
+                )
+            };
             out.error(
                 file.key.span(),
                 format!(
-                    "relation `{}` gives {} key field(s), but table `{}` of entity `{}` has {} key \
-                     attribute(s)",
+                    "relation `{}` gives {} key field(s), but {what} {count} key {}",
                     name.get_ref(),
                     fields.len(),
-                    info.table.name,
-                    target_name,
-                    key_attrs.len()
+                    if templated {
+                        "facet(s)"
+                    } else {
+                        "attribute(s)"
+                    }
                 ),
             )
             .hint(format!(
                 "list the fields holding {}, in that order",
-                attrs.join(", ")
+                names.join(", ")
             ));
             return None;
         }
         let mut key = Vec::new();
-        for (field_name, attr) in fields.iter().zip(key_attrs) {
+        for (field_name, (what, ty)) in fields.iter().zip(&wanted) {
             let field = self.field_named(e, field_name, out)?;
             let f = &self.entities[e].entity.fields[field];
-            let fits = matches!(f.ty, FieldType::Scalar(s) if s.key_type() == Some(attr.ty));
+            let fits = matches!(f.ty, FieldType::Scalar(s) if s.key_type() == Some(*ty));
             if !fits {
                 out.error(
                     field_name.span(),
                     format!(
-                        "field `{}` of type `{}` cannot hold key attribute `{}` of `{}`, of type {}",
+                        "field `{}` of type `{}` cannot hold {what} of `{}`, of type {}",
                         f.name,
                         self.type_text(&f.ty, f.nullable),
-                        attr.name,
                         target_name,
-                        key_type_name(attr.ty)
+                        key_type_name(*ty)
                     ),
                 )
-                .hint(key_type_fits(attr.ty));
+                .hint(key_type_fits(*ty));
                 return None;
             }
             key.push(field);
@@ -2112,8 +2531,9 @@ impl<'f> Ctx<'f, '_> {
         file: &ConnectionFile,
         out: &mut Problems,
     ) -> Option<Connection> {
-        let node = self.entity_named(file.entity.get_ref(), file.entity.span(), out)?;
-        let info = &self.tables[self.entities[node].table?];
+        let (node, collection) = self.connection_nodes(owner, name, file, out)?;
+        let table_id = self.entities[node].table?;
+        let info = &self.tables[table_id];
         if !info.sound {
             return None;
         }
@@ -2127,10 +2547,16 @@ impl<'f> Ctx<'f, '_> {
         };
         let scan = file.scan.as_ref().is_some_and(|s| *s.get_ref());
         let mut arguments = ArgumentNames::default();
+        let single = [node];
+        let members = collection.as_ref().map_or(&single[..], |c| &c.members[..]);
         let read = if scan {
             self.scan_read(owner, name, file, out)
         } else {
-            self.query_read(owner, name, file, node, &target, &mut arguments, out)
+            self.query_read(owner, name, file, members, &target, &mut arguments, out)
+        };
+        let tellable = match &collection {
+            Some(_) => self.check_members(owner, name, file, members, &target, out),
+            None => Some(()),
         };
         let filters = self.filters(file, node, &target, scan, &mut arguments, out);
         arguments.check(out);
@@ -2160,7 +2586,232 @@ impl<'f> Ctx<'f, '_> {
                 (_, sizes) => sizes,
             },
             start_key: target.start_key(),
+            type_filters: match (&collection, tellable) {
+                (_, None) => return None,
+                (Some(_), _) => Vec::new(),
+                (None, _) => self.type_filters(node, &target, scan),
+            },
+            shared: self
+                .entities
+                .iter()
+                .filter(|d| d.table == Some(table_id))
+                .count()
+                > 1,
+            collection,
         })
+    }
+
+    /// The node entity of a connection, or the members of an item collection (the first then
+    /// standing as the node entity).
+    fn connection_nodes(
+        &self,
+        owner: Owner<'_>,
+        name: &Spanned<String>,
+        file: &ConnectionFile,
+        out: &mut Problems,
+    ) -> Option<(EntityId, Option<Collection>)> {
+        match (&file.entity, &file.members, &file.union) {
+            (Some(entity), None, None) => Some((
+                self.entity_named(entity.get_ref(), entity.span(), out)?,
+                None,
+            )),
+            (None, Some(members), Some(union)) => {
+                let mut ids = Vec::new();
+                for member in members.get_ref() {
+                    let id = self.entity_named(member.get_ref(), member.span(), out)?;
+                    if ids.contains(&id) {
+                        out.error(
+                            member.span(),
+                            format!("`{}` is listed twice in `members`", member.get_ref()),
+                        );
+                        return None;
+                    }
+                    ids.push(id);
+                }
+                let Some(&first) = ids.first() else {
+                    out.error(
+                        members.span(),
+                        "an item collection needs at least one member",
+                    );
+                    return None;
+                };
+                let table = self.entities[first].table?;
+                for (&id, member) in ids.iter().zip(members.get_ref()).skip(1) {
+                    if self.entities[id].table? != table {
+                        out.error(
+                            member.span(),
+                            format!(
+                                "member `{}` is stored in table `{}`, not in `{}` like `{}`",
+                                member.get_ref(),
+                                self.tables[self.entities[id].table?].table.name,
+                                self.tables[table].table.name,
+                                self.entities[first].entity.name
+                            ),
+                        )
+                        .hint("an item collection reads one partition of one table");
+                        return None;
+                    }
+                }
+                Some((
+                    first,
+                    Some(Collection {
+                        union: union.get_ref().clone(),
+                        members: ids,
+                    }),
+                ))
+            }
+            (Some(entity), Some(_), _) => {
+                out.error(
+                    entity.span(),
+                    "a connection has an `entity`, or `members` and a `union`, not both",
+                );
+                None
+            }
+            (None, Some(members), None) => {
+                out.error(
+                    members.span(),
+                    "an item collection needs a `union`: the name of its nodes' type",
+                )
+                .hint("add for example `union = \"CustomerActivity\"`");
+                None
+            }
+            (_, None, Some(union)) => {
+                out.error(
+                    union.span(),
+                    "`union` names the type of an item collection's `members`",
+                )
+                .hint("list the collection's entities in `members`, or remove `union`");
+                None
+            }
+            (None, None, None) => {
+                out.error(
+                    self.connection_span(owner, name, "entity").start..name.span().end,
+                    format!("connection `{}` has no `entity`", name.get_ref()),
+                )
+                .hint("name the nodes' entity with `entity = \"...\"`, or list an item collection's `members`");
+                None
+            }
+        }
+    }
+
+    /// An item collection reads every item of its partition: its members must each have the
+    /// partition key (with the same template), and be told apart.
+    fn check_members(
+        &self,
+        owner: Owner<'_>,
+        name: &Spanned<String>,
+        file: &ConnectionFile,
+        members: &[EntityId],
+        target: &Target<'_>,
+        out: &mut Problems,
+    ) -> Option<()> {
+        let span = self.connection_span(owner, name, "members");
+        let mut ok = true;
+        if let Some((key, _)) = file.filters.iter().next() {
+            out.error(
+                key.span(),
+                "an item collection has no filters: its members have different fields",
+            );
+            ok = false;
+        }
+        if file.sort.is_some() {
+            out.error(
+                self.connection_span(owner, name, "sort"),
+                "an item collection has no sort conditions: its members' sort keys differ",
+            );
+            ok = false;
+        }
+        let table = target.table;
+        for (i, &a) in members.iter().enumerate() {
+            let ea = &self.entities[a].entity;
+            for &b in &members[i + 1..] {
+                let eb = &self.entities[b].entity;
+                if table.type_attribute.is_none() && self.overlap(a, b, target.key()) {
+                    out.error(
+                        span.clone(),
+                        format!(
+                            "members `{}` and `{}` cannot be told apart in {}: their keys start alike",
+                            ea.name,
+                            eb.name,
+                            target.what()
+                        ),
+                    )
+                    .hint(format!(
+                        "give their sort keys templates with distinct literal starts, or add a \
+                         `type_attribute` to table `{}`",
+                        table.name
+                    ));
+                    ok = false;
+                }
+            }
+        }
+        ok.then_some(())
+    }
+
+    /// The literal start of entity `e`'s key attribute `attribute`: its template's text before
+    /// the first facet, `""` for a field (any value), `None` when the entity has neither.
+    fn key_start(&self, e: EntityId, attribute: &str) -> Option<&str> {
+        let entity = &self.entities[e].entity;
+        match entity.template_on(attribute) {
+            Some(t) => Some(t.template.literal_prefix()),
+            None if self.entities[e]
+                .file
+                .keys
+                .keys()
+                .any(|k| k.get_ref() == attribute) =>
+            {
+                None
+            }
+            None => entity.field_on(attribute).map(|_| ""),
+        }
+    }
+
+    /// Whether items of `a` and `b` could share a partition and a sort-key prefix of `key` (a
+    /// table's or an index's key): then a `begins_with` on either's prefix reads the other's.
+    fn overlap(&self, a: EntityId, b: EntityId, key: &[KeyAttr]) -> bool {
+        let alike = |x: &str, y: &str| x.starts_with(y) || y.starts_with(x);
+        key.iter().all(
+            |attr| match (self.key_start(a, attr.name), self.key_start(b, attr.name)) {
+                (Some(x), Some(y)) => alike(x, y),
+                _ => false,
+            },
+        )
+    }
+
+    /// Filters selecting `node`'s items where key conditions cannot: a Scan of a shared table,
+    /// or a Query whose partition other entities share with the same sort-key prefix (only
+    /// possible with a type attribute, which then tells them apart).
+    fn type_filters(
+        &self,
+        node: EntityId,
+        target: &Target<'_>,
+        scan: bool,
+    ) -> Vec<(&'static str, TypeTest)> {
+        let table = self.entities[node].table;
+        let others: Vec<EntityId> = (0..self.entities.len())
+            .filter(|&e| e != node && self.entities[e].table == table)
+            .collect();
+        if others.is_empty() {
+            return Vec::new();
+        }
+        let entity = &self.entities[node].entity;
+        if let (Some(attribute), Some(value)) = (&target.table.type_attribute, &entity.type_value) {
+            if scan || others.iter().any(|&o| self.overlap(node, o, target.key())) {
+                return vec![(leak_str(attribute), TypeTest::Equals(value.clone()))];
+            }
+            return Vec::new();
+        }
+        if !scan {
+            return Vec::new();
+        }
+        target
+            .key()
+            .iter()
+            .filter_map(|attr| {
+                let start = entity.template_on(attr.name)?.template.literal_prefix();
+                (!start.is_empty()).then(|| (attr.name, TypeTest::BeginsWith(start.to_owned())))
+            })
+            .collect()
     }
 
     fn index_named<'t>(
@@ -2222,11 +2873,67 @@ impl<'f> Ctx<'f, '_> {
         owner: Owner<'_>,
         name: &Spanned<String>,
         file: &ConnectionFile,
-        node: EntityId,
+        members: &[EntityId],
         target: &Target<'_>,
         arguments: &mut ArgumentNames,
         out: &mut Problems,
     ) -> Option<Read> {
+        let node = members[0];
+        let attribute = *target.key().first()?;
+        let span = self.connection_span(owner, name, "partition");
+        let entity = &self.entities[node].entity;
+        let template = entity.template_on(attribute.name).map(|t| &t.template);
+        for &m in &members[1..] {
+            let other = &self.entities[m].entity;
+            let same = match (template, other.template_on(attribute.name)) {
+                (Some(a), Some(b)) => a.to_string() == b.template.to_string(),
+                (None, None) => other.field_on(attribute.name).is_some(),
+                _ => false,
+            };
+            if !same {
+                out.error(
+                    self.connection_span(owner, name, "members"),
+                    format!(
+                        "members `{}` and `{}` do not write partition key `{}` of {} alike",
+                        entity.name,
+                        other.name,
+                        attribute.name,
+                        target.what()
+                    ),
+                )
+                .hint("an item collection's members share one partition: give them the same key template");
+                return None;
+            }
+        }
+        if let Some(template) = template
+            && template.facets().count() == 0
+        {
+            if let Some(partition) = &file.partition {
+                let at = partition
+                    .field
+                    .as_ref()
+                    .or(partition.argument.as_ref())
+                    .map_or(span, Spanned::span);
+                out.error(
+                    at,
+                    format!(
+                        "partition key `{}` of `{}` is always `{template}`: leave `partition` out",
+                        attribute.name, entity.name
+                    ),
+                );
+                return None;
+            }
+            let sort = self.query_sort(owner, name, file, members, target, arguments, out)?;
+            return Some(Read::Query {
+                partition: Partition {
+                    attribute,
+                    from: PartitionFrom::Constant(KeyValue::S(template.to_string())),
+                    template: None,
+                },
+                sort: sort.0,
+                prefix: sort.1,
+            });
+        }
         let Some(partition) = &file.partition else {
             out.error(
                 name.span(),
@@ -2240,8 +2947,6 @@ impl<'f> Ctx<'f, '_> {
             );
             return None;
         };
-        let attribute = *target.key().first()?;
-        let span = self.connection_span(owner, name, "partition");
         let given = [
             partition.argument.is_some(),
             partition.field.is_some(),
@@ -2254,37 +2959,298 @@ impl<'f> Ctx<'f, '_> {
             );
             return None;
         }
-        let from = if let Some(argument) = &partition.argument {
-            arguments.add(argument.get_ref(), argument.span());
-            self.partition_argument(
-                owner,
-                argument,
-                partition.description.clone(),
-                node,
-                &attribute,
-                out,
-            )
-        } else if let Some(field) = &partition.field {
-            self.partition_field(owner, field, target, &attribute, out)
-        } else {
-            partition
-                .value
-                .as_ref()
-                .and_then(|value| partition_value(value, &attribute, out))
-        };
-        let sort = match &file.sort {
-            None => Some(None),
-            Some(sort) => {
-                let span = self.connection_span(owner, name, "sort");
-                self.sort_condition(sort, span, node, target, arguments, out)
+        let facet = match template {
+            None => None,
+            Some(template) => {
+                let facets = &entity.template_on(attribute.name)?.facets;
+                if facets.len() != 1 {
+                    out.error(
+                        span,
+                        format!(
+                            "partition key `{}` of `{}` is built from {} facets (`{template}`), but a \
+                             connection's partition gives one value",
+                            attribute.name,
+                            entity.name,
+                            facets.len()
+                        ),
+                    )
+                    .hint("read an index whose partition key template has one facet");
+                    return None;
+                }
+                Some(facets[0])
             }
         };
+        let from = if let Some(argument) = &partition.argument {
+            arguments.add(argument.get_ref(), argument.span());
+            match facet {
+                Some(field) => match owner {
+                    Owner::Root => Some(PartitionFrom::Argument {
+                        argument: Argument {
+                            name: argument.get_ref().clone(),
+                            description: partition.description.clone(),
+                        },
+                        field,
+                    }),
+                    Owner::Entity(..) => self.partition_argument(
+                        owner,
+                        argument,
+                        partition.description.clone(),
+                        node,
+                        &attribute,
+                        out,
+                    ),
+                },
+                None => self.partition_argument(
+                    owner,
+                    argument,
+                    partition.description.clone(),
+                    node,
+                    &attribute,
+                    out,
+                ),
+            }
+        } else if let Some(field) = &partition.field {
+            match facet {
+                Some(facet) => self.partition_facet_field(owner, field, node, facet, out),
+                None => self.partition_field(owner, field, target, &attribute, out),
+            }
+        } else {
+            let value = partition.value.as_ref()?;
+            match (template, facet) {
+                (Some(template), Some(facet)) => {
+                    let f = &entity.fields[facet];
+                    match value.get_ref() {
+                        toml::Value::String(text) if matches!(f.ty, FieldType::Scalar(s) if is_text(s)) =>
+                        {
+                            let key = template.render(|_| Some(text.as_str())).ok()?;
+                            Some(PartitionFrom::Constant(KeyValue::S(key)))
+                        }
+                        _ => {
+                            out.error(
+                                value.span(),
+                                format!(
+                                    "a constant partition of a key template takes a string for \
+                                     facet `{}`",
+                                    f.name
+                                ),
+                            );
+                            None
+                        }
+                    }
+                }
+                _ => partition_value(value, &attribute, out),
+            }
+        };
+        let sort = self.query_sort(owner, name, file, members, target, arguments, out);
+        let (sort, prefix) = sort?;
         Some(Read::Query {
             partition: Partition {
                 attribute,
                 from: from?,
+                template: facet.and(template.cloned()),
             },
-            sort: sort?,
+            sort,
+            prefix,
+        })
+    }
+
+    /// A Query's sort-key conditions, and the node entity's sort-key prefix.
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+    fn query_sort(
+        &self,
+        owner: Owner<'_>,
+        name: &Spanned<String>,
+        file: &ConnectionFile,
+        members: &[EntityId],
+        target: &Target<'_>,
+        arguments: &mut ArgumentNames,
+        out: &mut Problems,
+    ) -> Option<(Option<SortCondition>, Option<(&'static str, String)>)> {
+        let node = members[0];
+        let sort_attr = target.key().get(1).copied();
+        let template = sort_attr.and_then(|a| self.entities[node].entity.template_on(a.name));
+        let prefix = match (members.len(), sort_attr, template) {
+            (1, Some(attr), Some(t)) if !t.template.literal_prefix().is_empty() => {
+                Some((attr.name, t.template.literal_prefix().to_owned()))
+            }
+            _ => None,
+        };
+        let sort = match (&file.sort, template) {
+            (None, _) => None,
+            (Some(sort), Some(template)) => {
+                let span = self.connection_span(owner, name, "sort");
+                Some(self.facet_condition(sort, span, node, template, arguments, out)?)
+            }
+            (Some(sort), None) => {
+                let span = self.connection_span(owner, name, "sort");
+                self.sort_condition(sort, span, node, target, arguments, out)?
+            }
+        };
+        Some((sort, prefix))
+    }
+
+    /// A partition given by a parent's field into the node's one-facet partition template.
+    fn partition_facet_field(
+        &self,
+        owner: Owner<'_>,
+        field: &Spanned<String>,
+        node: EntityId,
+        facet: FieldId,
+        out: &mut Problems,
+    ) -> Option<PartitionFrom> {
+        let Owner::Entity(parent, _) = owner else {
+            out.error(
+                field.span(),
+                "`field` partitions are for connections on entities",
+            )
+            .hint("a root connection takes its partition from an `argument` or a `value`");
+            return None;
+        };
+        let id = self.field_named(parent, field, out)?;
+        let f = &self.entities[parent].entity.fields[id];
+        let want = &self.entities[node].entity.fields[facet];
+        let scalar = |ty: &FieldType| match ty {
+            FieldType::Scalar(s) if is_text(*s) => Some(Scalar::String),
+            FieldType::Scalar(s) => Some(*s),
+            FieldType::List { .. } => None,
+        };
+        if scalar(&f.ty) != scalar(&want.ty) || f.nullable {
+            out.error(
+                field.span(),
+                format!(
+                    "field `{}` of type `{}` cannot give facet `{}` of `{}`, of type `{}`",
+                    f.name,
+                    self.type_text(&f.ty, f.nullable),
+                    want.name,
+                    self.entities[node].entity.name,
+                    self.type_text(&want.ty, false)
+                ),
+            );
+            return None;
+        }
+        Some(PartitionFrom::Parent(id))
+    }
+
+    /// Sort conditions over the first facet of a sort-key template. Ranges need the key's
+    /// string order to be the facet's order: a type whose text sorts like its values (integers
+    /// at fixed width, ISO 8601 times), and separators below every character of those values.
+    fn facet_condition(
+        &self,
+        sort: &crate::model::file::SortFile,
+        span: Range<usize>,
+        node: EntityId,
+        template: &TemplateKey,
+        arguments: &mut ArgumentNames,
+        out: &mut Problems,
+    ) -> Option<SortCondition> {
+        let entity = &self.entities[node].entity;
+        let Some(&field) = template.facets.first() else {
+            out.error(
+                span,
+                format!(
+                    "sort key `{}` of `{}` is always `{}`: there is nothing to give conditions on",
+                    template.attribute, entity.name, template.template
+                ),
+            );
+            return None;
+        };
+        let f = &entity.fields[field];
+        let scalar = match f.ty {
+            FieldType::Scalar(s) => s,
+            FieldType::List { .. } => return None,
+        };
+        let alphabet: Option<&str> = match scalar {
+            Scalar::Int | Scalar::BigInt => Some("0123456789"),
+            Scalar::DateTime(_) => Some("+-.0123456789:TZ"),
+            _ => None,
+        };
+        let mut ok = true;
+        if sort.min.is_some() || sort.max.is_some() {
+            let at = sort
+                .min
+                .as_ref()
+                .or(sort.max.as_ref())
+                .map_or(span.clone(), Spanned::span);
+            match alphabet {
+                None => {
+                    out.error(
+                        at,
+                        format!(
+                            "`min` and `max` need a facet that sorts as its values: `{}` is `{}`",
+                            f.name,
+                            self.type_text(&f.ty, f.nullable)
+                        ),
+                    )
+                    .hint("ranges work on Int, BigInt and DateTime facets; use `begins_with` for text");
+                    ok = false;
+                }
+                Some(alphabet) => {
+                    let lowest = alphabet.chars().min().unwrap_or('0');
+                    let next = template.template.text_after(&f.name).chars().next();
+                    let clash = template
+                        .template
+                        .separators()
+                        .iter()
+                        .find(|c| alphabet.contains(**c));
+                    if let Some(c) = clash {
+                        out.error(
+                            at,
+                            format!(
+                                "separator `{c}` of key template `{}` appears in `{}` values, so \
+                                 the keys do not sort as the values",
+                                template.template, f.name
+                            ),
+                        )
+                        .hint("separate facets with a character such as `#`");
+                        ok = false;
+                    } else if let Some(c) = next
+                        && (c as u32) + 1 >= lowest as u32
+                    {
+                        out.error(
+                            at,
+                            format!(
+                                "`{c}` after facet `{}` in key template `{}` does not sort at least \
+                                 two places below `{lowest}`, the lowest character `{}` values \
+                                 hold, so a range cannot be bounded exactly",
+                                f.name, template.template, f.name
+                            ),
+                        )
+                        .hint("follow the facet with a character that sorts low, such as `#`");
+                        ok = false;
+                    }
+                }
+            }
+        }
+        if let Some(begins_with) = &sort.begins_with
+            && !matches!(scalar, Scalar::String | Scalar::Id | Scalar::DateTime(_))
+        {
+            out.error(
+                begins_with.span(),
+                format!(
+                    "`begins_with` needs a text or DateTime facet; `{}` is `{}`",
+                    f.name,
+                    self.type_text(&f.ty, f.nullable)
+                ),
+            );
+            ok = false;
+        }
+        let [min, max, begins_with] = [&sort.min, &sort.max, &sort.begins_with].map(|a| {
+            a.as_ref().map(|a| {
+                let arg = argument(a.get_ref());
+                arguments.add(&arg.name, a.span());
+                arg
+            })
+        });
+        ok.then(|| SortCondition {
+            attribute: KeyAttr {
+                name: template.attribute,
+                ty: KeyType::S,
+            },
+            field,
+            template: Some(template.template.clone()),
+            min,
+            max,
+            begins_with,
         })
     }
 
@@ -2433,6 +3399,7 @@ impl<'f> Ctx<'f, '_> {
         Some(Some(SortCondition {
             attribute,
             field,
+            template: None,
             min,
             max,
             begins_with,

@@ -58,6 +58,12 @@ pub struct TableFile {
     #[serde(default)]
     #[schemars(with = "BTreeMap<String, IndexFile>")]
     pub indexes: BTreeMap<Spanned<String>, IndexFile>,
+    /// A string attribute naming each item's entity (for example `"_type"`), for tables that
+    /// hold several entities. Written on create, checked on every read, and used to select one
+    /// entity's items in Scans. Without it, the entities of a shared table are told apart by
+    /// their key templates alone.
+    #[schemars(with = "Option<String>")]
+    pub type_attribute: Option<Spanned<String>>,
 }
 
 /// A key attribute's DynamoDB type.
@@ -155,6 +161,19 @@ pub struct EntityFile {
     pub table: Spanned<String>,
     /// The type's description in the schema.
     pub description: Option<String>,
+    /// Key attributes built from the entity's fields, for tables that hold several entities:
+    /// the attribute (of the table or one of its indexes) and its template, such as
+    /// `SK = "ORDER#{placedAt}#{orderId}"`. Each `{facet}` is a field of the entity; the text
+    /// between facets tells the entity's items apart and separates the facets. Facet values
+    /// have `\\` and the separators escaped with `\\`; integers are written as 20 fixed-width
+    /// digits so that they sort. A key attribute with no template is a field's attribute, as in
+    /// a table of one entity.
+    #[serde(default)]
+    #[schemars(with = "BTreeMap<String, String>")]
+    pub keys: BTreeMap<Spanned<String>, Spanned<String>>,
+    /// The value of the table's `type_attribute` for this entity. Default: the entity's name.
+    #[schemars(with = "Option<String>")]
+    pub type_value: Option<Spanned<String>>,
     /// The type tag global ids start with. Default: the type name and `:`. Set a short one
     /// (such as `"U"`) to keep ids compact, or to keep ids stable across a rename. No tag may
     /// begin another.
@@ -277,9 +296,18 @@ pub struct LookupFile {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct ConnectionFile {
-    /// The entity the connection's nodes are.
-    #[schemars(with = "String")]
-    pub entity: Spanned<String>,
+    /// The entity the connection's nodes are (or `members`, for an item collection).
+    #[schemars(with = "Option<String>")]
+    pub entity: Option<Spanned<String>>,
+    /// An item collection: every item of the partition whose entity is one of these, in key
+    /// order, as a union named `union`. The members share the table and the partition's key
+    /// template, and each must be told apart from the others by its key templates or the
+    /// table's `type_attribute`. Items of other entities are skipped.
+    #[schemars(with = "Option<Vec<String>>")]
+    pub members: Option<Spanned<Vec<Spanned<String>>>>,
+    /// The union type of an item collection's nodes.
+    #[schemars(with = "Option<String>")]
+    pub union: Option<Spanned<String>>,
     /// The field's description in the schema.
     pub description: Option<String>,
     /// Read this index of the entity's table instead of the table itself.
@@ -324,7 +352,9 @@ pub struct PartitionFile {
     pub value: Option<Spanned<toml::Value>>,
 }
 
-/// Sort-key condition arguments. Ranges are inclusive at both ends.
+/// Sort-key condition arguments. Ranges are inclusive at both ends. On a sort key built from a
+/// template, they apply to its first facet: `min` and `max` to an `Int`, `BigInt` or `DateTime`
+/// facet, `begins_with` to the start of a text or `DateTime` facet (`"2026-11"`).
 #[derive(Debug, Deserialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct SortFile {

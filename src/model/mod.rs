@@ -23,6 +23,7 @@ use crate::{
 };
 
 pub use check::{Located, ModelErrors, json_schema, load, parse};
+pub use template::KeyTemplate;
 
 /// A checked model.
 #[derive(Debug, Clone)]
@@ -57,6 +58,8 @@ pub struct Table {
     pub attributes: Vec<KeyAttr>,
     /// Secondary indexes.
     pub indexes: Vec<Index>,
+    /// The attribute naming each item's entity, if the table has one.
+    pub type_attribute: Option<String>,
     /// Where the table is declared in the model file.
     pub span: Range<usize>,
 }
@@ -124,6 +127,23 @@ pub struct Entity {
     pub mutations: Mutations,
     /// The optimistic-concurrency version field (`Int!` or `BigInt!`), if any.
     pub version_field: Option<FieldId>,
+    /// Key attributes written from templates of this entity's fields: the table's keys first.
+    pub templates: Vec<TemplateKey>,
+    /// The value of the table's type attribute on this entity's items (when it has one).
+    pub type_value: Option<String>,
+}
+
+/// A key attribute built from a template of an entity's fields.
+#[derive(Debug, Clone)]
+pub struct TemplateKey {
+    /// The attribute (always a string).
+    pub attribute: &'static str,
+    /// The template.
+    pub template: KeyTemplate,
+    /// The fields of the facets, in the template's order.
+    pub facets: Vec<FieldId>,
+    /// A key attribute of the table (rather than only of an index).
+    pub primary: bool,
 }
 
 /// A field read from one attribute.
@@ -305,6 +325,34 @@ pub struct Connection {
     pub page_size: Option<(u32, u32)>,
     /// The key shape of items read (the table key, or the index's start key): what cursors hold.
     pub start_key: KeyShape,
+    /// An item collection: the union of member entities its nodes are. `entity` is then the
+    /// first member.
+    pub collection: Option<Collection>,
+    /// Filters that select the node entity's items where key conditions cannot (Scans, and
+    /// Queries in partitions whose types share a prefix): applied in DynamoDB, within the read
+    /// budget.
+    pub type_filters: Vec<(&'static str, TypeTest)>,
+    /// The table holds other entities too: every item read is checked against the node
+    /// entity (or the collection's members) and skipped when it is not one of them.
+    pub shared: bool,
+}
+
+/// An item collection's union.
+#[derive(Debug, Clone)]
+pub struct Collection {
+    /// The union's GraphQL name.
+    pub union: String,
+    /// The member entities.
+    pub members: Vec<EntityId>,
+}
+
+/// A test on a key or type attribute that selects one entity's items.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TypeTest {
+    /// The attribute equals this string.
+    Equals(String),
+    /// The attribute starts with this string.
+    BeginsWith(String),
 }
 
 /// How a connection reads.
@@ -319,6 +367,9 @@ pub enum Read {
         partition: Partition,
         /// Sort-key conditions, if the table or index has a sort key and any are declared.
         sort: Option<SortCondition>,
+        /// The literal start of the node entity's sort-key template: a `begins_with` key
+        /// condition when no sort argument is given (arguments' values start with it).
+        prefix: Option<(&'static str, String)>,
     },
     /// A Scan.
     Scan,
@@ -329,8 +380,10 @@ pub enum Read {
 pub struct Partition {
     /// The partition key attribute of the table or index read.
     pub attribute: KeyAttr,
-    /// Where its value comes from.
+    /// Where its value comes from: the attribute's value, or the facet of `template`.
     pub from: PartitionFrom,
+    /// The node entity's template on the attribute, with one facet that `from` gives.
+    pub template: Option<KeyTemplate>,
 }
 
 /// Where a partition key value comes from.
@@ -354,8 +407,11 @@ pub enum PartitionFrom {
 pub struct SortCondition {
     /// The sort key attribute of the table or index read.
     pub attribute: KeyAttr,
-    /// The node entity's field on it.
+    /// The node entity's field on it, or the first facet of `template`.
     pub field: FieldId,
+    /// The node entity's template on the sort key: the arguments then bound its first facet
+    /// (`begins_with` takes a string: the facet's first characters).
+    pub template: Option<KeyTemplate>,
     /// Lowest value, inclusive.
     pub min: Option<Argument>,
     /// Highest value, inclusive.
@@ -451,6 +507,18 @@ impl Model {
         &self.tables[self.entities[entity].table]
     }
 
+    /// The first of `candidates` an item is one of (the model makes sure at most one is).
+    pub fn entity_of<'i>(
+        &self,
+        candidates: &[EntityId],
+        get: impl Fn(&str) -> Option<&'i str> + Copy,
+    ) -> Option<EntityId> {
+        candidates
+            .iter()
+            .copied()
+            .find(|&e| self.entities[e].matches(self, get))
+    }
+
     /// The entity named `name`.
     pub fn entity_named(&self, name: &str) -> Option<EntityId> {
         self.entities.iter().position(|e| e.name == name)
@@ -461,6 +529,81 @@ impl Entity {
     /// The field on attribute `attribute`, if any.
     pub fn field_on(&self, attribute: &str) -> Option<FieldId> {
         self.fields.iter().position(|f| f.attribute == attribute)
+    }
+
+    /// The template on key attribute `attribute`, if the entity builds it from its fields.
+    pub fn template_on(&self, attribute: &str) -> Option<&TemplateKey> {
+        self.templates.iter().find(|t| t.attribute == attribute)
+    }
+
+    /// Where a facet field's value can be read back from a key when the item does not hold it
+    /// separately: the first template with the field as a facet (the table's keys first).
+    pub fn facet_source(&self, field: FieldId) -> Option<&TemplateKey> {
+        self.templates.iter().find(|t| t.facets.contains(&field))
+    }
+
+    /// Whether an item is one of this entity's, given its string attributes: its table's type
+    /// attribute holds this entity's value, and every key the entity builds from a template
+    /// reads back under it (the table's always; an index's when the item has it), with each
+    /// facet a value of its field's type, the same in every key that holds it, and equal to
+    /// the attribute the item stores it in, if it stores it as a string.
+    pub fn matches<'i>(&self, model: &Model, get: impl Fn(&str) -> Option<&'i str>) -> bool {
+        let table = &model.tables[self.table];
+        if let (Some(attribute), Some(value)) = (&table.type_attribute, &self.type_value)
+            && get(attribute) != Some(value.as_str())
+        {
+            return false;
+        }
+        let mut seen: Vec<(FieldId, String)> = Vec::new();
+        for t in &self.templates {
+            let Some(key) = get(t.attribute) else {
+                if t.primary {
+                    return false;
+                }
+                continue;
+            };
+            let Some(facets) = t.template.read(key) else {
+                return false;
+            };
+            for (&field, (_, text)) in t.facets.iter().zip(facets) {
+                if let Some((_, earlier)) = seen.iter().find(|(f, _)| *f == field) {
+                    if *earlier != text {
+                        return false;
+                    }
+                    continue;
+                }
+                let f = &self.fields[field];
+                if !model.facet_fits(f, &text) {
+                    return false;
+                }
+                if let Some(stored) = get(&f.attribute)
+                    && stored != text
+                {
+                    return false;
+                }
+                seen.push((field, text));
+            }
+        }
+        true
+    }
+}
+
+impl Model {
+    /// Whether a facet's text in a key is a value of its field's type, as a key writes it.
+    fn facet_fits(&self, field: &Field, text: &str) -> bool {
+        match field.ty {
+            FieldType::Scalar(Scalar::Int) => {
+                template::read_sortable_integer(text).is_some_and(|n| i32::try_from(n).is_ok())
+            }
+            FieldType::Scalar(Scalar::BigInt) => template::read_sortable_integer(text).is_some(),
+            FieldType::Scalar(Scalar::DateTime(_)) => {
+                chrono::DateTime::parse_from_rfc3339(text).is_ok()
+            }
+            FieldType::Scalar(Scalar::Enum(e)) => {
+                self.enums[e].values.iter().any(|(value, _)| value == text)
+            }
+            _ => true,
+        }
     }
 }
 

@@ -85,6 +85,20 @@ pub enum TemplateError {
     },
 }
 
+impl TemplateError {
+    /// The byte offset in the template's text the problem is at, if it has one.
+    pub fn at(&self) -> Option<usize> {
+        match self {
+            TemplateError::Unclosed { at }
+            | TemplateError::StrayClose { at }
+            | TemplateError::BadName { at, .. }
+            | TemplateError::Adjacent { at }
+            | TemplateError::EscapeInText { at } => Some(*at),
+            TemplateError::Repeated { .. } => None,
+        }
+    }
+}
+
 /// A facet with no value where a whole key is needed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("no value for the facet `{0}`")]
@@ -243,13 +257,37 @@ impl KeyTemplate {
             match part {
                 Part::Text(text) => rest = rest.strip_prefix(text.as_str())?,
                 Part::Facet(name) => {
-                    let (value, after) = unescape_until(rest, self.separator_after(i))?;
+                    let (value, after) =
+                        unescape_until(rest, self.separator_after(i), &self.separators)?;
                     values.push((name.as_str(), value));
                     rest = after;
                 }
             }
         }
         rest.is_empty().then_some(values)
+    }
+
+    /// Whether `key` is one this template renders.
+    pub fn matches(&self, key: &str) -> bool {
+        self.read(key).is_some()
+    }
+
+    /// The text after the facet named `facet` up to the next facet (or the end); empty when the
+    /// facet ends the template.
+    pub fn text_after(&self, facet: &str) -> &str {
+        let at = self
+            .parts
+            .iter()
+            .position(|p| *p == Part::Facet(facet.to_owned()));
+        match at.and_then(|i| self.parts.get(i + 1)) {
+            Some(Part::Text(text)) => text,
+            _ => "",
+        }
+    }
+
+    /// The characters escaped inside facet values.
+    pub fn separators(&self) -> &[char] {
+        &self.separators
     }
 
     /// The character that ends the facet at `i`: the first of the text after it, if any.
@@ -292,8 +330,14 @@ fn escape_into(out: &mut String, value: &str, separators: &[char]) {
 }
 
 /// Reads an escaped facet value up to the first unescaped `separator` (or to the end when there
-/// is none), returning the value and what follows it. `None` for a dangling escape.
-fn unescape_until(text: &str, separator: Option<char>) -> Option<(String, &str)> {
+/// is none), returning the value and what follows it. `None` for a dangling escape, or for
+/// another of the template's `separators` unescaped: [`KeyTemplate::render`] never writes one,
+/// so such a key is another template's.
+fn unescape_until<'t>(
+    text: &'t str,
+    separator: Option<char>,
+    separators: &[char],
+) -> Option<(String, &'t str)> {
     let mut value = String::new();
     let mut chars = text.char_indices();
     while let Some((at, c)) = chars.next() {
@@ -302,6 +346,8 @@ fn unescape_until(text: &str, separator: Option<char>) -> Option<(String, &str)>
             value.push(escaped);
         } else if Some(c) == separator {
             return Some((value, &text[at..]));
+        } else if separators.contains(&c) {
+            return None;
         } else {
             value.push(c);
         }

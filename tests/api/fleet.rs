@@ -21,8 +21,8 @@ use serde_json::{Value, json};
 use crate::{
     fleet_data::{self as data, Dataset, FleetTables},
     helpers::{
-        GroundQuery, ModelApp, dynarelay_command, endpoint, error_code, merge, model_app,
-        walk_pages,
+        ModelApp, SortCond, dynarelay_command, endpoint, error_code, ground_truth, merge,
+        model_app, walk_pages,
     },
 };
 
@@ -371,61 +371,6 @@ fn assert_coverage(lens: &[usize], label: &str) {
         non_empty * 3 >= lens.len() && max >= 8,
         "{label}: the data leaves the walks trivial: {lens:?}"
     );
-}
-
-/// A sort-key condition for a ground-truth Query.
-enum SortCond {
-    Range(Option<AttributeValue>, Option<AttributeValue>),
-    Prefix(AttributeValue),
-}
-
-/// DynamoDB's own answer: every item of one partition matching the sort-key condition, in
-/// its order.
-async fn ground_truth(
-    app: &ModelApp,
-    table: &str,
-    index: Option<&str>,
-    partition: (&str, AttributeValue),
-    sort: Option<(&str, SortCond)>,
-    forward: bool,
-) -> Vec<Item> {
-    let mut condition = "#pk = :pk".to_owned();
-    let mut names = vec![("#pk", partition.0)];
-    let mut values = vec![(":pk", partition.1)];
-    if let Some((attribute, cond)) = sort {
-        names.push(("#sk", attribute));
-        match cond {
-            SortCond::Range(Some(lo), Some(hi)) => {
-                condition.push_str(" AND #sk BETWEEN :lo AND :hi");
-                values.push((":lo", lo));
-                values.push((":hi", hi));
-            }
-            SortCond::Range(Some(lo), None) => {
-                condition.push_str(" AND #sk >= :lo");
-                values.push((":lo", lo));
-            }
-            SortCond::Range(None, Some(hi)) => {
-                condition.push_str(" AND #sk <= :hi");
-                values.push((":hi", hi));
-            }
-            SortCond::Range(None, None) => {
-                names.pop();
-            }
-            SortCond::Prefix(prefix) => {
-                condition.push_str(" AND begins_with(#sk, :p)");
-                values.push((":p", prefix));
-            }
-        }
-    }
-    app.query_all(&GroundQuery {
-        table,
-        index,
-        condition: &condition,
-        names: &names,
-        values: &values,
-        forward,
-    })
-    .await
 }
 
 fn order_var(order: Option<&str>) -> Value {

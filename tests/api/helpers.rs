@@ -414,6 +414,90 @@ impl ModelApp {
     pub async fn scan_all(&self, table: &str) -> Vec<Item> {
         scan_all(self.client(), table).await
     }
+
+    /// The Prometheus exposition its `/metrics` serves.
+    pub async fn metrics(&self) -> String {
+        let request = Request::get("/metrics")
+            .body(Body::empty())
+            .expect("request");
+        let response = Box::pin(self.router.clone().oneshot(request))
+            .await
+            .expect("router answers");
+        assert_eq!(response.status(), 200, "GET /metrics");
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .expect("body");
+        String::from_utf8(bytes.to_vec()).expect("UTF-8 metrics")
+    }
+}
+
+/// The sum of every sample of the metric `name` in a Prometheus exposition, whatever its labels;
+/// `None` when it has none.
+pub fn metric_sum(exposition: &str, name: &str) -> Option<f64> {
+    exposition
+        .lines()
+        .filter_map(|line| {
+            let (series, value) = line.rsplit_once(' ')?;
+            let metric = series.split_once('{').map_or(series, |(m, _)| m);
+            (metric == name).then(|| value.parse::<f64>().expect("a sample value"))
+        })
+        .reduce(|a, b| a + b)
+}
+
+/// A sort-key condition for [`ground_truth`]: a range (either bound optional, both inclusive)
+/// or a prefix.
+pub enum SortCond {
+    Range(Option<AttributeValue>, Option<AttributeValue>),
+    Prefix(AttributeValue),
+}
+
+/// DynamoDB's own answer: every item of one partition matching the sort-key condition, in
+/// its order.
+pub async fn ground_truth(
+    app: &ModelApp,
+    table: &str,
+    index: Option<&str>,
+    partition: (&str, AttributeValue),
+    sort: Option<(&str, SortCond)>,
+    forward: bool,
+) -> Vec<Item> {
+    let mut condition = "#pk = :pk".to_owned();
+    let mut names = vec![("#pk", partition.0)];
+    let mut values = vec![(":pk", partition.1)];
+    if let Some((attribute, cond)) = sort {
+        names.push(("#sk", attribute));
+        match cond {
+            SortCond::Range(Some(lo), Some(hi)) => {
+                condition.push_str(" AND #sk BETWEEN :lo AND :hi");
+                values.push((":lo", lo));
+                values.push((":hi", hi));
+            }
+            SortCond::Range(Some(lo), None) => {
+                condition.push_str(" AND #sk >= :lo");
+                values.push((":lo", lo));
+            }
+            SortCond::Range(None, Some(hi)) => {
+                condition.push_str(" AND #sk <= :hi");
+                values.push((":hi", hi));
+            }
+            SortCond::Range(None, None) => {
+                names.pop();
+            }
+            SortCond::Prefix(prefix) => {
+                condition.push_str(" AND begins_with(#sk, :p)");
+                values.push((":p", prefix));
+            }
+        }
+    }
+    app.query_all(&GroundQuery {
+        table,
+        index,
+        condition: &condition,
+        names: &names,
+        values: &values,
+        forward,
+    })
+    .await
 }
 
 /// A `Purchases` item as another program would write it.
@@ -492,12 +576,17 @@ impl Running {
 
     pub async fn start_with(store: Store, limits: PageLimits, http: HttpSettings) -> Self {
         let state = app_state(&store, limits, &test_ring(), http);
+        Self::serve(router(state)).await
+    }
+
+    /// Serves `router` (a [`ModelApp`]'s, say) on an ephemeral loopback port.
+    pub async fn serve(router: Router) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = oneshot::channel::<()>();
         tokio::spawn(serve(
             listener,
-            router(state),
+            router,
             async move {
                 let _ = stopped.await;
             },

@@ -9,6 +9,10 @@ mod audits;
 mod binary;
 mod browser;
 mod cursors;
+mod ecommerce;
+#[path = "../../examples/ecommerce/data.rs"]
+mod ecommerce_data;
+mod ecommerce_mutations;
 mod fault_proxy;
 mod faults;
 mod fleet;

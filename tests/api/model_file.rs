@@ -1,7 +1,7 @@
 //! The model file: the example loads, every kind of mistake is reported at its place, and the
 //! checked-in JSON Schema matches the Rust types. None of these tests needs DynamoDB.
 
-use dynarelay::model::{self, ModelErrors};
+use dynarelay::model::{self, ModelErrors, TypeTest};
 
 #[test]
 fn dynarelay_schema_json_matches_the_rust_types() {
@@ -22,6 +22,41 @@ fn the_shop_example_loads() {
     assert_eq!(model.entities.len(), 3);
     assert_eq!(model.lookups.len(), 2);
     assert_eq!(model.connections.len(), 2);
+}
+
+#[test]
+fn the_ecommerce_example_loads() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/ecommerce/dynarelay.toml"
+    );
+    let model = model::load(std::path::Path::new(path)).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(model.tables.len(), 1);
+    assert_eq!(model.tables[0].indexes.len(), 2);
+    let templates: Vec<(&str, usize)> = model
+        .entities
+        .iter()
+        .map(|e| (e.name.as_str(), e.templates.len()))
+        .collect();
+    assert_eq!(
+        templates,
+        [
+            ("Customer", 2),
+            ("Address", 2),
+            ("Order", 6),
+            ("OrderItem", 4)
+        ]
+    );
+    assert_eq!(model.lookups.len(), 1);
+    assert_eq!(model.connections.len(), 2);
+    let unions: Vec<(&str, usize)> = model
+        .entities
+        .iter()
+        .flat_map(|e| &e.connections)
+        .filter_map(|c| c.collection.as_ref())
+        .map(|c| (c.union.as_str(), c.members.len()))
+        .collect();
+    assert_eq!(unions, [("CustomerActivity", 3), ("OrderContent", 2)]);
 }
 
 /// A valid model the cases below add to (lines 1 to 9).
@@ -50,6 +85,65 @@ fields.userId = { type = "String!" }
 fields.at = { type = "DateTime!" }
 fields.sku = { type = "String!" }
 fields.amount = { type = "Decimal" }
+"#;
+
+/// A single-table design the cases below change or add to (lines 1 to 21): customers and their
+/// orders share the table and a customer's partition, told apart by their sort-key prefixes;
+/// `GSI1` finds an order by its id.
+const ONE_TABLE: &str = r#"version = 1
+
+[tables.Shop]
+partition_key = "PK"
+sort_key = "SK"
+attributes = { PK = "S", SK = "S", GSI1PK = "S", GSI1SK = "S" }
+indexes.GSI1 = { partition_key = "GSI1PK", sort_key = "GSI1SK" }
+
+[entities.Customer]
+table = "Shop"
+keys = { PK = "CUSTOMER#{username}", SK = "PROFILE" }
+fields.username = { type = "String!" }
+fields.name = { type = "String!" }
+
+[entities.Order]
+table = "Shop"
+keys = { PK = "CUSTOMER#{username}", SK = "ORDER#{placedAt}#{orderId}", GSI1PK = "ORDER#{orderId}", GSI1SK = "ORDER" }
+fields.username = { type = "String!" }
+fields.orderId = { type = "String!" }
+fields.placedAt = { type = "DateTime!", stored_as = "iso8601" }
+fields.count = { type = "Int!" }
+"#;
+
+/// An item collection over a customer's partition, on lines 23 to 26 after `ONE_TABLE`.
+const ACTIVITY: &str = r#"
+[entities.Customer.connections.activity]
+members = ["Customer", "Order"]
+union = "Activity"
+partition = { field = "username" }
+"#;
+
+/// A customer's orders, on lines 23 to 25 after `ONE_TABLE`; cases add sort conditions.
+const ORDERS: &str = r#"
+[entities.Customer.connections.orders]
+entity = "Order"
+partition = { field = "username" }
+"#;
+
+/// A root connection finding orders by id through `GSI1`, on lines 23 to 26 after `ONE_TABLE`.
+const ORDER_BY_ID: &str = r#"
+[connections.orderById]
+entity = "Order"
+index = "GSI1"
+partition = { argument = "orderId" }
+"#;
+
+/// Returns keyed like orders, on lines 23 to 27 after `ONE_TABLE`: nothing in their keys tells
+/// them apart from orders.
+const RETURNS: &str = r#"
+[entities.Return]
+table = "Shop"
+keys = { PK = "CUSTOMER#{username}", SK = "ORDER#{returnId}" }
+fields.username = { type = "String!" }
+fields.returnId = { type = "String!" }
 "#;
 
 fn errors(text: &str) -> ModelErrors {
@@ -102,6 +196,33 @@ fn with_purchases(
         line,
         column,
     )
+}
+
+fn with_one_table(
+    name: &'static str,
+    extra: &str,
+    message: &'static str,
+    line: usize,
+    column: usize,
+) -> Case {
+    case(name, &format!("{ONE_TABLE}{extra}"), message, line, column)
+}
+
+/// `ONE_TABLE` with `from` replaced by `to` (its first occurrence), then `extra`.
+fn one_table_with(
+    name: &'static str,
+    (from, to): (&str, &str),
+    extra: &str,
+    message: &'static str,
+    line: usize,
+    column: usize,
+) -> Case {
+    assert!(
+        ONE_TABLE.contains(from),
+        "{name}: `{from}` is not in ONE_TABLE"
+    );
+    let text = format!("{}{extra}", ONE_TABLE.replacen(from, to, 1));
+    case(name, &text, message, line, column)
 }
 
 fn cases() -> Vec<Case> {
@@ -540,6 +661,269 @@ fn cases() -> Vec<Case> {
             10,
             20,
         ),
+        // Single-table designs: key templates, shared tables, item collections.
+        with_one_table(
+            "a template that two entities could both match",
+            RETURNS,
+            "entities `Order` and `Return` could both match the same keys of table `Shop`",
+            25,
+            43,
+        ),
+        with_one_table(
+            "a prefix that shadows another type's prefix",
+            &RETURNS.replace("ORDER#{", "ORDER#RETURN#{"),
+            "the key prefix `ORDER#` of `Order` shadows `ORDER#RETURN#` of `Return` on `SK` in table `Shop`",
+            25,
+            43,
+        ),
+        one_table_with(
+            "two entities of a table with the same type value",
+            (
+                "attributes = {",
+                "type_attribute = \"_type\"\nattributes = {",
+            ),
+            &format!("{RETURNS}type_value = \"Order\"\n"),
+            "entities `Order` and `Return` have the same type value `Order`",
+            29,
+            14,
+        ),
+        with_one_table(
+            "a union declared again with other members",
+            &format!(
+                "{ACTIVITY}\n[entities.Order.connections.more]\nmembers = [\"Order\"]\nunion = \"Activity\"\nindex = \"GSI1\"\npartition = {{ field = \"orderId\" }}\n"
+            ),
+            "union `Activity` is declared again with other members",
+            30,
+            9,
+        ),
+        with_one_table(
+            "a collection member type with no way to tell it apart",
+            &format!(
+                "{RETURNS}{}",
+                ACTIVITY.replace("\"Customer\"", "\"Return\"")
+            ),
+            "members `Return` and `Order` cannot be told apart in table `Shop`: their keys start alike",
+            30,
+            1,
+        ),
+        with_base(
+            "entities sharing a table with nothing to tell them apart",
+            "\n[entities.Account]\ntable = \"Users\"\nfields.userId = { type = \"String!\" }\n",
+            "entities `User` and `Account` share table `Users`, and nothing tells their items apart",
+            11,
+            11,
+        ),
+        one_table_with(
+            "key template on an attribute that is no key",
+            (
+                "GSI1SK = \"ORDER\" }",
+                "GSI1SK = \"ORDER\", GSI2PK = \"ORDER\" }",
+            ),
+            "",
+            "`GSI2PK` is no key attribute of table `Shop` or of its indexes",
+            17,
+            119,
+        ),
+        with_purchases(
+            "key template on an N attribute",
+            "keys = { at = \"AT#{sku}\" }\n",
+            "key attribute `at` has type N (number), but a template writes a string",
+            23,
+            15,
+        ),
+        with_one_table(
+            "field reading a templated attribute",
+            "fields.SK = { type = \"String!\" }\n",
+            "field `SK` reads attribute `SK`, which `keys` builds from a template",
+            22,
+            8,
+        ),
+        one_table_with(
+            "key template with an unclosed facet",
+            ("SK = \"PROFILE\"", "SK = \"PROFILE#{username\""),
+            "",
+            "is not closed by `}`",
+            11,
+            52,
+        ),
+        one_table_with(
+            "key template with adjacent facets",
+            ("ORDER#{placedAt}#{orderId}", "ORDER#{placedAt}{orderId}"),
+            "",
+            "follows another with no text between them",
+            17,
+            60,
+        ),
+        one_table_with(
+            "key template with a backslash in its text",
+            ("SK = \"PROFILE\"", "SK = 'PRO\\FILE'"),
+            "",
+            "in the literal text would read as an escape",
+            11,
+            47,
+        ),
+        one_table_with(
+            "facet that is no field",
+            ("ORDER#{placedAt}#{orderId}", "ORDER#{placedAt}#{ordrId}"),
+            "",
+            "facet `ordrId` of key template `ORDER#{placedAt}#{ordrId}` is no field of entity `Order`",
+            17,
+            43,
+        ),
+        case(
+            "Float facet",
+            &ONE_TABLE
+                .replace("GSI1SK = \"ORDER\"", "GSI1SK = \"{count}\"")
+                .replace("type = \"Int!\"", "type = \"Float!\""),
+            "field `count` of type `Float!` cannot be a facet of key `GSI1SK`",
+            21,
+            25,
+        ),
+        one_table_with(
+            "nullable facet",
+            (
+                "fields.orderId = { type = \"String!\" }",
+                "fields.orderId = { type = \"String\" }",
+            ),
+            "",
+            "field `orderId` of type `String` cannot be a facet of key `SK`",
+            19,
+            27,
+        ),
+        one_table_with(
+            "type_value without a type attribute",
+            (
+                "SK = \"PROFILE\" }",
+                "SK = \"PROFILE\" }\ntype_value = \"CUSTOMER\"",
+            ),
+            "",
+            "table `Shop` has no `type_attribute` to hold `type_value`",
+            12,
+            14,
+        ),
+        one_table_with(
+            "type attribute that is a key attribute",
+            ("indexes.GSI1", "type_attribute = \"GSI1PK\"\nindexes.GSI1"),
+            "",
+            "type attribute `GSI1PK` is a key attribute of table `Shop`",
+            7,
+            18,
+        ),
+        with_one_table(
+            "members without a union",
+            &ACTIVITY.replace("union = \"Activity\"\n", ""),
+            "an item collection needs a `union`",
+            24,
+            11,
+        ),
+        with_one_table(
+            "union without members",
+            &ACTIVITY.replace("members = [\"Customer\", \"Order\"]", "entity = \"Order\""),
+            "`union` names the type of an item collection's `members`",
+            25,
+            9,
+        ),
+        with_one_table(
+            "entity and members together",
+            &ACTIVITY.replace("union", "entity = \"Order\"\nunion"),
+            "a connection has an `entity`, or `members` and a `union`, not both",
+            25,
+            10,
+        ),
+        with_one_table(
+            "members in different tables",
+            &format!(
+                "{}\n[tables.Other]\npartition_key = \"id\"\nattributes = {{ id = \"S\" }}\n\n[entities.Thing]\ntable = \"Other\"\nfields.thingId = {{ type = \"String!\", attribute = \"id\" }}\n",
+                ACTIVITY.replace("\"Order\"]", "\"Thing\"]")
+            ),
+            "member `Thing` is stored in table `Other`, not in `Shop` like `Customer`",
+            24,
+            24,
+        ),
+        one_table_with(
+            "members with different partition templates",
+            ("CUSTOMER#{username}", "USER#{username}"),
+            ACTIVITY,
+            "members `Customer` and `Order` do not write partition key `PK` of table `Shop` alike",
+            24,
+            1,
+        ),
+        with_one_table(
+            "filter on an item collection",
+            &format!("{ACTIVITY}filters.named = {{ field = \"name\", op = \"=\" }}\n"),
+            "an item collection has no filters",
+            27,
+            9,
+        ),
+        with_one_table(
+            "sort condition on an item collection",
+            &format!("{ACTIVITY}sort.min = \"from\"\n"),
+            "an item collection has no sort conditions",
+            27,
+            1,
+        ),
+        one_table_with(
+            "partition template with two facets",
+            ("ORDER#{orderId}\"", "ORDER#{orderId}#{username}\""),
+            ORDER_BY_ID,
+            "partition key `GSI1PK` of `Order` is built from 2 facets",
+            26,
+            1,
+        ),
+        one_table_with(
+            "partition given for a constant template",
+            ("ORDER#{orderId}\"", "ORDERS\""),
+            ORDER_BY_ID,
+            "partition key `GSI1PK` of `Order` is always `ORDERS`: leave `partition` out",
+            26,
+            26,
+        ),
+        one_table_with(
+            "range on a String facet",
+            ("ORDER#{placedAt}#{orderId}", "ORDER#{orderId}#{placedAt}"),
+            &format!("{ORDERS}sort.min = \"from\"\n"),
+            "`min` and `max` need a facet that sorts as its values: `orderId` is `String!`",
+            26,
+            12,
+        ),
+        one_table_with(
+            "range with a separator that sorts above the values",
+            ("ORDER#{placedAt}#{orderId}", "ORDER|{placedAt}|{orderId}"),
+            &format!("{ORDERS}sort.max = \"until\"\n"),
+            "`|` after facet `placedAt` in key template `ORDER|{placedAt}|{orderId}` does not sort at least two places below `+`",
+            26,
+            12,
+        ),
+        one_table_with(
+            "range with a separator found in the values",
+            ("ORDER#{placedAt}#{orderId}", "ORDER:{placedAt}:{orderId}"),
+            &format!("{ORDERS}sort.min = \"from\"\n"),
+            "separator `:` of key template `ORDER:{placedAt}:{orderId}` appears in `placedAt` values",
+            26,
+            12,
+        ),
+        one_table_with(
+            "begins_with on an Int facet",
+            ("ORDER#{placedAt}#{orderId}", "ORDER#{count}#{orderId}"),
+            &format!("{ORDERS}sort.begins_with = \"prefix\"\n"),
+            "`begins_with` needs a text or DateTime facet; `count` is `Int!`",
+            26,
+            20,
+        ),
+        with_one_table(
+            "relation giving the wrong number of facets",
+            "relations.customer = { type = \"Customer!\", key = [\"username\", \"orderId\"] }\n",
+            "relation `customer` gives 2 key field(s), but entity `Customer` is keyed by 1 key facet(s)",
+            22,
+            50,
+        ),
+        with_one_table(
+            "union named like an entity",
+            &ACTIVITY.replace("\"Activity\"", "\"Order\""),
+            "`Order` is declared twice",
+            25,
+            9,
+        ),
     ]
 }
 
@@ -623,10 +1007,10 @@ entity = "User"
 "#;
     let errors = errors(text);
     let lines: Vec<usize> = errors.diagnostics.iter().map(|d| d.line).collect();
-    assert_eq!(lines, [5, 8, 13, 14, 15, 19, 22], "{}", errors.report);
-    assert_eq!(errors.count, 7);
+    assert_eq!(lines, [5, 8, 13, 14, 15, 17, 19, 22], "{}", errors.report);
+    assert_eq!(errors.count, 8);
     assert!(
-        errors.report.ends_with("7 problems in test.toml\n"),
+        errors.report.ends_with("8 problems in test.toml\n"),
         "{}",
         errors.report
     );
@@ -647,6 +1031,56 @@ fn an_unknown_key_suggests_the_close_one() {
             .contains("= hint: did you mean `partition_key`?"),
         "{}",
         errors.report
+    );
+}
+
+#[test]
+fn a_facet_that_is_no_field_suggests_the_close_one() {
+    let text = ONE_TABLE.replace("{placedAt}#{orderId}", "{placedAt}#{ordrId}");
+    let errors = errors(&text);
+    let facet = errors
+        .diagnostics
+        .iter()
+        .find(|d| d.message.contains("facet `ordrId`"));
+    let hint = facet.and_then(|d| d.hint.clone()).unwrap_or_default();
+    assert!(
+        hint.starts_with("did you mean `orderId`?"),
+        "{}",
+        errors.report
+    );
+}
+
+#[test]
+fn a_shared_table_with_a_type_attribute_may_repeat_key_prefixes() {
+    // Without the type attribute, `Return` could match `Order`'s keys (a case above); with it,
+    // each item names its entity, and reads of the shared prefix keep one entity's items.
+    let text = format!(
+        "{}{}{ORDERS}{}",
+        ONE_TABLE.replace("indexes.GSI1", "type_attribute = \"_type\"\nindexes.GSI1"),
+        RETURNS.replace(
+            "table = \"Shop\"\n",
+            "table = \"Shop\"\ntype_value = \"RETURN\"\n"
+        ),
+        ACTIVITY.replace("\"Order\"]", "\"Order\", \"Return\"]"),
+    );
+    let model = model::parse("test.toml", &text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert_eq!(model.tables[0].type_attribute.as_deref(), Some("_type"));
+    let value = |name: &str| {
+        let e = model.entity_named(name).unwrap();
+        model.entities[e].type_value.clone()
+    };
+    assert_eq!(value("Order").as_deref(), Some("Order"));
+    assert_eq!(value("Return").as_deref(), Some("RETURN"));
+    let customer = &model.entities[model.entity_named("Customer").unwrap()];
+    let orders = &customer.connections[0];
+    assert_eq!(
+        orders.type_filters,
+        [("_type", TypeTest::Equals("Order".to_owned()))]
+    );
+    let activity = &customer.connections[1];
+    assert_eq!(
+        activity.collection.as_ref().map(|c| c.members.len()),
+        Some(3)
     );
 }
 

@@ -6,9 +6,15 @@
 //
 // usage: node apollo-paging.mjs <graphql-url> <plan.json> [--fault <name>]
 //
-// The plan lists cases: { name, connection, variables, expected, maxPages, fullPages }.
-// `expected` is the connection's ground truth in connection order, one identity string per
-// item (see `identity` in CONNECTIONS). Each case must end with exactly that list in the cache.
+// The plan names the model the server serves ("shop", the default, or "ecommerce", whose
+// connections `Customer.activity` and `Order.contents` are of unions) and lists cases:
+// { name, connection, variables, expected, maxPages, fullPages }. `expected` is the
+// connection's ground truth in connection order, one identity string per item (see `identity`
+// in CONNECTIONS; a union member's is `Typename|field`). Each case must end with exactly that
+// list in the cache.
+//
+// The last line on stdout is a summary: per case its name, page count, item count, pages short
+// of full or empty before the last, and the final list.
 //
 // Checks, each failing with its own tag on stderr:
 //   DUPLICATE: a page holds an item the cache already had (a cursor that moved backwards)
@@ -19,13 +25,16 @@
 //   SHORT:     a page other than the last is not full, where the plan says pages are full
 //   RECHECK:   at the end, a case's list is no longer in the cache (its variants merged)
 //   NO_CURSOR: more pages announced without a cursor to continue from
+//   UNION:     a union member of a type the connection does not have, or read back from the
+//              cache without its `id` (selected through `... on Node`) or its own field
 //
 // --fault corrupts responses on their way to Apollo, to show that the checks catch a server
 // that gets paging wrong: stop-early (page 2 says there is nothing more), stale-cursor (page 2's
 // continuing cursor is its other end), drop-edge (page 2 loses an edge), stall (from page 3,
 // empty pages that hand back the cursor they were given), edge-cursors (page cursors always
 // taken from the first and last edges, null on an empty page), merged-variants (the cache keys
-// `User.purchases` without its filter arguments).
+// `User.purchases` and `Customer.activity` without their arguments), no-possible-types (the
+// ecommerce cache is not told which types the unions and `Node` hold).
 
 import { readFileSync } from "node:fs";
 import { ApolloClient, HttpLink, InMemoryCache, gql } from "@apollo/client";
@@ -35,6 +44,19 @@ import { fail, firstResult, recordingFetch, runMain } from "./lib/apollo-harness
 const PAGE_INFO = "pageInfo { hasNextPage hasPreviousPage startCursor endCursor }";
 
 const purchaseIdentity = (n) => `${n.userId}|${Date.parse(n.purchasedAt)}|${n.amount}|${n.status}`;
+
+/**
+ * The identity of a union member: its `__typename` and the field named for that type in
+ * `fields`, which (with `id`, from `... on Node`) the cache must have answered.
+ */
+const memberIdentity = (fields) => (n) => {
+  const field = fields[n.__typename];
+  if (!field) fail(`UNION: a member of type ${n.__typename}, not one of ${Object.keys(fields)}`);
+  if (typeof n.id !== "string" || typeof n[field] !== "string") {
+    fail(`UNION: a ${n.__typename} without its id or ${field}: ${JSON.stringify(n)}`);
+  }
+  return `${n.__typename}|${n[field]}`;
+};
 
 const CONNECTIONS = {
   userPurchases: {
@@ -139,9 +161,84 @@ const CONNECTIONS = {
     connection: (data) => data?.users,
     identity: (n) => `${n.userId}|${n.email}`,
   },
+  // The ecommerce model: item collections whose nodes are unions.
+  customerActivity: {
+    query: gql`
+      query CustomerActivity(
+        $username: String!
+        $first: Int
+        $after: String
+        $last: Int
+        $before: String
+        $order: SortOrder
+      ) {
+        customer(username: $username) {
+          id
+          username
+          activity(first: $first, after: $after, last: $last, before: $before, order: $order) {
+            edges {
+              cursor
+              node {
+                __typename
+                ... on Node { id }
+                ... on Customer { username }
+                ... on Address { label }
+                ... on Order { orderId }
+              }
+            }
+            ${PAGE_INFO}
+          }
+        }
+      }
+    `,
+    connection: (data) => data?.customer?.activity,
+    identity: memberIdentity({ Customer: "username", Address: "label", Order: "orderId" }),
+  },
+  orderContents: {
+    query: gql`
+      query OrderContents(
+        $id: ID!
+        $first: Int
+        $after: String
+        $last: Int
+        $before: String
+        $order: SortOrder
+      ) {
+        node(id: $id) {
+          __typename
+          id
+          ... on Order {
+            orderId
+            contents(first: $first, after: $after, last: $last, before: $before, order: $order) {
+              edges {
+                cursor
+                node {
+                  __typename
+                  ... on Node { id }
+                  ... on Order { orderId }
+                  ... on OrderItem { itemId }
+                }
+              }
+              ${PAGE_INFO}
+            }
+          }
+        }
+      }
+    `,
+    connection: (data) => data?.node?.contents,
+    identity: memberIdentity({ Order: "orderId", OrderItem: "itemId" }),
+  },
 };
 
-const FAULTS = ["stop-early", "stale-cursor", "drop-edge", "stall", "edge-cursors", "merged-variants"];
+const FAULTS = [
+  "stop-early",
+  "stale-cursor",
+  "drop-edge",
+  "stall",
+  "edge-cursors",
+  "merged-variants",
+  "no-possible-types",
+];
 
 function parseArgs(argv) {
   const [url, planPath, ...rest] = argv;
@@ -155,10 +252,17 @@ function parseArgs(argv) {
   return { url, plan: JSON.parse(readFileSync(planPath, "utf8")), fault };
 }
 
-/** The connection object inside any response body of the four queries. */
+/** The connection object inside any response body of the queries in CONNECTIONS. */
 function connectionIn(body) {
   const data = body?.data;
-  return data?.user?.purchases ?? data?.product?.purchases ?? data?.products ?? data?.users;
+  return (
+    data?.user?.purchases ??
+    data?.product?.purchases ??
+    data?.products ??
+    data?.users ??
+    data?.customer?.activity ??
+    data?.node?.contents
+  );
 }
 
 /** Response corruption for `fault`; `state.page` counts the pages of the running case. */
@@ -209,21 +313,48 @@ function faultInjector(fault, state) {
   };
 }
 
-function makeClient(url, fetch, fault) {
-  const purchaseKeys =
-    fault === "merged-variants" ? false : ["since", "until", "status", "minAmount", "order"];
-  const cache = new InMemoryCache({
-    typePolicies: {
-      Query: {
-        fields: {
-          users: relayStylePagination(),
-          products: relayStylePagination(["category", "minPrice", "maxPrice", "order"]),
+/** The cache an application over `model` would configure. */
+function makeCache(model, fault) {
+  const merged = fault === "merged-variants";
+  if (model === "shop") {
+    const purchaseKeys = merged ? false : ["since", "until", "status", "minAmount", "order"];
+    return new InMemoryCache({
+      typePolicies: {
+        Query: {
+          fields: {
+            users: relayStylePagination(),
+            products: relayStylePagination(["category", "minPrice", "maxPrice", "order"]),
+          },
         },
+        User: { fields: { purchases: relayStylePagination(purchaseKeys) } },
+        Product: { fields: { purchases: relayStylePagination(["order"]) } },
       },
-      User: { fields: { purchases: relayStylePagination(purchaseKeys) } },
-      Product: { fields: { purchases: relayStylePagination(["order"]) } },
-    },
-  });
+    });
+  }
+  if (model === "ecommerce") {
+    // Without possibleTypes the cache cannot tell that an Address is a Node, so it cannot
+    // answer `... on Node { id }` from what it stored.
+    const possibleTypes =
+      fault === "no-possible-types"
+        ? {}
+        : {
+            CustomerActivity: ["Customer", "Address", "Order"],
+            OrderContent: ["Order", "OrderItem"],
+            Node: ["Customer", "Address", "Order", "OrderItem"],
+          };
+    return new InMemoryCache({
+      possibleTypes,
+      typePolicies: {
+        Customer: { fields: { activity: relayStylePagination(merged ? false : ["order"]) } },
+        Order: { fields: { contents: relayStylePagination(["order"]) } },
+      },
+    });
+  }
+  fail(`USAGE: unknown model ${model}`);
+}
+
+function makeClient(url, fetch, model, fault) {
+  const cache = makeCache(model, fault);
   return new ApolloClient({ link: new HttpLink({ uri: url, fetch }), cache });
 }
 
@@ -317,7 +448,7 @@ async function runCase(client, testCase, state) {
     if (testCase.fullPages && shortPages > 0) {
       fail(`SHORT: ${name}: ${shortPages} page(s) before the last are not full: ${pageSizes.join(",")}`);
     }
-    return { name, pages, items: list.length, shortPages, emptyPages };
+    return { name, pages, items: list.length, shortPages, emptyPages, list };
   } finally {
     subscription.unsubscribe();
   }
@@ -327,7 +458,7 @@ await runMain(async () => {
   const { url, plan, fault } = parseArgs(process.argv.slice(2));
   const state = { page: 0 };
   const { fetch } = recordingFetch(fault ? faultInjector(fault, state) : undefined);
-  const client = makeClient(url, fetch, fault);
+  const client = makeClient(url, fetch, plan.model ?? "shop", fault);
   const cases = [];
   for (const testCase of plan.cases) {
     cases.push(await runCase(client, testCase, state));
