@@ -23,6 +23,17 @@
 //!   that Queries with `Limit = first` until the page is full;
 //! - page 1 against page 1000 of the long partition, and the time dynarelay adds to each.
 //!
+//! Beside the shop, it measures the single-table example (`examples/ecommerce/dynarelay.toml`):
+//! a second server of the same binary, on the same DynamoDB Local with a table prefix of its
+//! own, serves one customer shaped like the long user (as many orders as the long user has
+//! purchases, written raw through the SDK, and a few addresses). Two of its pages are timed in
+//! the same loops as the shop's page, and loaded in the same CPU rounds: `customer { orders }`,
+//! the shop page's twin (one entity type in a shared partition), and `customer { activity }`,
+//! the item collection of addresses, the profile and orders. Their rows follow the shop page's,
+//! with the ratio to it: p50, p99, server CPU per page (issue 16's target: within 10%), and the
+//! DynamoDB calls per page by operation, counted from each server's `/metrics` over a walk of
+//! consecutive pages (the shop page's counted the same way).
+//!
 //! With `DYNARELAY_BENCH_BASELINE` naming another dynarelay binary (`scripts/bench --baseline
 //! REV` builds one from a git revision), that binary is started too, on the same tables and the
 //! same DynamoDB Local, and measured in the same loops: its pages alternate with the current
@@ -31,10 +42,11 @@
 //! server's with the ratio current / baseline (start to ready, idle RSS, page p50 and p99, the
 //! time added per page, CPU per page). `DYNARELAY_BENCH_REV` and `DYNARELAY_BENCH_BASELINE_REV`,
 //! when set, say which commits the two binaries were built from; the table's heading prints
-//! them with each binary's path and `--version`.
+//! them with each binary's path and `--version`. The baseline predates the single-table example,
+//! so its rows have no baseline columns: the current binary serves them.
 
 use std::{
-    collections::HashMap,
+    collections::{BTreeMap, HashMap},
     io::{BufRead, BufReader},
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
@@ -65,9 +77,10 @@ const WARM_UP: usize = 50;
 const SAMPLES: usize = 400;
 const CONCURRENCY: usize = 8;
 const CONCURRENT_PAGES: usize = 2_000;
-/// With a baseline, the CPU load runs in this many rounds per server, alternating between the
-/// two servers (current, baseline, baseline, current, ...), so that drift affects both alike.
+/// The CPU load runs in this many rounds per page, alternating between the pages (with a
+/// baseline: current, baseline, baseline, current, ...), so that drift affects all alike.
 const CPU_ROUNDS: usize = 4;
+const _: () = assert!(CONCURRENT_PAGES.is_multiple_of(CPU_ROUNDS), "whole rounds");
 const DEEP_PAGE: usize = 1_000;
 const DEEP_SAMPLES: usize = 200;
 /// One-way delay of the proxy that stands in for the distance to a real DynamoDB region.
@@ -75,10 +88,51 @@ const DELAY: Duration = Duration::from_millis(2);
 const FAR_SAMPLES: usize = 200;
 const TEST_RING: &str = "1:KioqKioqKioqKioqKioqKioqKioqKioqKioqKioqKio";
 
-const PAGE_QUERY: &str = "query($u: String!, $after: String, $status: PurchaseStatus) {
+/// The shop page: a user's purchases.
+const SHOP_PAGE: PageShape = PageShape {
+    query: "query($u: String!, $after: String, $status: PurchaseStatus) {
   user(userId: $u) { purchases(first: 20, after: $after, status: $status) {
     edges { cursor node { purchasedAt amount status quantity } }
-    pageInfo { hasNextPage endCursor } } } }";
+    pageInfo { hasNextPage endCursor } } } }",
+    lookup: "user",
+    connection: "purchases",
+    name: "`user { purchases(first: 20) }`",
+    filtered: true,
+};
+/// The shop page's twin on the single-table example: one entity type in a shared partition,
+/// the same four kinds of field (a time, a decimal, an enum, an integer) and the same `status`
+/// filter variable.
+const ORDERS_PAGE: PageShape = PageShape {
+    query: "query($u: String!, $after: String, $status: OrderStatus) {
+  customer(username: $u) { orders(first: 20, after: $after, status: $status) {
+    edges { cursor node { placedAt total status itemCount } }
+    pageInfo { hasNextPage endCursor } } } }",
+    lookup: "customer",
+    connection: "orders",
+    name: "single table: `customer { orders(first: 20) }`",
+    filtered: true,
+};
+/// The item collection of the single-table example: addresses, the profile and orders in one
+/// connection of a union, the orders with the same fields as [`ORDERS_PAGE`].
+const ACTIVITY_PAGE: PageShape = PageShape {
+    query: "query($u: String!, $after: String) {
+  customer(username: $u) { activity(first: 20, after: $after) {
+    edges { cursor node { __typename
+      ... on Order { placedAt total status itemCount }
+      ... on Address { label }
+      ... on Customer { name } } }
+    pageInfo { hasNextPage endCursor } } } }",
+    lookup: "customer",
+    connection: "activity",
+    name: "single table: `customer { activity(first: 20) }`, the item collection",
+    filtered: false,
+};
+/// The single-table example's customer: as many orders as [`LONG_USER`] has purchases.
+const CUSTOMER: &str = LONG_USER;
+/// The customer's saved addresses, by label; they come first in `activity`.
+const ADDRESSES: [&str; 3] = ["Home", "Parents", "Work"];
+/// Consecutive pages walked, from the first, to count DynamoDB calls per page.
+const CALL_PAGES: usize = 50;
 
 fn main() -> anyhow::Result<()> {
     tokio::runtime::Builder::new_multi_thread()
@@ -118,8 +172,29 @@ async fn run() -> anyhow::Result<()> {
     let seeding = Instant::now();
     seed(&Store::new(client.clone(), tables), &names).await?;
     eprintln!("seeded in {:.1} s", seeding.elapsed().as_secs_f64());
+    // The single-table example, under a prefix of its own.
+    let ecommerce_prefix = format!("{prefix}ecommerce_");
+    let ecommerce = model::load(Path::new(ECOMMERCE_MODEL))?;
+    let ecommerce_tables = Tables::new(&ecommerce, &ecommerce_prefix);
+    tables::create_missing(
+        &client,
+        &ecommerce,
+        &ecommerce_tables,
+        Duration::from_secs(60),
+    )
+    .await?;
+    let seeding = Instant::now();
+    seed_ecommerce(
+        &Store::new(client.clone(), ecommerce_tables),
+        &format!("{ecommerce_prefix}ECommerce"),
+    )
+    .await?;
+    eprintln!(
+        "seeded the single-table example in {:.1} s",
+        seeding.elapsed().as_secs_f64()
+    );
 
-    let server = Server::start(&binary.path, &endpoint, &prefix)?;
+    let server = Server::start(&binary.path, &endpoint, &prefix, SHOP_MODEL)?;
     let ready = server.wait_ready().await?;
     // scripts/profile attaches perf to this process.
     eprintln!("dynarelay serve: pid {}", server.pid());
@@ -127,13 +202,22 @@ async fn run() -> anyhow::Result<()> {
     // compete; it serves the same tables.
     let base_server = match &baseline {
         Some(baseline) => {
-            let base = Server::start(&baseline.path, &endpoint, &prefix)?;
+            let base = Server::start(&baseline.path, &endpoint, &prefix, SHOP_MODEL)?;
             let ready = base.wait_ready().await?;
             eprintln!("baseline serve: pid {}", base.pid());
             Some((base, ready))
         }
         None => None,
     };
+    // The single-table example's server, started last so that it competes with no start-up.
+    let ecommerce_server =
+        Server::start(&binary.path, &endpoint, &ecommerce_prefix, ECOMMERCE_MODEL)?;
+    let ecommerce_ready = ecommerce_server.wait_ready().await?;
+    eprintln!(
+        "single-table example serve: pid {}, ready in {}",
+        ecommerce_server.pid(),
+        ms(ecommerce_ready)
+    );
     tokio::time::sleep(Duration::from_secs(1)).await;
     let idle_rss = rss_kib(server.pid())?;
     let base_idle_rss = match &base_server {
@@ -168,38 +252,55 @@ async fn run() -> anyhow::Result<()> {
     let api = Api {
         http,
         url: format!("http://{}/graphql", server.address),
+        shape: SHOP_PAGE,
     };
     let base_api = base_server.as_ref().map(|(base, _)| Api {
         http: api.http.clone(),
         url: format!("http://{}/graphql", base.address),
+        shape: SHOP_PAGE,
     });
+    // The single-table example's two pages, from the same server.
+    let ecommerce_url = format!("http://{}/graphql", ecommerce_server.address);
+    let orders_api = Arc::new(Api {
+        http: api.http.clone(),
+        url: ecommerce_url.clone(),
+        shape: ORDERS_PAGE,
+    });
+    let activity_api = Arc::new(Api {
+        http: api.http.clone(),
+        url: ecommerce_url,
+        shape: ACTIVITY_PAGE,
+    });
+    let base_api_present = base_api.is_some();
     let direct = Direct {
         client: client.clone(),
         names: names.clone(),
     };
 
-    // Latency, one request at a time, interleaved so that drift affects all three alike. With a
-    // baseline, its page is timed next to the current server's, in alternating order.
+    // Latency, one request at a time, interleaved so that drift affects all alike. The pages
+    // through dynarelay (the shop page; with a baseline, the baseline's; the single-table
+    // example's two) are timed in an order that changes from sample to sample, so that each
+    // goes before each other as often as after.
+    let mut pages: Vec<(&Api, &str)> = vec![(&api, LONG_USER)];
+    pages.extend(base_api.as_ref().map(|base| (base, LONG_USER)));
+    pages.extend([(&*orders_api, CUSTOMER), (&*activity_api, CUSTOMER)]);
     let (mut via_api, mut query_only, mut get_and_query, mut get_with_query) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut added, mut health) = (Vec::new(), Vec::new());
     let (mut via_base, mut base_added) = (Vec::new(), Vec::new());
+    let (mut via_orders, mut via_activity) = (Vec::new(), Vec::new());
     let mut timers_before = Timers::default();
     for i in 0..WARM_UP + SAMPLES {
         if i == WARM_UP {
             timers_before = api.timers().await?;
         }
-        let (a, b) = match &base_api {
-            None => (api.page_timed(LONG_USER, None, None).await?, None),
-            Some(base) if i % 2 == 0 => {
-                let a = api.page_timed(LONG_USER, None, None).await?;
-                (a, Some(base.page_timed(LONG_USER, None, None).await?))
-            }
-            Some(base) => {
-                let b = base.page_timed(LONG_USER, None, None).await?;
-                (api.page_timed(LONG_USER, None, None).await?, Some(b))
-            }
-        };
+        let mut times = vec![Duration::ZERO; pages.len()];
+        for k in interleaved(pages.len(), i) {
+            let (page_api, owner) = pages[k];
+            times[k] = page_api.page_timed(owner, None, None).await?;
+        }
+        let a = times[0];
+        let b = base_api_present.then(|| times[1]);
         let q = direct.query_timed(LONG_USER).await?;
         let g = direct.get_and_query_timed(LONG_USER).await?;
         let c = direct.get_with_query_timed(LONG_USER).await?;
@@ -215,6 +316,8 @@ async fn run() -> anyhow::Result<()> {
                 via_base.push(b);
                 base_added.push(b.as_secs_f64() - c.as_secs_f64());
             }
+            via_orders.push(times[pages.len() - 2]);
+            via_activity.push(times[pages.len() - 1]);
         }
     }
     // The server's own timers over the same samples: where a page's time goes.
@@ -242,6 +345,24 @@ async fn run() -> anyhow::Result<()> {
             Some(percentile(&mut via_base, 0.99)),
         )
     };
+    let (orders_p50, orders_p99) = (
+        percentile(&mut via_orders, 0.5),
+        percentile(&mut via_orders, 0.99),
+    );
+    let (activity_p50, activity_p99) = (
+        percentile(&mut via_activity, 0.5),
+        percentile(&mut via_activity, 0.99),
+    );
+    // The single-table example's pages beside the shop page, with the ratio to it.
+    let to_shop = |shape: PageShape, what: &str, value: String, ratio: String, note: &str| {
+        row(
+            format!("{}, {what}", shape.name),
+            value,
+            "",
+            ratio,
+            format!("ratio: / the shop page's{note}"),
+        )
+    };
     let added_p50 = median(&mut added);
     let base_added_p50 = (!base_added.is_empty()).then(|| median(&mut base_added));
     let at_most = |note: &str| {
@@ -265,6 +386,9 @@ async fn run() -> anyhow::Result<()> {
         )
         .beside(base_p50.map(|b| (ms(b), quotient(api_p50, b)))),
     );
+    for (shape, p50) in [(ORDERS_PAGE, orders_p50), (ACTIVITY_PAGE, activity_p50)] {
+        rows.push(to_shop(shape, "p50", ms(p50), quotient(p50, api_p50), ""));
+    }
     rows.push(row(
         "GetItem and Query at the same time, p50",
         "",
@@ -321,15 +445,19 @@ async fn run() -> anyhow::Result<()> {
         )
         .beside(base_p99.map(|b| (ms(b), quotient(api_p99, b)))),
     );
+    for (shape, p99) in [(ORDERS_PAGE, orders_p99), (ACTIVITY_PAGE, activity_p99)] {
+        rows.push(to_shop(shape, "p99", ms(p99), quotient(p99, api_p99), ""));
+    }
 
     // The same comparison with DynamoDB further away: DynamoDB Local behind a loopback proxy that
     // delays each direction, a stand-in for the network and service time of a real region.
     let proxy = DelayProxy::start(&endpoint, DELAY).await?;
-    let far_server = Server::start(&binary.path, &proxy, &prefix)?;
+    let far_server = Server::start(&binary.path, &proxy, &prefix, SHOP_MODEL)?;
     far_server.wait_ready().await?;
     let far_api = Api {
         http: api.http.clone(),
         url: format!("http://{}/graphql", far_server.address),
+        shape: SHOP_PAGE,
     };
     let far = Direct {
         client: dynamo::client_for_local(&proxy),
@@ -368,35 +496,33 @@ async fn run() -> anyhow::Result<()> {
         "at most 1.10",
     ));
 
-    // Server CPU per page at a fixed concurrency: CPU time from /proc over the whole phase. With
-    // a baseline, the load alternates between the two servers in rounds; each server's CPU then
-    // includes what it spends idle during the other's rounds, which is counted as its own.
+    // Server CPU per page at a fixed concurrency, from /proc. The load runs in rounds, each
+    // page's in turn (the shop page; with a baseline, the baseline's; the single-table example's
+    // two), in an order that changes from round to round as in the latency loop, so that drift
+    // affects all alike. A page's server is read before and after each of that page's rounds,
+    // and its CPU is what those windows add up to: the single-table example's two pages share
+    // one server, and no server is charged for the time it idles during another's rounds.
     let api = Arc::new(api);
-    let mut loaded = vec![(server.pid(), Arc::clone(&api))];
+    let mut loaded = vec![(server.pid(), Arc::clone(&api), LONG_USER)];
     if let (Some((base, _)), Some(base_api)) = (&base_server, base_api) {
-        loaded.push((base.pid(), Arc::new(base_api)));
+        loaded.push((base.pid(), Arc::new(base_api), LONG_USER));
     }
-    let rounds = if loaded.len() > 1 { CPU_ROUNDS } else { 1 };
-    let cpu_before = loaded
-        .iter()
-        .map(|(pid, _)| cpu_ticks(*pid))
+    loaded.push((ecommerce_server.pid(), Arc::clone(&orders_api), CUSTOMER));
+    loaded.push((ecommerce_server.pid(), Arc::clone(&activity_api), CUSTOMER));
+    let (mut walls, mut ticks) = (vec![Duration::ZERO; loaded.len()], vec![0; loaded.len()]);
+    for round in 0..CPU_ROUNDS {
+        let pages = CONCURRENT_PAGES / CPU_ROUNDS;
+        for k in interleaved(loaded.len(), round) {
+            let (pid, page_api, owner) = &loaded[k];
+            let before = cpu_ticks(*pid)?;
+            walls[k] += load(page_api, owner, pages).await?;
+            ticks[k] += cpu_ticks(*pid)? - before;
+        }
+    }
+    let per_page = ticks
+        .into_iter()
+        .map(|t| Ok(ticks_to_duration(t)?.as_secs_f64() / CONCURRENT_PAGES as f64))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let mut walls = vec![Duration::ZERO; loaded.len()];
-    for round in 0..rounds {
-        let mut order: Vec<usize> = (0..loaded.len()).collect();
-        if round % 2 == 1 {
-            order.reverse();
-        }
-        for k in order {
-            let pages = CONCURRENT_PAGES / rounds + usize::from(round < CONCURRENT_PAGES % rounds);
-            walls[k] += load(&loaded[k].1, pages).await?;
-        }
-    }
-    let mut per_page = Vec::new();
-    for ((pid, _), before) in loaded.iter().zip(cpu_before) {
-        let cpu = ticks_to_duration(cpu_ticks(*pid)? - before)?;
-        per_page.push(cpu.as_secs_f64() / CONCURRENT_PAGES as f64);
-    }
     drop(loaded);
     drop(base_server);
     let rate = |wall: Duration| {
@@ -405,13 +531,17 @@ async fn run() -> anyhow::Result<()> {
             CONCURRENT_PAGES as f64 / wall.as_secs_f64()
         )
     };
-    let cpu_note = match walls.get(1) {
-        Some(base_wall) => at_most(&format!(
-            "{} (baseline {}); {rounds} alternating rounds",
+    let cpu_note = if base_api_present {
+        at_most(&format!(
+            "{} (baseline {}); {CPU_ROUNDS} alternating rounds",
             rate(walls[0]),
-            rate(*base_wall)
-        )),
-        None => rate(walls[0]),
+            rate(walls[1])
+        ))
+    } else {
+        format!(
+            "{}; {CPU_ROUNDS} rounds, alternating with the single-table pages",
+            rate(walls[0])
+        )
     };
     let micros = |seconds: f64| format!("{:.0} µs", seconds * 1e6);
     rows.push(
@@ -423,11 +553,47 @@ async fn run() -> anyhow::Result<()> {
             cpu_note,
         )
         .beside(
-            per_page
-                .get(1)
-                .map(|b| (micros(*b), quotient(per_page[0], *b))),
+            base_api_present.then(|| (micros(per_page[1]), quotient(per_page[0], per_page[1]))),
         ),
     );
+    let n = per_page.len();
+    for (shape, cpu, wall) in [
+        (ORDERS_PAGE, per_page[n - 2], walls[n - 2]),
+        (ACTIVITY_PAGE, per_page[n - 1], walls[n - 1]),
+    ] {
+        rows.push(to_shop(
+            shape,
+            &format!("server CPU per page ({CONCURRENCY} clients)"),
+            micros(cpu),
+            quotient(cpu, per_page[0]),
+            &format!(", at most 1.10; {}", rate(wall)),
+        ));
+    }
+
+    // DynamoDB calls per page, by operation, from each server's /metrics over a walk of
+    // consecutive pages from the first (only the bench talks to the servers now).
+    let shop_calls = api.calls_per_page(LONG_USER).await?;
+    rows.push(row(
+        format!("{}, DynamoDB calls per page", SHOP_PAGE.name),
+        calls_text(&shop_calls),
+        "",
+        "",
+        format!("pages 1 to {CALL_PAGES}, counted from /metrics"),
+    ));
+    for page_api in [&orders_api, &activity_api] {
+        let calls = page_api.calls_per_page(CUSTOMER).await?;
+        rows.push(to_shop(
+            page_api.shape,
+            "DynamoDB calls per page",
+            calls_text(&calls),
+            quotient(
+                calls.values().sum::<f64>(),
+                shop_calls.values().sum::<f64>(),
+            ),
+            ", all calls; one Query per page, as the shop page",
+        ));
+    }
+    drop((orders_api, activity_api, ecommerce_server));
 
     // DynamoDB work per filled page at 2% selectivity.
     let (ours_calls, ours_items) = api.filtered_walk(SPARSE_USER).await?;
@@ -514,6 +680,11 @@ async fn run() -> anyhow::Result<()> {
 
 /// The shop model the server is started with.
 const SHOP_MODEL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/shop/dynarelay.toml");
+/// The single-table example, served by a second server.
+const ECOMMERCE_MODEL: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/examples/ecommerce/dynarelay.toml"
+);
 
 /// The full names of the shop tables the bench reads directly.
 #[derive(Debug, Clone)]
@@ -591,6 +762,74 @@ async fn seed(store: &Store, names: &ShopNames) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Seeds the single-table example's `table` with [`CUSTOMER`] shaped like the shop's long user:
+/// the profile, [`ADDRESSES`], and as many orders as the long user has purchases, one a second
+/// from [`BASE_MS`] with the same amounts. Every item is written raw, with each key attribute
+/// the model's templates give it (facets hold no separator, so none needs escaping).
+async fn seed_ecommerce(store: &Store, table: &str) -> anyhow::Result<()> {
+    let s = |v: &str| AttributeValue::S(v.to_owned());
+    let iso = |ms: i64| -> anyhow::Result<String> {
+        Ok(chrono::DateTime::from_timestamp_millis(ms)
+            .context("a time out of range")?
+            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+    };
+    let partition = format!("CUSTOMER#{CUSTOMER}");
+    let mut items = vec![Item::from([
+        ("PK".to_owned(), s(&partition)),
+        ("SK".to_owned(), s(&partition)),
+        ("username".to_owned(), s(CUSTOMER)),
+        ("name".to_owned(), s(&format!("Customer {CUSTOMER}"))),
+        ("email".to_owned(), s(&format!("{CUSTOMER}@example.com"))),
+        ("joinedAt".to_owned(), s(&iso(BASE_MS)?)),
+    ])];
+    items.extend(ADDRESSES.iter().enumerate().map(|(i, label)| {
+        Item::from([
+            ("PK".to_owned(), s(&partition)),
+            ("SK".to_owned(), s(&format!("ADDRESS#{label}"))),
+            ("username".to_owned(), s(CUSTOMER)),
+            ("label".to_owned(), s(label)),
+            ("street".to_owned(), s(&format!("{} Main Street", i + 1))),
+            ("city".to_owned(), s("Springfield")),
+            ("postcode".to_owned(), s(&format!("1000{i}"))),
+            ("country".to_owned(), s("US")),
+        ])
+    }));
+    for i in 0..LONG_PURCHASES {
+        let placed_at = iso(BASE_MS + i * 1000)?;
+        let order_id = format!("O{i:06}");
+        let status = "PLACED";
+        items.push(Item::from([
+            ("PK".to_owned(), s(&partition)),
+            ("SK".to_owned(), s(&format!("ORDER#{placed_at}#{order_id}"))),
+            ("GSI1PK".to_owned(), s(&format!("ORDER#{order_id}"))),
+            ("GSI1SK".to_owned(), s(&format!("ORDER#{order_id}"))),
+            ("GSI2PK".to_owned(), s(&format!("STATUS#{status}"))),
+            ("GSI2SK".to_owned(), s(&format!("{placed_at}#{order_id}"))),
+            ("username".to_owned(), s(CUSTOMER)),
+            ("orderId".to_owned(), s(&order_id)),
+            ("placedAt".to_owned(), s(&placed_at)),
+            ("status".to_owned(), s(status)),
+            (
+                "total".to_owned(),
+                AttributeValue::N(format!("{}.99", i % 500)),
+            ),
+            ("itemCount".to_owned(), AttributeValue::N("1".to_owned())),
+        ]));
+    }
+    // Four writers at once, as for the shop.
+    let mut writers = tokio::task::JoinSet::new();
+    let chunk = items.len().div_ceil(4);
+    while !items.is_empty() {
+        let rest = items.split_off(items.len().saturating_sub(chunk));
+        let (store, table) = (store.clone(), table.to_owned());
+        writers.spawn(async move { store.put_items(&table, rest).await });
+    }
+    while let Some(done) = writers.join_next().await {
+        done??;
+    }
+    Ok(())
+}
+
 /// The server, killed on drop.
 struct Server {
     child: Child,
@@ -599,11 +838,12 @@ struct Server {
 }
 
 impl Server {
-    /// Starts `binary serve` on the tables under `prefix`. The current binary logs to stderr,
-    /// releases before the model file logged to stdout: the "dynarelay is listening" line is
-    /// looked for on both streams, and both are read to the end so that neither pipe fills up.
-    /// Binaries before the model file ignore `DYNARELAY_MODEL` and serve the compiled-in shop.
-    fn start(binary: &Path, endpoint: &str, prefix: &str) -> anyhow::Result<Self> {
+    /// Starts `binary serve` with the model file `model` on the tables under `prefix`. The
+    /// current binary logs to stderr, releases before the model file logged to stdout: the
+    /// "dynarelay is listening" line is looked for on both streams, and both are read to the end
+    /// so that neither pipe fills up. Binaries before the model file ignore `DYNARELAY_MODEL`
+    /// and serve the compiled-in shop.
+    fn start(binary: &Path, endpoint: &str, prefix: &str, model: &str) -> anyhow::Result<Self> {
         let started = Instant::now();
         let mut child = Command::new(binary)
             .arg("serve")
@@ -617,7 +857,7 @@ impl Server {
             .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
             .env("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
             .env("DYNARELAY_TABLE_PREFIX", prefix)
-            .env("DYNARELAY_MODEL", SHOP_MODEL)
+            .env("DYNARELAY_MODEL", model)
             .env("DYNARELAY_CURSOR_KEYS", TEST_RING)
             .env("DYNARELAY_LISTEN", "127.0.0.1:0")
             .env("RUST_LOG", "warn,dynarelay=info")
@@ -702,9 +942,56 @@ impl Drop for Server {
     }
 }
 
+/// A page the bench requests: its query, with `$u` the lookup's key, `$after` and (when
+/// `filtered`) `$status`, and where its connection is in the response.
+#[derive(Debug, Clone, Copy)]
+struct PageShape {
+    query: &'static str,
+    /// The root field the connection hangs off: `data.<lookup>.<connection>`.
+    lookup: &'static str,
+    connection: &'static str,
+    /// How the table names the page.
+    name: &'static str,
+    /// Whether the query declares `$status`.
+    filtered: bool,
+}
+
+/// One server's `/graphql`, and the page the bench asks it for.
 struct Api {
     http: reqwest::Client,
     url: String,
+    shape: PageShape,
+}
+
+/// DynamoDB calls by operation, summed over tables and outcomes, from the counter
+/// `dynarelay_dynamodb_calls_total` of a `/metrics` text.
+fn dynamodb_calls(text: &str) -> anyhow::Result<BTreeMap<String, f64>> {
+    let mut calls = BTreeMap::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("dynarelay_dynamodb_calls_total{") else {
+            continue;
+        };
+        let (labels, value) = rest.rsplit_once("} ").context("odd calls line")?;
+        let operation = labels
+            .split(',')
+            .find_map(|label| label.strip_prefix("operation=\""))
+            .and_then(|op| op.strip_suffix('"'))
+            .context("a calls line without its operation")?;
+        *calls.entry(operation.to_owned()).or_insert(0.0) += value.trim().parse::<f64>()?;
+    }
+    Ok(calls)
+}
+
+/// Calls per page by operation, such as `1.00 GetItem + 1.00 Query`.
+fn calls_text(calls: &BTreeMap<String, f64>) -> String {
+    if calls.is_empty() {
+        return "none".to_owned();
+    }
+    calls
+        .iter()
+        .map(|(operation, n)| format!("{n:.2} {operation}"))
+        .collect::<Vec<_>>()
+        .join(" + ")
 }
 
 /// Running sums and counts of the server's own timers, from `/metrics`: the time it spends on
@@ -791,8 +1078,13 @@ impl Api {
         after: Option<&str>,
         status: Option<&str>,
     ) -> anyhow::Result<(Duration, Value)> {
-        let body = json!({ "query": PAGE_QUERY, "variables": { "u": user, "after": after, "status": status } })
-            .to_string();
+        let mut variables = json!({ "u": user, "after": after });
+        if self.shape.filtered {
+            variables["status"] = json!(status);
+        } else {
+            ensure!(status.is_none(), "{} takes no status", self.shape.name);
+        }
+        let body = json!({ "query": self.shape.query, "variables": variables }).to_string();
         let started = Instant::now();
         let bytes = self
             .http
@@ -812,6 +1104,11 @@ impl Api {
         Ok((elapsed, value))
     }
 
+    /// The page's connection in a response.
+    fn connection<'v>(&self, value: &'v Value) -> &'v Value {
+        &value["data"][self.shape.lookup][self.shape.connection]
+    }
+
     /// The latency of `GET /health`, which answers at once.
     async fn health_timed(&self) -> anyhow::Result<Duration> {
         let started = Instant::now();
@@ -827,21 +1124,42 @@ impl Api {
         status: Option<&str>,
     ) -> anyhow::Result<Duration> {
         let (elapsed, value) = self.page(user, after, status).await?;
-        let edges = value["data"]["user"]["purchases"]["edges"]
+        let edges = self.connection(&value)["edges"]
             .as_array()
             .map_or(0, Vec::len);
         ensure!(edges == PAGE, "a page of {edges} edges: {value}");
         Ok(elapsed)
     }
 
+    /// The end cursor of a full page that has a next page.
     async fn page_cursor(&self, user: &str, after: Option<&str>) -> anyhow::Result<String> {
         let (_, value) = self.page(user, after, None).await?;
-        let info = &value["data"]["user"]["purchases"]["pageInfo"];
+        let edges = self.connection(&value)["edges"]
+            .as_array()
+            .map_or(0, Vec::len);
+        ensure!(edges == PAGE, "a page of {edges} edges: {value}");
+        let info = &self.connection(&value)["pageInfo"];
         ensure!(info["hasNextPage"] == true, "the partition ended early");
         Ok(info["endCursor"]
             .as_str()
             .context("no endCursor")?
             .to_owned())
+    }
+
+    /// DynamoDB calls per page by operation, from the server's `/metrics` around a walk of
+    /// [`CALL_PAGES`] full pages of `owner`'s, from the first.
+    async fn calls_per_page(&self, owner: &str) -> anyhow::Result<BTreeMap<String, f64>> {
+        let before = dynamodb_calls(&self.get("/metrics").await?)?;
+        let mut after = None;
+        for _ in 0..CALL_PAGES {
+            after = Some(self.page_cursor(owner, after.as_deref()).await?);
+        }
+        let mut calls = dynamodb_calls(&self.get("/metrics").await?)?;
+        for (operation, n) in &mut calls {
+            *n = (*n - before.get(operation).copied().unwrap_or(0.0)) / CALL_PAGES as f64;
+        }
+        calls.retain(|_, n| *n > 0.0);
+        Ok(calls)
     }
 
     /// Walks the `REFUNDED` purchases of `user`; DynamoDB calls and items evaluated per filled
@@ -852,7 +1170,7 @@ impl Api {
         loop {
             let (_, value) = self.page(user, after.as_deref(), Some("REFUNDED")).await?;
             let cost = &value["extensions"]["cost"];
-            let page = &value["data"]["user"]["purchases"];
+            let page = self.connection(&value);
             if page["edges"].as_array().map_or(0, Vec::len) == PAGE {
                 calls += cost["dynamodbCalls"].as_u64().context("no cost")? - 1;
                 items += cost["itemsEvaluated"].as_u64().context("no cost")? - 1;
@@ -1071,6 +1389,18 @@ fn percentile(samples: &mut [Duration], p: f64) -> Duration {
     samples[rank.min(samples.len() - 1)]
 }
 
+/// The order in which sample (or round) `i` visits `n` pages: rotated by one every second
+/// sample, and reversed in every odd one, so that each page goes before each other as often as
+/// after (for two pages: 0 1, 1 0, 1 0, 0 1, ...).
+fn interleaved(n: usize, i: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    order.rotate_left((i / 2) % n.max(1));
+    if i % 2 == 1 {
+        order.reverse();
+    }
+    order
+}
+
 fn ratio(a: Duration, b: Duration) -> f64 {
     a.as_secs_f64() / b.as_secs_f64()
 }
@@ -1108,9 +1438,9 @@ fn ticks_to_duration(ticks: u64) -> anyhow::Result<Duration> {
     Ok(Duration::from_secs_f64(ticks as f64 / per_second as f64))
 }
 
-/// `pages` pages of the long partition's first page from `CONCURRENCY` clients at once; the wall
-/// time they took.
-async fn load(api: &Arc<Api>, pages: usize) -> anyhow::Result<Duration> {
+/// `pages` requests of `owner`'s first page (the long partition's) from `CONCURRENCY` clients at
+/// once; the wall time they took.
+async fn load(api: &Arc<Api>, owner: &'static str, pages: usize) -> anyhow::Result<Duration> {
     let started = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
     for client in 0..CONCURRENCY {
@@ -1118,7 +1448,7 @@ async fn load(api: &Arc<Api>, pages: usize) -> anyhow::Result<Duration> {
         let share = pages / CONCURRENCY + usize::from(client < pages % CONCURRENCY);
         tasks.spawn(async move {
             for _ in 0..share {
-                api.page_timed(LONG_USER, None, None).await?;
+                api.page_timed(owner, None, None).await?;
             }
             anyhow::Ok(())
         });

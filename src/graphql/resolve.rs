@@ -290,7 +290,7 @@ fn plan<'a>(
             None => std::slice::from_ref(&connection.entity),
         };
         spec.keep = Some(Keep(Arc::new(move |item: &Item| {
-            values::entity_of(model, members, item).is_some()
+            values::entity_of_read(model, members, connection.start_key, item).is_some()
         })));
     }
     for filter in &connection.filters {

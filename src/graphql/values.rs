@@ -13,7 +13,7 @@ use base64::{Engine, engine::general_purpose::STANDARD};
 use chrono::{DateTime, SecondsFormat, Utc};
 
 use crate::{
-    cursor::{Key, KeyType, KeyValue},
+    cursor::{Key, KeyAttr, KeyType, KeyValue},
     dynamo::Item,
     model::{
         EntityId, Field, FieldId, FieldType, Model, Scalar, TemplateKey, TimeFormat,
@@ -524,10 +524,23 @@ pub fn primary_key(
     Key::new(shape, values).ok()
 }
 
-/// Whether an item read from `entity`'s table is one of `candidates` (always, when the table
-/// holds no other entity), and which.
+/// Which of `candidates` an item read by its table key is (always the first, when the table
+/// holds no other entity).
 pub fn entity_of(model: &Model, candidates: &[EntityId], item: &Item) -> Option<EntityId> {
-    model.entity_of(candidates, |attribute| {
+    let keys = candidates
+        .first()
+        .map_or(&[][..], |&e| model.table_of(e).key);
+    entity_of_read(model, candidates, keys, item)
+}
+
+/// Which of `candidates` an item read by `keys` (an index's and the table's) is.
+pub fn entity_of_read(
+    model: &Model,
+    candidates: &[EntityId],
+    keys: &[KeyAttr],
+    item: &Item,
+) -> Option<EntityId> {
+    model.entity_of(candidates, keys, |attribute| {
         item.get(attribute)
             .and_then(|v| v.as_s().ok())
             .map(String::as_str)

@@ -507,16 +507,18 @@ impl Model {
         &self.tables[self.entities[entity].table]
     }
 
-    /// The first of `candidates` an item is one of (the model makes sure at most one is).
+    /// The first of `candidates` an item read by `keys` is one of (the model makes sure at most
+    /// one is); see [`Entity::matches`].
     pub fn entity_of<'i>(
         &self,
         candidates: &[EntityId],
+        keys: &[KeyAttr],
         get: impl Fn(&str) -> Option<&'i str> + Copy,
     ) -> Option<EntityId> {
         candidates
             .iter()
             .copied()
-            .find(|&e| self.entities[e].matches(self, get))
+            .find(|&e| self.entities[e].matches(self, keys, get))
     }
 
     /// The entity named `name`.
@@ -543,11 +545,17 @@ impl Entity {
     }
 
     /// Whether an item is one of this entity's, given its string attributes: its table's type
-    /// attribute holds this entity's value, and every key the entity builds from a template
-    /// reads back under it (the table's always; an index's when the item has it), with each
-    /// facet a value of its field's type, the same in every key that holds it, and equal to
-    /// the attribute the item stores it in, if it stores it as a string.
-    pub fn matches<'i>(&self, model: &Model, get: impl Fn(&str) -> Option<&'i str>) -> bool {
+    /// attribute holds this entity's value, and each of the `keys` the item was read by (the
+    /// table's, and an index's when read through one) that the entity builds from a template
+    /// reads back under it, with each facet a value of its field's type, the same in every
+    /// such key that holds it, and equal to the attribute the item stores it in, if it stores it
+    /// as a string. Other keys are not looked at: a read relies only on its own.
+    pub fn matches<'i>(
+        &self,
+        model: &Model,
+        keys: &[KeyAttr],
+        get: impl Fn(&str) -> Option<&'i str>,
+    ) -> bool {
         let table = &model.tables[self.table];
         if let (Some(attribute), Some(value)) = (&table.type_attribute, &self.type_value)
             && get(attribute) != Some(value.as_str())
@@ -556,11 +564,11 @@ impl Entity {
         }
         let mut seen: Vec<(FieldId, String)> = Vec::new();
         for t in &self.templates {
-            let Some(key) = get(t.attribute) else {
-                if t.primary {
-                    return false;
-                }
+            if !keys.iter().any(|k| k.name == t.attribute) {
                 continue;
+            }
+            let Some(key) = get(t.attribute) else {
+                return false;
             };
             let Some(facets) = t.template.read(key) else {
                 return false;
