@@ -88,8 +88,7 @@ pub fn builder(model: &'static Model) -> (SchemaBuilder, FieldCosts) {
             }
         }
     }
-    for (id, e) in model.entities.iter().enumerate() {
-        let _ = id;
+    for e in &model.entities {
         if e.mutations
             .create
             .as_ref()

@@ -2982,25 +2982,16 @@ impl<'f> Ctx<'f, '_> {
         };
         let from = if let Some(argument) = &partition.argument {
             arguments.add(argument.get_ref(), argument.span());
-            match facet {
-                Some(field) => match owner {
-                    Owner::Root => Some(PartitionFrom::Argument {
-                        argument: Argument {
-                            name: argument.get_ref().clone(),
-                            description: partition.description.clone(),
-                        },
-                        field,
-                    }),
-                    Owner::Entity(..) => self.partition_argument(
-                        owner,
-                        argument,
-                        partition.description.clone(),
-                        node,
-                        &attribute,
-                        out,
-                    ),
-                },
-                None => self.partition_argument(
+            match (facet, owner) {
+                // The argument takes the facet's type; `partition_argument` reports the rest.
+                (Some(field), Owner::Root) => Some(PartitionFrom::Argument {
+                    argument: Argument {
+                        name: argument.get_ref().clone(),
+                        description: partition.description.clone(),
+                    },
+                    field,
+                }),
+                _ => self.partition_argument(
                     owner,
                     argument,
                     partition.description.clone(),
@@ -3089,6 +3080,25 @@ impl<'f> Ctx<'f, '_> {
         Some((sort, prefix))
     }
 
+    /// The parent entity's field a `field` partition names; only connections on entities have
+    /// one.
+    fn parent_field(
+        &self,
+        owner: Owner<'_>,
+        field: &Spanned<String>,
+        out: &mut Problems,
+    ) -> Option<(EntityId, FieldId)> {
+        let Owner::Entity(parent, _) = owner else {
+            out.error(
+                field.span(),
+                "`field` partitions are for connections on entities",
+            )
+            .hint("a root connection takes its partition from an `argument` or a `value`");
+            return None;
+        };
+        Some((parent, self.field_named(parent, field, out)?))
+    }
+
     /// A partition given by a parent's field into the node's one-facet partition template.
     fn partition_facet_field(
         &self,
@@ -3098,15 +3108,7 @@ impl<'f> Ctx<'f, '_> {
         facet: FieldId,
         out: &mut Problems,
     ) -> Option<PartitionFrom> {
-        let Owner::Entity(parent, _) = owner else {
-            out.error(
-                field.span(),
-                "`field` partitions are for connections on entities",
-            )
-            .hint("a root connection takes its partition from an `argument` or a `value`");
-            return None;
-        };
-        let id = self.field_named(parent, field, out)?;
+        let (parent, id) = self.parent_field(owner, field, out)?;
         let f = &self.entities[parent].entity.fields[id];
         let want = &self.entities[node].entity.fields[facet];
         let scalar = |ty: &FieldType| match ty {
@@ -3308,15 +3310,7 @@ impl<'f> Ctx<'f, '_> {
         attribute: &KeyAttr,
         out: &mut Problems,
     ) -> Option<PartitionFrom> {
-        let Owner::Entity(parent, _) = owner else {
-            out.error(
-                field.span(),
-                "`field` partitions are for connections on entities",
-            )
-            .hint("a root connection takes its partition from an `argument` or a `value`");
-            return None;
-        };
-        let id = self.field_named(parent, field, out)?;
+        let (parent, id) = self.parent_field(owner, field, out)?;
         let f = &self.entities[parent].entity.fields[id];
         let fits = matches!(f.ty, FieldType::Scalar(s) if s.key_type() == Some(attribute.ty));
         if !fits {
