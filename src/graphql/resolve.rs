@@ -8,7 +8,7 @@ use std::{
     sync::{Arc, Mutex},
 };
 
-use async_graphql::{Context, Name, Value, indexmap::IndexMap};
+use async_graphql::{Context, Name, SelectionField, Value, indexmap::IndexMap};
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::{
@@ -53,12 +53,14 @@ impl Site {
     }
 }
 
-/// Reads one page of `site` for a parent item (entity connections) with `args`.
+/// Reads one page of `site` for a parent item (entity connections) with `args`, reading only
+/// the attributes of `projection` (see [`projection`]) besides the keys; `None` reads whole items.
 pub async fn connection_page(
     ctx: &Context<'_>,
     site: Site,
     parent: Option<&Item>,
     args: &Args,
+    projection: Option<Vec<&'static str>>,
 ) -> ApiResult<PageValue> {
     let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
     let codec = ctx.data::<CursorCodec>().map_err(|_| ApiError::Internal)?;
@@ -70,7 +72,8 @@ pub async fn connection_page(
             PageLimits::new(default, max, (global.read_budget() as u32).max(max + 1)).ok()
         })
         .unwrap_or(*global);
-    let plan = plan(site, parent, args, store)?;
+    let mut plan = plan(site, parent, args, store)?;
+    plan.spec.projection = projection;
     let reader = Reader {
         limits: &limits,
         codec,
@@ -79,6 +82,84 @@ pub async fn connection_page(
     reader
         .page(plan.page, &plan.binding, plan.descending, plan.spec)
         .await
+}
+
+/// The attributes a page of `site` needs for `selection`, the connection field as the query
+/// selects it: those of the selected fields (with the key a facet is read back from when the
+/// item does not hold it), the table's keys (for ids), and all that tells the connection's
+/// entities apart in a shared table. Sorted, so that equal selections give equal lists.
+///
+/// `None`, to read whole items, when the selection reaches past the nodes' own fields:
+/// relations, nested connections, or anything else this does not know, whose resolvers look at
+/// the item as a whole.
+pub fn projection(site: Site, selection: &SelectionField<'_>) -> Option<Vec<&'static str>> {
+    let model = site.model;
+    let connection = site.connection;
+    let members: &'static [EntityId] = match &connection.collection {
+        Some(collection) => &collection.members,
+        None => std::slice::from_ref(&connection.entity),
+    };
+    let table = model.table_of(connection.entity);
+    let keys = || connection.start_key.iter().chain(table.key.iter());
+    let mut wanted: Vec<&'static str> = keys().map(|k| k.name).collect();
+    wanted.extend(table.type_attribute.as_deref());
+    for &member in members {
+        let e = &model.entities[member];
+        for template in &e.templates {
+            if keys().any(|k| k.name == template.attribute) {
+                wanted.extend(
+                    template
+                        .facets
+                        .iter()
+                        .map(|&f| e.fields[f].attribute.as_str()),
+                );
+            }
+        }
+    }
+    let mut nodes = Vec::new();
+    for child in selection.selection_set() {
+        match child.name() {
+            "edges" => {
+                for edge in child.selection_set() {
+                    match edge.name() {
+                        "node" => nodes.push(edge),
+                        "cursor" | "__typename" => {}
+                        _ => return None,
+                    }
+                }
+            }
+            "nodes" => nodes.push(child),
+            "pageInfo" | "__typename" => {}
+            _ => return None,
+        }
+    }
+    for node in nodes {
+        for field in node.selection_set() {
+            let name = field.name();
+            if name == "__typename" || name == "id" {
+                continue;
+            }
+            let mut found = false;
+            for &member in members {
+                let e = &model.entities[member];
+                if let Some(f) = e.fields.iter().position(|f| f.name == name) {
+                    found = true;
+                    wanted.push(e.fields[f].attribute.as_str());
+                    wanted.extend(e.facet_source(f).map(|t| t.attribute));
+                } else if e.relations.iter().any(|r| r.name == name)
+                    || e.connections.iter().any(|c| c.name == name)
+                {
+                    return None;
+                }
+            }
+            if !found {
+                return None;
+            }
+        }
+    }
+    wanted.sort_unstable();
+    wanted.dedup();
+    Some(wanted)
 }
 
 /// The binding of `site`'s connection for a parent item and arguments: what cursors of that
@@ -152,6 +233,7 @@ fn plan<'a>(
         sort: None,
         filters: Vec::new(),
         keep: None,
+        projection: None,
     };
     if let Read::Query {
         partition,
@@ -614,6 +696,7 @@ type PageAhead = (
     &'static str,
     String,
     Vec<(Name, Value)>,
+    Option<Vec<&'static str>>,
     ApiResult<PageValue>,
 );
 
@@ -624,15 +707,17 @@ impl std::fmt::Debug for PagesAhead {
 }
 
 impl PagesAhead {
-    /// Keeps a page read for `label` under the parent `key` with `arguments`.
+    /// Keeps a page read for `label` under the parent `key` with `arguments`, of items read with
+    /// `projection`.
     pub fn put(
         &self,
         label: &'static str,
         key: String,
         arguments: Vec<(Name, Value)>,
+        projection: Option<Vec<&'static str>>,
         page: ApiResult<PageValue>,
     ) {
-        self.lock().push((label, key, arguments, page));
+        self.lock().push((label, key, arguments, projection, page));
     }
 
     /// Whether no page is waiting (the usual case: then nothing else need be computed).
@@ -640,21 +725,24 @@ impl PagesAhead {
         self.lock().is_empty()
     }
 
-    /// Takes the page read for `label` under `key` with `arguments`, if one was.
+    /// Takes the page read for `label` under `key` with `arguments` and `projection`, if one
+    /// was (the same connection selected twice under aliases, with different fields, reads
+    /// different attributes).
     pub fn take(
         &self,
         label: &'static str,
         key: &str,
         arguments: &[(Name, Value)],
+        projection: &Option<Vec<&'static str>>,
     ) -> Option<ApiResult<PageValue>> {
         let mut pages = self.lock();
         if pages.is_empty() {
             return None;
         }
-        let at = pages
-            .iter()
-            .position(|(l, k, args, _)| *l == label && k == key && args.as_slice() == arguments)?;
-        Some(pages.swap_remove(at).3)
+        let at = pages.iter().position(|(l, k, args, p, _)| {
+            *l == label && k == key && args.as_slice() == arguments && p == projection
+        })?;
+        Some(pages.swap_remove(at).4)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<PageAhead>> {

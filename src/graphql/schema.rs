@@ -458,16 +458,17 @@ async fn page_of(
     site: Site,
     parent: Option<&Item>,
 ) -> Result<PageValue, ApiError> {
+    let projection = resolve::projection(site, &ctx.field());
     if let (Some(parent_entity), Some(parent), Some(ahead)) =
         (site.parent, parent, ctx.data_opt::<PagesAhead>())
         && !ahead.is_empty()
         && let Ok(arguments) = ctx.field().arguments()
         && let Some(key) = resolve::parent_text(site.model, parent_entity, parent)
-        && let Some(page) = ahead.take(site.label(), &key, &arguments)
+        && let Some(page) = ahead.take(site.label(), &key, &arguments, &projection)
     {
         return page;
     }
-    resolve::connection_page(ctx, site, parent, ctx.args.as_index_map()).await
+    resolve::connection_page(ctx, site, parent, ctx.args.as_index_map(), projection).await
 }
 
 fn argument(name: &str, ty: TypeRef, description: Option<&str>) -> InputValue {
@@ -690,10 +691,13 @@ async fn lookup_item(
                 continue;
             };
             let partial = &partial;
+            let projection = resolve::projection(site, &selection);
             reads.push(async move {
                 let args: Args = arguments.iter().cloned().collect();
-                let page = resolve::connection_page(ctx, site, Some(partial), &args).await;
-                (site.label(), arguments, page)
+                let page =
+                    resolve::connection_page(ctx, site, Some(partial), &args, projection.clone())
+                        .await;
+                (site.label(), arguments, projection, page)
             });
         }
     }
@@ -706,8 +710,8 @@ async fn lookup_item(
         return Ok(None);
     };
     if let Some(ahead) = ctx.data_opt::<PagesAhead>() {
-        for (label, arguments, page) in pages {
-            ahead.put(label, parent_key.clone(), arguments, page);
+        for (label, arguments, projection, page) in pages {
+            ahead.put(label, parent_key.clone(), arguments, projection, page);
         }
     }
     Ok(Some(found))

@@ -479,7 +479,7 @@ pub fn field_value<'i>(
         FieldType::Scalar(s) => s,
         FieldType::List { .. } => return None,
     };
-    facet_value(scalar, text).map(Cow::Owned)
+    facet_value(scalar, text.into_owned()).map(Cow::Owned)
 }
 
 /// Renders a key template with the facet values `value` gives (by facet field).

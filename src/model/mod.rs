@@ -562,7 +562,7 @@ impl Entity {
         {
             return false;
         }
-        let mut seen: Vec<(FieldId, String)> = Vec::new();
+        let mut seen: Vec<(FieldId, std::borrow::Cow<'_, str>)> = Vec::new();
         for t in &self.templates {
             if !keys.iter().any(|k| k.name == t.attribute) {
                 continue;
@@ -585,7 +585,7 @@ impl Entity {
                     return false;
                 }
                 if let Some(stored) = get(&f.attribute)
-                    && stored != text
+                    && stored != text.as_ref()
                 {
                     return false;
                 }

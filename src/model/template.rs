@@ -16,7 +16,7 @@
 //! The building block for key attributes declared as templates; the model file format does not
 //! declare templates yet. Pure: no I/O, nothing of GraphQL or DynamoDB.
 
-use std::fmt;
+use std::{borrow::Cow, fmt};
 
 /// The escape character inside facet values.
 const ESCAPE: char = '\\';
@@ -250,7 +250,7 @@ impl KeyTemplate {
 
     /// Reads the facet values back from a key made by this template; `None` when the key does not
     /// fit it (another template's key, or a key written by hand).
-    pub fn read(&self, key: &str) -> Option<Vec<(&str, String)>> {
+    pub fn read<'k>(&self, key: &'k str) -> Option<Vec<(&str, Cow<'k, str>)>> {
         let mut rest = key;
         let mut values = Vec::new();
         for (i, part) in self.parts.iter().enumerate() {
@@ -337,22 +337,33 @@ fn unescape_until<'t>(
     text: &'t str,
     separator: Option<char>,
     separators: &[char],
-) -> Option<(String, &'t str)> {
-    let mut value = String::new();
+) -> Option<(Cow<'t, str>, &'t str)> {
+    // The value is borrowed from the key unless it holds an escape (most do not): items are
+    // matched against templates on every page.
+    let mut unescaped: Option<String> = None;
+    let mut run = 0;
     let mut chars = text.char_indices();
+    let value = |unescaped: Option<String>, run: usize, end: usize| match unescaped {
+        None => Cow::Borrowed(&text[..end]),
+        Some(mut value) => {
+            value.push_str(&text[run..end]);
+            Cow::Owned(value)
+        }
+    };
     while let Some((at, c)) = chars.next() {
         if c == ESCAPE {
-            let (_, escaped) = chars.next()?;
-            value.push(escaped);
+            let (escaped_at, escaped) = chars.next()?;
+            let so_far = unescaped.get_or_insert_with(String::new);
+            so_far.push_str(&text[run..at]);
+            so_far.push(escaped);
+            run = escaped_at + escaped.len_utf8();
         } else if Some(c) == separator {
-            return Some((value, &text[at..]));
+            return Some((value(unescaped, run, at), &text[at..]));
         } else if separators.contains(&c) {
             return None;
-        } else {
-            value.push(c);
         }
     }
-    Some((value, ""))
+    Some((value(unescaped, run, text.len()), ""))
 }
 
 /// Digits of [`sortable_integer`]'s output: every `i64` fits.
@@ -395,8 +406,8 @@ mod tests {
         assert_eq!(
             t.read(&key).unwrap(),
             [
-                ("orderDate", "2026-11-23".to_owned()),
-                ("orderId", "o-1".to_owned())
+                ("orderDate", Cow::from("2026-11-23")),
+                ("orderId", Cow::from("o-1"))
             ]
         );
         assert_eq!(t.to_string(), "ORDER#{orderDate}#{orderId}");
@@ -420,7 +431,7 @@ mod tests {
     fn keys_of_other_templates_do_not_read() {
         let order = KeyTemplate::parse("ORDER#{orderId}").unwrap();
         assert_eq!(order.read("ADDRESS#home"), None);
-        assert_eq!(order.read("ORDER#"), Some(vec![("orderId", String::new())]));
+        assert_eq!(order.read("ORDER#"), Some(vec![("orderId", Cow::from(""))]));
         assert_eq!(order.read(r"ORDER#dangling\"), None);
     }
 

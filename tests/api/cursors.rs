@@ -196,6 +196,7 @@ async fn a_start_key_dynamodb_rejects_becomes_a_masked_internal_error() {
                 sort: None,
                 filters: Vec::new(),
                 keep: None,
+                projection: None,
             },
             ReadPlan {
                 start: Some(bobs_key),

@@ -1235,6 +1235,97 @@ async fn nodes_from_collections_refetch_as_the_same_objects() {
     assert!(distinct.len() > 50, "{} distinct nodes", distinct.len());
 }
 
+/// A page reads only the attributes its selection needs (and the keys): the same connection
+/// selected under aliases with different fields, each read ahead of the customer's GetItem with
+/// its own attributes, answers every alias with exactly its fields, equal to the whole nodes cut
+/// down to them; a selection that reaches a relation, or an item collection's fragments, get
+/// theirs as well.
+#[tokio::test]
+async fn every_selection_of_a_connection_gets_its_own_fields() {
+    let f = ecommerce_with(no_lines).await;
+    let order = fields(Kind::Order);
+    let activity = selection(&[Kind::Customer, Kind::Address, Kind::Order]);
+    for username in [data::BIG_CUSTOMER, "ana\\", "李雷"] {
+        let response = f
+            .app
+            .graphql(
+                &format!(
+                    "query($u: String!) {{ customer(username: $u) {{
+                       whole: orders(first: 30) {{ edges {{ cursor node {{ {order} id }} }} }}
+                       totals: orders(first: 30) {{ edges {{ cursor node {{ total }} }} }}
+                       placed: orders(first: 30) {{ nodes {{ id placedAt orderId }} }}
+                       owners: orders(first: 30) {{ nodes {{ status customer {{ username name }} }} }}
+                       activity(first: 100) {{ nodes {{ {activity} }} }}
+                       kinds: activity(first: 100) {{ nodes {{ __typename
+                         ... on Order {{ status }} ... on Address {{ city }} }} }} }} }}"
+                ),
+                json!({ "u": username }),
+            )
+            .await;
+        assert!(response.get("errors").is_none(), "{response}");
+        let customer = &response["data"]["customer"];
+        let list = |path: [&str; 2]| customer[path[0]][path[1]].as_array().unwrap().clone();
+        let whole = list(["whole", "edges"]);
+        let truth: Vec<&Item> = f.data.orders_of(username).collect();
+        assert!(whole.len() >= 2, "{username}: {} orders", whole.len());
+        assert_eq!(whole.len(), truth.len().min(30), "{username}");
+        let name = f
+            .data
+            .customers
+            .iter()
+            .find(|c| attr(c, "username") == Some(username))
+            .and_then(|c| attr(c, "name"))
+            .unwrap();
+        let (totals, placed, owners) = (
+            list(["totals", "edges"]),
+            list(["placed", "nodes"]),
+            list(["owners", "nodes"]),
+        );
+        assert_eq!(
+            (totals.len(), placed.len(), owners.len()),
+            (whole.len(), whole.len(), whole.len())
+        );
+        for (i, edge) in whole.iter().enumerate() {
+            let node = &edge["node"];
+            let item = truth
+                .iter()
+                .find(|o| node["orderId"] == attr(o, "orderId").unwrap())
+                .unwrap_or_else(|| panic!("{node} is none of {username}'s orders"));
+            let mut bare = node.clone();
+            bare.as_object_mut().unwrap().remove("id");
+            bare["__typename"] = json!("Order");
+            assert_eq!(bare, expected(Kind::Order, item));
+            assert_eq!(
+                totals[i],
+                json!({ "cursor": edge["cursor"], "node": { "total": node["total"] } })
+            );
+            assert_eq!(
+                placed[i],
+                json!({ "id": node["id"], "placedAt": node["placedAt"], "orderId": node["orderId"] })
+            );
+            assert_eq!(
+                owners[i],
+                json!({ "status": node["status"], "customer": { "username": username, "name": name } })
+            );
+        }
+        let (all, kinds) = (list(["activity", "nodes"]), list(["kinds", "nodes"]));
+        assert_eq!(all.len(), kinds.len(), "{username}");
+        let mut typenames = BTreeSet::new();
+        for (node, cut) in all.iter().zip(&kinds) {
+            let typename = node["__typename"].as_str().unwrap();
+            typenames.insert(typename);
+            let mut want = json!({ "__typename": typename });
+            match typename {
+                "Order" => want["status"] = node["status"].clone(),
+                "Address" => want["city"] = node["city"].clone(),
+                _ => {}
+            }
+            assert_eq!(*cut, want, "{username}");
+        }
+        assert_eq!(typenames.len(), 3, "{username}: {typenames:?}");
+    }
+}
+
 /// An item in the shared table that matches no entity is left out of every connection, never
 /// an error, and counted in `dynarelay_items_unmatched_total`.
 #[tokio::test]
