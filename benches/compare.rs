@@ -65,6 +65,12 @@ use dynarelay::{
 };
 use serde_json::{Value, json};
 
+/// The tests' token issuer: test-only RSA keys and a JWKS served on loopback, for the shop's
+/// secure model (`examples/shop/secure.toml`) beside the open one.
+#[path = "../tests/api/issuer.rs"]
+#[allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+mod issuer;
+
 const LONG_USER: &str = "bench-long";
 const LONG_PURCHASES: i64 = 20_100;
 const SPARSE_USER: &str = "bench-sparse";
@@ -218,6 +224,17 @@ async fn run() -> anyhow::Result<()> {
         ecommerce_server.pid(),
         ms(ecommerce_ready)
     );
+    // The secure shop, verifying tokens against a JWKS served here on loopback.
+    let token_issuer = issuer::TestIssuer::start().await;
+    let secure_server = Server::start_with(
+        &binary.path,
+        &endpoint,
+        &prefix,
+        SECURE_MODEL,
+        &[("DYNARELAY_AUTH_JWKS_URL", &token_issuer.url())],
+    )?;
+    secure_server.wait_ready().await?;
+    eprintln!("secure shop serve: pid {}", secure_server.pid());
     tokio::time::sleep(Duration::from_secs(1)).await;
     let idle_rss = rss_kib(server.pid())?;
     let base_idle_rss = match &base_server {
@@ -253,11 +270,13 @@ async fn run() -> anyhow::Result<()> {
         http,
         url: format!("http://{}/graphql", server.address),
         shape: SHOP_PAGE,
+        token: None,
     };
     let base_api = base_server.as_ref().map(|(base, _)| Api {
         http: api.http.clone(),
         url: format!("http://{}/graphql", base.address),
         shape: SHOP_PAGE,
+        token: None,
     });
     // The single-table example's two pages, from the same server.
     let ecommerce_url = format!("http://{}/graphql", ecommerce_server.address);
@@ -265,11 +284,29 @@ async fn run() -> anyhow::Result<()> {
         http: api.http.clone(),
         url: ecommerce_url.clone(),
         shape: ORDERS_PAGE,
+        token: None,
     });
     let activity_api = Arc::new(Api {
         http: api.http.clone(),
         url: ecommerce_url,
         shape: ACTIVITY_PAGE,
+        token: None,
+    });
+    // The shop page on the secure model, as the page's user: one RS256 token, as a browser
+    // session sends the same token with every request.
+    let secure_token = token_issuer.mint(&issuer::with(
+        issuer::claims(LONG_USER),
+        json!({
+            "iss": "https://auth.shop.example",
+            "aud": "shop-web",
+            "exp": issuer::now() + 3600,
+        }),
+    ));
+    let secure_api = Arc::new(Api {
+        http: api.http.clone(),
+        url: format!("http://{}/graphql", secure_server.address),
+        shape: SHOP_PAGE,
+        token: Some(secure_token),
     });
     let base_api_present = base_api.is_some();
     let direct = Direct {
@@ -458,6 +495,7 @@ async fn run() -> anyhow::Result<()> {
         http: api.http.clone(),
         url: format!("http://{}/graphql", far_server.address),
         shape: SHOP_PAGE,
+        token: None,
     };
     let far = Direct {
         client: dynamo::client_for_local(&proxy),
@@ -507,6 +545,8 @@ async fn run() -> anyhow::Result<()> {
     if let (Some((base, _)), Some(base_api)) = (&base_server, base_api) {
         loaded.push((base.pid(), Arc::new(base_api), LONG_USER));
     }
+    let secure_at = loaded.len();
+    loaded.push((secure_server.pid(), Arc::clone(&secure_api), LONG_USER));
     loaded.push((ecommerce_server.pid(), Arc::clone(&orders_api), CUSTOMER));
     loaded.push((ecommerce_server.pid(), Arc::clone(&activity_api), CUSTOMER));
     let (mut walls, mut ticks) = (vec![Duration::ZERO; loaded.len()], vec![0; loaded.len()]);
@@ -556,6 +596,19 @@ async fn run() -> anyhow::Result<()> {
             base_api_present.then(|| (micros(per_page[1]), quotient(per_page[0], per_page[1]))),
         ),
     );
+    rows.push(row(
+        format!(
+            "secure shop (`secure.toml`), the shop page with an RS256 token, server CPU per page ({CONCURRENCY} clients)"
+        ),
+        micros(per_page[secure_at]),
+        "",
+        quotient(per_page[secure_at], per_page[0]),
+        format!(
+            "ratio: / the open shop page's, at most 1.05; token verified (then cached) and rules applied; {}",
+            rate(walls[secure_at])
+        ),
+    ));
+    drop((secure_api, secure_server, token_issuer));
     let n = per_page.len();
     for (shape, cpu, wall) in [
         (ORDERS_PAGE, per_page[n - 2], walls[n - 2]),
@@ -680,6 +733,9 @@ async fn run() -> anyhow::Result<()> {
 
 /// The shop model the server is started with.
 const SHOP_MODEL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/shop/dynarelay.toml");
+/// The shop with rules on who may see what, on the same tables: its page is the shop page,
+/// sent with an RS256 token of the page's user.
+const SECURE_MODEL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/shop/secure.toml");
 /// The single-table example, served by a second server.
 const ECOMMERCE_MODEL: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -844,6 +900,17 @@ impl Server {
     /// so that neither pipe fills up. Binaries before the model file ignore `DYNARELAY_MODEL`
     /// and serve the compiled-in shop.
     fn start(binary: &Path, endpoint: &str, prefix: &str, model: &str) -> anyhow::Result<Self> {
+        Self::start_with(binary, endpoint, prefix, model, &[])
+    }
+
+    /// [`Server::start`] with more environment variables.
+    fn start_with(
+        binary: &Path,
+        endpoint: &str,
+        prefix: &str,
+        model: &str,
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<Self> {
         let started = Instant::now();
         let mut child = Command::new(binary)
             .arg("serve")
@@ -861,6 +928,7 @@ impl Server {
             .env("DYNARELAY_CURSOR_KEYS", TEST_RING)
             .env("DYNARELAY_LISTEN", "127.0.0.1:0")
             .env("RUST_LOG", "warn,dynarelay=info")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -961,6 +1029,8 @@ struct Api {
     http: reqwest::Client,
     url: String,
     shape: PageShape,
+    /// A bearer token sent with every request, if any.
+    token: Option<String>,
 }
 
 /// DynamoDB calls by operation, summed over tables and outcomes, from the counter
@@ -1086,10 +1156,14 @@ impl Api {
         }
         let body = json!({ "query": self.shape.query, "variables": variables }).to_string();
         let started = Instant::now();
-        let bytes = self
+        let mut request = self
             .http
             .post(&self.url)
-            .header("content-type", "application/json")
+            .header("content-type", "application/json");
+        if let Some(token) = &self.token {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        let bytes = request
             .body(body)
             .send()
             .await?

@@ -5,11 +5,15 @@ use std::{convert::Infallible, fmt, net::SocketAddr, path::PathBuf, str::FromStr
 
 use clap::{ArgAction, Args, Parser, Subcommand};
 
+use jsonwebtoken::Algorithm;
+
 use crate::{
+    auth::{AuthSettings, KeySource},
     cursor::{KeyRing, KeyRingError},
     dynamo::SdkSettings,
     graphql::limits::QueryLimits,
     http::{AllowedOrigins, HttpSettings},
+    model::{AuthSpec, KeysSpec},
     pagination::PageLimits,
 };
 
@@ -231,6 +235,12 @@ pub struct ServeArgs {
     #[arg(long, env = "DYNARELAY_DYNAMODB_OPERATION_TIMEOUT_MS", default_value_t = 10_000,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub dynamodb_operation_timeout_ms: u64,
+
+    /// A JWKS URL to verify bearer tokens with, instead of the keys the model's `[auth]` names
+    /// (for one model file across environments, each with its own identity provider). Needs
+    /// `[auth]` in the model.
+    #[arg(long, env = "DYNARELAY_AUTH_JWKS_URL")]
+    pub auth_jwks_url: Option<String>,
 }
 
 impl ServeArgs {
@@ -268,6 +278,8 @@ impl ServeArgs {
                 introspection: self.introspection,
                 suggestions: self.suggestions,
             },
+            // Set by `serve` from the model's `[auth]` (see `auth_settings`).
+            auth: None,
         }
     }
 
@@ -279,6 +291,45 @@ impl ServeArgs {
             operation_timeout: Duration::from_millis(self.dynamodb_operation_timeout_ms),
             ..SdkSettings::default()
         }
+    }
+
+    /// How bearer tokens are verified, from the model's `[auth]` and `--auth-jwks-url`. A
+    /// shared secret is read from the environment variable `[auth] secret_env` names, here and
+    /// nowhere else.
+    pub fn auth_settings(&self, spec: &AuthSpec) -> anyhow::Result<AuthSettings> {
+        let keys = match (&self.auth_jwks_url, &spec.keys) {
+            (Some(url), _) => KeySource::JwksUrl(url.clone()),
+            (None, KeysSpec::JwksUrl(url)) => KeySource::JwksUrl(url.clone()),
+            (None, KeysSpec::JwksFile(path)) => KeySource::JwksFile(PathBuf::from(path)),
+            (None, KeysSpec::SecretEnv(var)) => {
+                let secret = std::env::var(var).unwrap_or_default();
+                if secret.is_empty() {
+                    anyhow::bail!(
+                        "the model's `[auth] secret_env` names {var}, which is not set: set it to \
+                         the shared secret tokens are signed with"
+                    );
+                }
+                KeySource::SharedSecret(secret.into_bytes())
+            }
+        };
+        let algorithms = spec
+            .algorithms
+            .iter()
+            .map(|a| {
+                a.parse::<Algorithm>()
+                    .map_err(|_| anyhow::anyhow!("unknown token algorithm {a}"))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        Ok(AuthSettings {
+            keys,
+            algorithms,
+            issuer: spec.issuer.clone(),
+            audience: spec.audience.clone(),
+            leeway: Duration::from_secs(spec.leeway_seconds.into()),
+            groups_claim: spec.groups_claim.clone(),
+            jwks_refresh: Duration::from_secs(spec.jwks_refresh_seconds.into()),
+            jwks_timeout: Duration::from_millis(spec.jwks_timeout_ms.into()),
+        })
     }
 
     /// The drain deadline.

@@ -8,6 +8,7 @@
 //! |---|---|
 //! | [`config`] | the command line: commands and flags (each also a `DYNARELAY_*` variable) |
 //! | [`http`] | axum router: `/graphql`, GraphiQL, `/health`, `/ready`; layers; graceful `serve` |
+//! | [`auth`] | `Authorization: Bearer` JWT -> verified caller (JWKS or shared secret, token cache) |
 //! | [`graphql`] | schema, root and object types, connections, scalars, query limits and the document cache, the error boundary |
 //! | [`pagination`] | Relay arguments -> page plan; fetched rows -> page with exact `hasNextPage` |
 //! | [`cursor`] | DynamoDB key <-> sealed, connection-bound cursor string; key ring; pure |
@@ -15,6 +16,7 @@
 //! | [`number`] | DynamoDB numbers as exact decimal strings |
 //! | [`model`] | the model file -> a checked, typed model; located errors; JSON Schema; key templates |
 
+pub mod auth;
 pub mod config;
 pub mod cursor;
 pub mod dynamo;

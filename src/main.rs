@@ -8,6 +8,7 @@ use std::{io::IsTerminal, process::ExitCode, time::Duration};
 use anyhow::Context;
 use clap::Parser;
 use dynarelay::{
+    auth::Authenticator,
     config::{CheckArgs, Cli, Command, KeygenArgs, LogFormat, ModelArgs, ServeArgs, TablesCommand},
     cursor::{CursorCodec, CursorSecret},
     dynamo::{self, SdkSettings, Store, Tables, tables},
@@ -107,7 +108,23 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     let codec = CursorCodec::new(ring);
     let store = Store::new(client, names);
-    let state = http::AppState::new(model, store, limits, codec, args.http())
+    let mut settings = args.http();
+    match &model.auth {
+        Some(spec) => {
+            let auth = args.auth_settings(spec)?;
+            settings.auth = Some(
+                Authenticator::new(auth)
+                    .await
+                    .context("setting up bearer-token verification")?,
+            );
+        }
+        None if args.auth_jwks_url.is_some() => anyhow::bail!(
+            "--auth-jwks-url (DYNARELAY_AUTH_JWKS_URL) is set, but the model has no `[auth]` \
+             section saying how tokens are checked"
+        ),
+        None => {}
+    }
+    let state = http::AppState::new(model, store, limits, codec, settings)
         .context("building the GraphQL schema")?;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await

@@ -28,6 +28,7 @@ pub struct Metrics {
     http_duration: Family<RouteLabels, Histogram, Buckets>,
     graphql_errors: Family<CodeLabels, Counter>,
     cursor_rejections: Family<ConnectionLabels, Counter>,
+    auth_rejections: Counter,
     dynamodb_calls: Family<CallLabels, Counter>,
     dynamodb_duration: Family<OperationLabels, Histogram, Buckets>,
     consumed_capacity: Family<TableLabels, Counter<f64, AtomicU64>>,
@@ -171,6 +172,12 @@ impl Metrics {
              connection",
             cursor_rejections.clone(),
         );
+        let auth_rejections = Counter::default();
+        registry.register(
+            "auth_rejected",
+            "Requests refused because their Authorization header or bearer token is not valid",
+            auth_rejections.clone(),
+        );
         let dynamodb_calls = Family::<CallLabels, Counter>::default();
         registry.register(
             "dynamodb_calls",
@@ -214,6 +221,7 @@ impl Metrics {
             http_duration,
             graphql_errors,
             cursor_rejections,
+            auth_rejections,
             dynamodb_calls,
             dynamodb_duration,
             consumed_capacity,
@@ -266,6 +274,11 @@ impl Metrics {
         self.cursor_rejections
             .get_or_create(&ConnectionLabels { connection })
             .inc();
+    }
+
+    /// Records a request refused for its credentials.
+    pub fn auth_rejected(&self) {
+        self.auth_rejections.inc();
     }
 
     /// Records one DynamoDB call; `table` is `None` for a call on several tables. Its cost goes
@@ -391,6 +404,7 @@ mod tests {
         metrics.http_request(route, method, 404, Duration::from_millis(1));
         metrics.graphql_error("BAD_USER_INPUT");
         metrics.cursor_rejected("Customer.orders");
+        metrics.auth_rejected();
         metrics.dynamodb_call(
             "Query",
             Some("Orders"),
@@ -412,6 +426,7 @@ mod tests {
             r#"dynarelay_http_request_duration_seconds_count{route="/graphql"} 1"#,
             r#"dynarelay_graphql_errors_total{code="BAD_USER_INPUT"} 1"#,
             r#"dynarelay_cursor_rejections_total{connection="Customer.orders"} 1"#,
+            "dynarelay_auth_rejected_total 1",
             r#"dynarelay_dynamodb_calls_total{operation="Query",table="Orders",outcome="ok"} 1"#,
             r#"dynarelay_dynamodb_consumed_capacity_units_total{table="Orders"} 1.5"#,
             r#"dynarelay_dynamodb_items_evaluated_total{table="Orders"} 40"#,

@@ -24,6 +24,11 @@
       defaultQuery: defaultQuery,
       variables: defaultVariables,
       defaultEditorToolsVisibility: 'variables',
+      // The Headers tab, where a user sets `Authorization: Bearer <token>` when the server
+      // checks tokens. (GraphiQL 4 enables it by default; named so that it stays on.) Headers
+      // are not persisted to localStorage, so a token does not outlive the tab.
+      isHeadersEditorEnabled: true,
+      shouldPersistHeaders: false,
     }),
   );
 })();

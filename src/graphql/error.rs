@@ -16,6 +16,9 @@ pub const INTERNAL_SERVER_ERROR: &str = "INTERNAL_SERVER_ERROR";
 /// the same request may succeed later.
 pub const SERVICE_UNAVAILABLE: &str = "SERVICE_UNAVAILABLE";
 
+/// `extensions.code` when the caller may not do what it asked (the model's `allow` rules).
+pub const FORBIDDEN: &str = "FORBIDDEN";
+
 /// The one message for every rejected cursor, so a client learns nothing about why.
 pub const INVALID_CURSOR: &str = "The cursor is not valid for this connection.";
 
@@ -30,6 +33,8 @@ pub enum ApiError {
     Internal,
     /// DynamoDB is unreachable, slow or throttling; the details went to the log.
     Unavailable,
+    /// The caller may not do this.
+    Forbidden(String),
 }
 
 /// A resolver result.
@@ -48,6 +53,7 @@ impl fmt::Debug for ApiError {
             Self::BadUserInput(message) => write!(f, "BadUserInput({message:?})"),
             Self::Internal => f.write_str("Internal"),
             Self::Unavailable => f.write_str("Unavailable"),
+            Self::Forbidden(message) => write!(f, "Forbidden({message:?})"),
         }
     }
 }
@@ -61,6 +67,7 @@ impl From<ApiError> for async_graphql::Error {
                 "The service is temporarily unavailable; try again shortly.".to_owned(),
                 SERVICE_UNAVAILABLE,
             ),
+            ApiError::Forbidden(message) => (message, FORBIDDEN),
         };
         async_graphql::Error::new(message).extend_with(|_, ext| ext.set("code", code))
     }

@@ -2,6 +2,7 @@
 //! connections and global ids, mutations, custom scalars, query limits and the document cache,
 //! and the error boundary.
 
+pub mod access;
 pub mod connection;
 pub mod documents;
 pub mod error;

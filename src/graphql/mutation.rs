@@ -22,6 +22,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use chrono::Utc;
 
 use super::{
+    access::{self, Grant},
     connection::EdgeValue,
     error::{ApiError, ApiResult},
     limits::FieldCosts,
@@ -30,11 +31,12 @@ use super::{
     values,
 };
 use crate::{
+    auth::Caller,
     cursor::{CursorCodec, Key, KeyValue, MAX_KEY_VALUE_BYTES},
     dynamo::{Item, Store},
     model::{
-        DefaultValue, Entity, EntityId, Field as ModelField, FieldId, FieldType, Generated, Model,
-        PartitionFrom, Read, Scalar, TemplateKey,
+        Access, DefaultValue, Entity, EntityId, Field as ModelField, FieldId, FieldType, Generated,
+        Model, PartitionFrom, Read, Scalar, TemplateKey,
     },
     number::DynamoNumber,
 };
@@ -58,7 +60,14 @@ pub fn types(model: &'static Model, costs: &mut FieldCosts) -> (Object, Vec<Type
             let payload = format!("Create{name}Payload");
             let mut input_type =
                 InputObject::new(&input).description(format!("A new {}.", words(name)));
-            for field in e.fields.iter().filter(|f| writable(e, f)) {
+            // An owner field is written from the caller's claim, never from the input.
+            let owners: Vec<FieldId> = create.access.owners().map(|(f, _)| f).collect();
+            for (_, field) in e
+                .fields
+                .iter()
+                .enumerate()
+                .filter(|(f, field)| writable(e, field) && !owners.contains(f))
+            {
                 let required = !field.nullable && field.default.is_none();
                 input_type = input_type.field(input_field(model, field, required));
             }
@@ -128,7 +137,10 @@ pub fn types(model: &'static Model, costs: &mut FieldCosts) -> (Object, Vec<Type
                         .description(format!("The {}'s global `id`.", words(name))),
                 );
             for (f, field) in e.fields.iter().enumerate() {
-                if e.key_fields.contains(&f) || field.generated.is_some() {
+                if e.key_fields.contains(&f)
+                    || field.generated.is_some()
+                    || update.access.owners().any(|(o, _)| o == f)
+                {
                     continue;
                 }
                 let required = e.version_field == Some(f);
@@ -434,6 +446,12 @@ async fn create_item(
         .try_get("input")
         .and_then(|v| v.object())
         .map_err(|_| ApiError::Internal)?;
+    let rules = e.mutations.create.as_ref().ok_or(ApiError::Internal)?;
+    let caller = access::caller(ctx);
+    if access::grant(&rules.access, &caller) == Grant::Nothing {
+        return Err(access::forbidden(&format!("`create{}`", e.name)));
+    }
+    let owners = owner_claims(&rules.access, &caller, &format!("`create{}`", e.name))?;
     let now = millisecond_now();
     let mut item = Item::new();
     // The key field that took the clock's value, which moves on when its key is taken.
@@ -447,6 +465,12 @@ async fn create_item(
         }
         if e.version_field == Some(f) {
             item.insert(field.attribute.clone(), AttributeValue::N("1".to_owned()));
+            continue;
+        }
+        if let Some((_, claim)) = owners.iter().find(|(o, _)| *o == f) {
+            let value = input_value(model, entity, f, &Value::String(claim.clone()))?
+                .ok_or(ApiError::Internal)?;
+            item.insert(field.attribute.clone(), value);
             continue;
         }
         let given = input
@@ -686,9 +710,56 @@ fn edge_cursor(
         parent: Some(parent),
         connection: declared,
     };
-    let binding = resolve::binding_for(site, Some(&parent_item), &Default::default(), store)?;
+    let caller = access::caller(ctx);
+    let binding = resolve::binding_for(
+        site,
+        Some(&parent_item),
+        &Default::default(),
+        store,
+        &caller,
+    )?;
     let key = Key::from_item(item, declared.start_key).map_err(|_| ApiError::Internal)?;
     Ok(codec.encode(&key, &binding))
+}
+
+/// The owner fields a create writes from the caller's claims: for each owner rule of `rules`,
+/// the field and the claim's value. A caller admitted by another rule but without the claim
+/// cannot create (the owner would be unknown).
+fn owner_claims(rules: &Access, caller: &Caller, what: &str) -> ApiResult<Vec<(FieldId, String)>> {
+    rules
+        .owners()
+        .map(|(field, claim)| {
+            caller
+                .principal()
+                .and_then(|p| p.claim(claim))
+                .map(|value| (field, value.into_owned()))
+                .ok_or_else(|| access::forbidden(what))
+        })
+        .collect()
+}
+
+/// What an update or delete must find in the item besides its key, for the caller to change
+/// it: nothing when a rule other than an owner rule admits the caller, else the owner
+/// attribute holding the caller's claim, checked in the same conditional write, so that no
+/// change of owner racing the write can let it through. `FORBIDDEN` when no rule admits the
+/// caller.
+fn owner_condition(
+    model: &Model,
+    entity: EntityId,
+    rules: &Access,
+    ctx: &ResolverContext<'_>,
+    what: &str,
+) -> ApiResult<Option<(String, AttributeValue)>> {
+    match access::grant(rules, &access::caller(ctx)) {
+        Grant::All => Ok(None),
+        Grant::Nothing => Err(access::forbidden(what)),
+        // With several owner rules, the first the caller has a claim for decides.
+        Grant::Own(claims) => {
+            let (field, claim) = claims.into_iter().next().ok_or(ApiError::Internal)?;
+            let attribute = model.entities[entity].fields[field].attribute.clone();
+            Ok(Some((attribute, AttributeValue::S(claim))))
+        }
+    }
 }
 
 /// The key of this entity a mutation's `input.id` names.
@@ -717,7 +788,19 @@ async fn delete_item(
 ) -> ApiResult<String> {
     let key = id_key(ctx, model, entity)?;
     let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
-    let expect = type_attribute(model, entity).into_iter().collect();
+    let mut expect: Vec<_> = type_attribute(model, entity).into_iter().collect();
+    let rules = model.entities[entity]
+        .mutations
+        .delete
+        .as_ref()
+        .ok_or(ApiError::Internal)?;
+    expect.extend(owner_condition(
+        model,
+        entity,
+        &rules.access,
+        ctx,
+        &format!("`delete{}`", model.entities[entity].name),
+    )?);
     if !store
         .delete_existing(model.entities[entity].table, &key, expect)
         .await?
@@ -748,6 +831,14 @@ async fn update_item(
     // The values set, by field: what rewritten index keys are made of.
     let mut changed = Vec::new();
     let mut expect: Vec<_> = type_attribute(model, entity).into_iter().collect();
+    let rules = e.mutations.update.as_ref().ok_or(ApiError::Internal)?;
+    expect.extend(owner_condition(
+        model,
+        entity,
+        &rules.access,
+        ctx,
+        &format!("`update{}`", e.name),
+    )?);
     let mut versioned = false;
     for (f, field) in e.fields.iter().enumerate() {
         if e.key_fields.contains(&f) || field.generated.is_some() {

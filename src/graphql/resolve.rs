@@ -12,12 +12,14 @@ use async_graphql::{Context, Name, SelectionField, Value, indexmap::IndexMap};
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::{
+    access::{self, Grant},
     connection::{PageValue, Reader},
     error::{ApiError, ApiResult, check_key_value},
     node::loader,
     values::{self, canonical, key_value},
 };
 use crate::{
+    auth::Caller,
     cursor::{Binding, CursorCodec, Key, KeyValue},
     dynamo::{FilterTest, Item, Keep, ReadSpec, SortKeyCondition, Store},
     model::{
@@ -72,7 +74,7 @@ pub async fn connection_page(
             PageLimits::new(default, max, (global.read_budget() as u32).max(max + 1)).ok()
         })
         .unwrap_or(*global);
-    let mut plan = plan(site, parent, args, store)?;
+    let mut plan = plan(site, parent, args, store, &access::caller(ctx))?;
     plan.spec.projection = projection;
     let reader = Reader {
         limits: &limits,
@@ -169,8 +171,9 @@ pub fn binding_for(
     parent: Option<&Item>,
     args: &Args,
     store: &Store,
+    caller: &Caller,
 ) -> ApiResult<Binding> {
-    Ok(plan(site, parent, args, store)?.binding)
+    Ok(plan(site, parent, args, store, caller)?.binding)
 }
 
 /// Everything a page read needs, from the declaration and the arguments.
@@ -186,6 +189,7 @@ fn plan<'a>(
     parent: Option<&Item>,
     args: &Args,
     store: &'a Store,
+    caller: &Caller,
 ) -> ApiResult<ConnectionPlan<'a>> {
     let model = site.model;
     let connection = site.connection;
@@ -195,7 +199,18 @@ fn plan<'a>(
     let index = connection
         .index
         .map(|i| model.tables[table].indexes[i].name.as_str());
+    let grant = access::grant(&connection.access, caller);
+    if grant == Grant::Nothing {
+        return Err(access::forbidden(&format!("`{}`", site.label())));
+    }
     let mut binding = Binding::builder(site.label(), table_name, index);
+    // Cursors of a page that depends on who asks belong to the caller who was given them.
+    if connection.access.depends_on_caller() {
+        binding = binding.argument(
+            "$caller",
+            Some(caller.principal().map_or("", |p| p.subject.as_str())),
+        );
+    }
     let int = |name: &str| -> ApiResult<Option<i32>> {
         match args.get(name) {
             None | Some(Value::Null) => Ok(None),
@@ -256,6 +271,17 @@ fn plan<'a>(
             }
             PartitionFrom::Constant(value) => value.to_attribute_value(),
         };
+        // An owner rule is on the partition's field (the model makes sure of it): the caller's
+        // own partition, or nothing, and never a read of anyone else's.
+        if let Grant::Own(claims) = &grant {
+            let text = values::facet_text(&value);
+            if !claims.iter().any(|(_, claim)| text.as_ref() == Some(claim)) {
+                return Err(ApiError::Forbidden(format!(
+                    "You may see only your own items in `{}`.",
+                    site.label()
+                )));
+            }
+        }
         let value = match &partition.template {
             Some(template) => {
                 let text = values::facet_text(&value).ok_or(ApiError::Internal)?;
@@ -352,6 +378,9 @@ fn plan<'a>(
                 spec.sort = Some((sort.attribute.name, condition));
             }
         }
+    }
+    if matches!(grant, Grant::Own(_)) && !matches!(connection.read, Read::Query { .. }) {
+        return Err(access::forbidden(&format!("`{}`", site.label())));
     }
     for (attribute, test) in &connection.type_filters {
         spec.filters.push((
@@ -599,10 +628,27 @@ pub async fn follow(
     let Some(key) = relation_key(model, entity, relation, item) else {
         return missing(model, entity, relation);
     };
+    let caller = access::caller(ctx);
+    let hidden = || {
+        if relation.nullable {
+            Ok(None)
+        } else {
+            Err(ApiError::Forbidden(format!(
+                "You may not see this `{}`.",
+                model.entities[relation.target].name
+            )))
+        }
+    };
+    // Someone else's item, as its key shows: not read at all.
+    if access::may_see_key(model, relation.target, &key.to_attribute_map(), &caller) == Some(false)
+    {
+        return hidden();
+    }
     let table = model.entities[relation.target].table;
     let found = loader(ctx)?.load_one((table, key)).await?.flatten();
     match found.filter(|item| values::entity_of(model, &[relation.target], item).is_some()) {
-        Some(item) => Ok(Some(item)),
+        Some(item) if access::may_see(model, relation.target, &item, &caller) => Ok(Some(item)),
+        Some(_) => hidden(),
         None => missing(model, entity, relation),
     }
 }
@@ -643,10 +689,14 @@ pub async fn prefetch_relations(
     if wanted.is_empty() {
         return Ok(());
     }
+    let caller = access::caller(ctx);
     let mut keys = Vec::new();
     for edge in &page.edges {
         for relation in &wanted {
-            if let Some(key) = relation_key(model, entity, relation, &edge.item) {
+            if let Some(key) = relation_key(model, entity, relation, &edge.item)
+                && access::may_see_key(model, relation.target, &key.to_attribute_map(), &caller)
+                    != Some(false)
+            {
                 let key = (model.entities[relation.target].table, key);
                 if !keys.contains(&key) {
                     keys.push(key);

@@ -19,6 +19,7 @@ use async_graphql::{
 };
 
 use super::{
+    access::{self, Grant},
     connection::{EdgeValue, PageInfo, PageValue},
     error::ApiError,
     limits::FieldCosts,
@@ -351,6 +352,15 @@ fn entity_object(model: &'static Model, entity: EntityId, costs: &mut FieldCosts
             move |ctx| {
                 let field = &model.entities[entity].fields[f];
                 let value = item(&ctx).and_then(|item| {
+                    if let Some(rules) = &field.access {
+                        let grant = access::grant(rules, &access::caller(&ctx));
+                        if access::owns(model, entity, item, &grant) != Some(true) {
+                            return Err(ApiError::Forbidden(format!(
+                                "You may not see `{}.{}`.",
+                                model.entities[entity].name, field.name
+                            )));
+                        }
+                    }
                     let stored = match item.get(&field.attribute) {
                         Some(value) => Some(std::borrow::Cow::Borrowed(value)),
                         // A facet the item does not hold separately: read back from its key.
@@ -579,6 +589,9 @@ fn query_root(model: &'static Model, costs: &mut FieldCosts) -> Object {
         costs.object("Query", &lookup.name, &e.name);
         let mut field = Field::new(&lookup.name, TypeRef::named(&e.name), move |ctx| {
             FieldFuture::new(async move {
+                if access::grant(&lookup.access, &access::caller(&ctx)) == Grant::Nothing {
+                    return Err(access::forbidden(&format!("`Query.{}`", lookup.name)).into());
+                }
                 let found = lookup_item(&ctx, model, entity).await?;
                 Ok(found.map(FieldValue::owned_any))
             })
@@ -654,6 +667,12 @@ async fn lookup_item(
     entity: EntityId,
 ) -> Result<Option<Item>, ApiError> {
     let key = resolve::key_from_args(model, entity, ctx.args.as_index_map())?;
+    let caller = access::caller(ctx);
+    // Someone else's item, as its key shows: null, as if it did not exist, and nothing read
+    // (neither the item nor the pages read ahead of it).
+    if access::may_see_key(model, entity, &key.to_attribute_map(), &caller) == Some(false) {
+        return Ok(None);
+    }
     let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
     let e = &model.entities[entity];
     let table = e.table;
@@ -676,7 +695,10 @@ async fn lookup_item(
             })
             .collect(),
     };
-    let is_one = |item: &Item| values::entity_of(model, &[entity], item).is_some();
+    let is_one = |item: &Item| {
+        values::entity_of(model, &[entity], item).is_some()
+            && access::may_see(model, entity, item, &caller)
+    };
     if ahead_sites.is_empty() {
         return Ok(store.get(table, &key).await?.filter(is_one));
     }
@@ -730,22 +752,34 @@ async fn load_nodes<'a>(
                 .ok_or_else(|| ApiError::BadUserInput("The id is not valid.".into()))
         })
         .collect::<Result<Vec<_>, _>>()?;
+    let caller = access::caller(ctx);
+    // Ids of someone else's items, as their keys show, are null without being read.
+    let readable: Vec<bool> = keys
+        .iter()
+        .map(|(e, key)| {
+            access::may_see_key(model, *e, &key.to_attribute_map(), &caller) != Some(false)
+        })
+        .collect();
     let items: HashMap<_, _> = loader(ctx)?
         .load_many(
             keys.iter()
-                .map(|(e, key)| (model.entities[*e].table, key.clone())),
+                .zip(&readable)
+                .filter(|(_, readable)| **readable)
+                .map(|((e, key), _)| (model.entities[*e].table, key.clone())),
         )
         .await?;
     Ok(keys
         .into_iter()
         .map(|(entity, key)| {
             let table = model.entities[entity].table;
-            // An id names a key; the item there must also be of the id's entity.
+            // An id names a key; the item there must also be of the id's entity, and one the
+            // caller may see.
             items
                 .get(&(table, key))
                 .cloned()
                 .flatten()
                 .filter(|item| values::entity_of(model, &[entity], item).is_some())
+                .filter(|item| access::may_see(model, entity, item, &caller))
                 .map(|item| {
                     FieldValue::owned_any(item).with_type(model.entities[entity].name.clone())
                 })

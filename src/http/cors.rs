@@ -122,6 +122,8 @@ impl AllowedOrigins {
                 .allow_headers([
                     header::CONTENT_TYPE,
                     header::ACCEPT,
+                    // Bearer tokens.
+                    header::AUTHORIZATION,
                     // Sent by Apollo Client and its CSRF-prevention convention.
                     HeaderName::from_static("apollographql-client-name"),
                     HeaderName::from_static("apollographql-client-version"),

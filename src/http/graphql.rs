@@ -15,6 +15,7 @@
 //! | a mutation over GET | 405 |
 //! | POST with a content type other than `application/json` | 415 |
 //! | `Accept` allows neither JSON media type | 406 |
+//! | a bad `Authorization` header or bearer token (checked first, when authentication is on) | 401 |
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -27,8 +28,8 @@ use async_graphql::{
 };
 use axum::{
     body::Bytes,
-    extract::{Query, State, rejection::QueryRejection},
-    http::{HeaderMap, HeaderValue, StatusCode, header},
+    extract::{FromRequest, Query, Request, State},
+    http::{HeaderMap, HeaderValue, StatusCode, Uri, header},
     response::{IntoResponse, Response},
 };
 use serde::Serialize;
@@ -36,6 +37,7 @@ use serde_json::{Map, Value, json};
 
 use super::AppState;
 use crate::{
+    auth::Caller,
     graphql::{self, documents::Rejected},
     metrics::{Metrics, Usage},
 };
@@ -218,40 +220,54 @@ impl HttpError {
                 .headers_mut()
                 .insert(header::ALLOW, HeaderValue::from_static("POST"));
         }
+        if self.status == StatusCode::UNAUTHORIZED {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
         response
     }
 }
 
 /// `GET /graphql`: queries only.
-pub(super) async fn get(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    query: Result<Query<HashMap<String, String>>, QueryRejection>,
-) -> Response {
-    let Some(format) = Format::negotiate(headers.get(header::ACCEPT)) else {
+pub(super) async fn get(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -> Response {
+    let format = Format::negotiate(headers.get(header::ACCEPT));
+    let caller = match authenticate(&state, &headers, format).await {
+        Ok(caller) => caller,
+        Err(response) => return response,
+    };
+    let Some(format) = format else {
         return not_acceptable();
     };
-    let params = query
+    let params = Query::<HashMap<String, String>>::try_from_uri(&uri)
         .map_err(|_| HttpError::bad_request("The query string is not valid URL encoding."))
         .and_then(|Query(query)| Params::from_query(query));
     match params {
-        Ok(params) => execute(&state, params, format, true).await,
+        Ok(params) => execute(&state, params, format, true, caller).await,
         Err(err) => err.into_response(format),
     }
 }
 
 /// `POST /graphql`: a JSON body with `query`, `operationName`, `variables` and `extensions`.
-pub(super) async fn post(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    let Some(format) = Format::negotiate(headers.get(header::ACCEPT)) else {
+/// The body is read only once the credentials are accepted.
+pub(super) async fn post(State(state): State<AppState>, request: Request) -> Response {
+    let headers = request.headers();
+    let format = Format::negotiate(headers.get(header::ACCEPT));
+    let caller = match authenticate(&state, headers, format).await {
+        Ok(caller) => caller,
+        Err(response) => return response,
+    };
+    let Some(format) = format else {
         return not_acceptable();
     };
     if let Err(err) = check_content_type(headers.get(header::CONTENT_TYPE)) {
         return err.into_response(format);
     }
+    // A body over the limit is answered 413 here (the rejection), coded by the router's layer.
+    let body = match Bytes::from_request(request, &state).await {
+        Ok(body) => body,
+        Err(rejection) => return rejection.into_response(),
+    };
     let params = match serde_json::from_slice::<Value>(&body) {
         Ok(Value::Object(object)) => Params::from_object(object),
         Ok(Value::Array(_)) => Err(HttpError::bad_request(
@@ -265,9 +281,34 @@ pub(super) async fn post(
         )),
     };
     match params {
-        Ok(params) => execute(&state, params, format, false).await,
+        Ok(params) => execute(&state, params, format, false, caller).await,
         Err(err) => err.into_response(format),
     }
+}
+
+/// The caller a request's `Authorization` header names: anonymous without one or without
+/// authentication configured; a coded 401 (with `WWW-Authenticate: Bearer`) when the header or
+/// its token is not valid. The reason goes to the log only.
+async fn authenticate(
+    state: &AppState,
+    headers: &HeaderMap,
+    format: Option<Format>,
+) -> Result<Caller, Response> {
+    let Some(auth) = &state.http.auth else {
+        return Ok(Caller::Anonymous);
+    };
+    auth.authenticate(headers.get(header::AUTHORIZATION))
+        .await
+        .map_err(|rejection| {
+            tracing::info!(reason = rejection.reason(), "credentials refused");
+            state.metrics().auth_rejected();
+            HttpError::new(
+                StatusCode::UNAUTHORIZED,
+                "The request's credentials are not valid.",
+                "UNAUTHENTICATED",
+            )
+            .into_response(format.unwrap_or(Format::Json))
+        })
 }
 
 fn not_acceptable() -> Response {
@@ -310,7 +351,13 @@ fn check_content_type(value: Option<&HeaderValue>) -> Result<(), HttpError> {
     }
 }
 
-async fn execute(state: &AppState, mut params: Params, format: Format, is_get: bool) -> Response {
+async fn execute(
+    state: &AppState,
+    mut params: Params,
+    format: Format,
+    is_get: bool,
+    caller: Caller,
+) -> Response {
     let hash = params.persisted_query_hash().map(str::to_owned);
     let has_persisted_query = params.has_persisted_query();
     let query = params.query.take().unwrap_or_default();
@@ -410,10 +457,16 @@ async fn execute(state: &AppState, mut params: Params, format: Format, is_get: b
     // loader, so cached items never outlive the request.
     let usage = Arc::new(Usage::default());
     let store = state.store.metered(Arc::clone(&usage));
+    // `[auth] introspection`: callers it does not admit see a schema without `__schema` and
+    // `__type`.
+    if graphql::access::grant(&state.introspection, &caller) == graphql::access::Grant::Nothing {
+        request = request.disable_introspection();
+    }
     let request = request
         .data(graphql::node::request_loader(&store))
         .data(graphql::resolve::PagesAhead::default())
-        .data(store);
+        .data(store)
+        .data(caller);
     let mut response = state.api.schema.execute(request).await;
     if state.http.cost_extension
         && let Ok(cost) = async_graphql::to_value(usage.totals())

@@ -1,6 +1,6 @@
 //! HTTP: the axum router (`/graphql`, GraphiQL at `/`, `/health`, `/ready`, `/metrics`), its
-//! layers (request ids, tracing, metrics, CORS, timeout, body limit), and `serve` with graceful
-//! shutdown.
+//! layers (request ids, tracing, metrics, CORS, timeout, body limit), bearer-token
+//! authentication of GraphQL requests (in `graphql.rs`), and `serve` with graceful shutdown.
 
 mod cors;
 mod graphql;
@@ -39,7 +39,7 @@ use crate::{
     dynamo::Store,
     graphql::{Api, PersistedQueries, build_schema, documents::Documents, limits::QueryLimits},
     metrics::{self, Metrics},
-    model::Model,
+    model::{Access, Model},
     pagination::PageLimits,
 };
 
@@ -58,6 +58,8 @@ pub struct AppState {
     persisted: Option<PersistedQueries>,
     /// Parsed, limit-checked documents by text.
     documents: Arc<Documents>,
+    /// Who may introspect the schema.
+    introspection: Access,
 }
 
 impl std::fmt::Debug for AppState {
@@ -89,6 +91,7 @@ impl AppState {
             store,
             http,
             persisted,
+            introspection: model.introspection.clone(),
         })
     }
 
@@ -125,6 +128,9 @@ pub struct HttpSettings {
     pub metrics: bool,
     /// Add `extensions.cost` (DynamoDB calls, capacity, items) to every GraphQL response.
     pub cost_extension: bool,
+    /// Verifies `Authorization: Bearer` tokens on GraphQL requests: a request with a bad one is
+    /// refused with 401 before any other work. `None`: every request is anonymous.
+    pub auth: Option<crate::auth::Authenticator>,
 }
 
 impl Default for HttpSettings {
@@ -139,6 +145,7 @@ impl Default for HttpSettings {
             request_timeout: Duration::from_secs(15),
             metrics: true,
             cost_extension: true,
+            auth: None,
         }
     }
 }

@@ -30,11 +30,13 @@ use toml::{
     de::{DeTable, DeValue},
 };
 
+mod access;
+
 use super::{
-    Argument, Collection, Connection, CreateMutation, DefaultValue, Entity, EntityId, EnumType,
-    Field, FieldId, FieldType, Filter, FilterOp, Generated, Index, InputChecks, Lookup, Model,
-    Mutation, Mutations, Order, Partition, PartitionFrom, Projection, Read, Relation, Scalar,
-    SortCondition, Table, TableId, TemplateKey, TimeFormat, TypeTest,
+    Access, Argument, Collection, Connection, CreateMutation, DefaultValue, Entity, EntityId,
+    EnumType, Field, FieldId, FieldType, Filter, FilterOp, Generated, Index, InputChecks, Lookup,
+    Model, Mutation, Mutations, Order, Partition, PartitionFrom, Projection, Read, Relation,
+    Scalar, SortCondition, Table, TableId, TemplateKey, TimeFormat, TypeTest,
     file::{
         ArgumentFile, ConnectionFile, EntityFile, EnumValuesFile, FieldFile, IndexFile,
         IndexKindFile, KeyTypeFile, ModelFile, MutationFile, PageSizeFile, ProjectionFile,
@@ -102,7 +104,17 @@ pub fn load(path: &Path) -> Result<Model, ModelErrors> {
             }],
         }
     })?;
-    parse(&path.display().to_string(), &text)
+    let mut model = parse(&path.display().to_string(), &text)?;
+    // A JWKS file is named relative to the model file.
+    if let Some(super::AuthSpec {
+        keys: super::KeysSpec::JwksFile(file),
+        ..
+    }) = &mut model.auth
+        && let Some(dir) = path.parent()
+    {
+        *file = dir.join(&*file).display().to_string();
+    }
+    Ok(model)
 }
 
 /// Checks the model file `text`, naming it `name` in messages.
@@ -273,6 +285,9 @@ fn toml_error(err: &toml::de::Error, out: &mut Problems) {
             "MutationFile" => {
                 "a mutation is `true`, `false` or a table such as `{ description = \"...\" }`"
             }
+            "RuleFile" => {
+                "a rule is \"public\", \"authenticated\", `{ groups = [\"...\"] }` or `{ owner = \"field\" }`"
+            }
             _ => "see dynarelay.schema.json for the shapes allowed here",
         };
         out.error(span, "this value has the wrong shape").hint(hint);
@@ -291,7 +306,25 @@ fn unknown_keys(doc: &DeTable<'_>, out: &mut Problems) {
 fn walk_value(root: &Json, schema: &Json, value: &DeValue<'_>, path: &str, out: &mut Problems) {
     match value {
         DeValue::Table(table) => {
-            if let Some(schema) = find_schema(root, schema, 0, &is_table_schema) {
+            // Of several table shapes (an untagged enum's, such as the kinds of rule), the one
+            // the table's keys fit best.
+            let mut shapes = Vec::new();
+            table_schemas(root, schema, 0, &mut shapes);
+            let unknown = |shape: &Json| {
+                table
+                    .iter()
+                    .filter(|(key, _)| {
+                        shape
+                            .get("properties")
+                            .and_then(|p| p.get(key.get_ref().as_ref() as &str))
+                            .is_none()
+                            && !shape
+                                .get("additionalProperties")
+                                .is_some_and(Json::is_object)
+                    })
+                    .count()
+            };
+            if let Some(schema) = shapes.into_iter().min_by_key(|shape| unknown(shape)) {
                 walk_table(root, schema, table, path, out);
             }
         }
@@ -313,6 +346,33 @@ fn is_table_schema(schema: &Json) -> bool {
         || schema
             .get("additionalProperties")
             .is_some_and(Json::is_object)
+}
+
+/// Every table shape `schema` allows, through its references and alternatives.
+fn table_schemas<'s>(root: &'s Json, schema: &'s Json, depth: usize, found: &mut Vec<&'s Json>) {
+    if depth > 16 {
+        return;
+    }
+    if let Some(reference) = schema.get("$ref").and_then(Json::as_str) {
+        if let Some(target) = reference
+            .strip_prefix("#/$defs/")
+            .and_then(|name| root.get("$defs")?.get(name))
+        {
+            table_schemas(root, target, depth + 1, found);
+        }
+        return;
+    }
+    if is_table_schema(schema) {
+        found.push(schema);
+        return;
+    }
+    for alternative in ["anyOf", "oneOf", "allOf"]
+        .iter()
+        .filter_map(|key| schema.get(*key).and_then(Json::as_array))
+        .flatten()
+    {
+        table_schemas(root, alternative, depth + 1, found);
+    }
 }
 
 /// `schema`, or one of its references or alternatives, that `accept`s.
@@ -727,13 +787,17 @@ fn check_model(file: &ModelFile, doc: &DeTable<'_>, out: &mut Problems) -> Model
             ..draft.entity
         })
         .collect();
-    Model {
+    let mut model = Model {
         tables: tables.into_iter().map(|info| info.table).collect(),
         enums,
         entities,
         lookups,
         connections: root_connections,
-    }
+        auth: None,
+        introspection: Access::default(),
+    };
+    access::check(file, doc, &mut model, out);
+    model
 }
 
 fn check_version(file: &ModelFile, out: &mut Problems) {
@@ -1234,6 +1298,7 @@ impl<'f> Ctx<'f, '_> {
                 version_field: None,
                 templates: Vec::new(),
                 type_value: None,
+                read: Access::default(),
             },
             field_spans: Vec::new(),
             broken: HashSet::new(),
@@ -1962,6 +2027,7 @@ impl Ctx<'_, '_> {
             default,
             generated,
             checks,
+            access: None,
         })
     }
 
@@ -2508,6 +2574,7 @@ impl<'f> Ctx<'f, '_> {
                     name: name.get_ref().clone(),
                     description: lookup.description.clone(),
                     entity,
+                    access: Access::default(),
                 })
             })
             .collect()
@@ -2598,6 +2665,7 @@ impl<'f> Ctx<'f, '_> {
                 .count()
                 > 1,
             collection,
+            access: Access::default(),
         })
     }
 
@@ -3683,7 +3751,11 @@ impl<'f> Ctx<'f, '_> {
                     .unwrap_or(m.span());
                 self.edge(e, &edge, span, connections, out)
             });
-            Some(CreateMutation { description, edge })
+            Some(CreateMutation {
+                description,
+                edge,
+                access: Access::default(),
+            })
         });
         let mut other = |m: &Option<Spanned<MutationFile>>, which: &str| {
             let m = m.as_ref()?;
@@ -3695,7 +3767,10 @@ impl<'f> Ctx<'f, '_> {
                 out.error(span, format!("`edge` is for create mutations, not {which}"))
                     .hint("only a created item is new to a connection");
             }
-            Some(Mutation { description })
+            Some(Mutation {
+                description,
+                access: Access::default(),
+            })
         };
         let update = other(&file.update, "update");
         let delete = other(&file.delete, "delete");

@@ -38,6 +38,92 @@ pub struct ModelFile {
     #[serde(default)]
     #[schemars(with = "BTreeMap<String, ConnectionFile>")]
     pub connections: BTreeMap<Spanned<String>, ConnectionFile>,
+    /// How callers prove who they are: bearer JWTs verified against a JWKS or a shared secret.
+    /// Needed by every `allow` rule other than `"public"`. Without it, every request is
+    /// anonymous.
+    #[schemars(with = "Option<AuthFile>")]
+    pub auth: Option<Spanned<AuthFile>>,
+}
+
+/// Bearer-token verification. Exactly one of `jwks_url`, `jwks_file` and `secret_env` says where
+/// the keys come from. A request without a token is anonymous; one with a token that fails any
+/// check is refused whole with HTTP 401 and `UNAUTHENTICATED`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct AuthFile {
+    /// The identity provider's JWKS, fetched at start and again (at most once per
+    /// `jwks_refresh_seconds`) when a token names a key it does not hold: Cognito's is
+    /// `https://cognito-idp.<region>.amazonaws.com/<user pool id>/.well-known/jwks.json`,
+    /// Auth0's `https://<tenant>.auth0.com/.well-known/jwks.json`.
+    #[schemars(with = "Option<String>")]
+    pub jwks_url: Option<Spanned<String>>,
+    /// A JWKS file, relative to the model file.
+    #[schemars(with = "Option<String>")]
+    pub jwks_file: Option<Spanned<String>>,
+    /// The environment variable holding a shared HS256 secret, for local development. The
+    /// secret itself never goes in the file.
+    #[schemars(with = "Option<String>")]
+    pub secret_env: Option<Spanned<String>>,
+    /// The signature algorithms accepted, such as `["RS256"]`; a token signed with any other is
+    /// refused. Default: `["RS256"]` with a JWKS, `["HS256"]` with a secret.
+    #[schemars(with = "Option<Vec<String>>")]
+    pub algorithms: Option<Spanned<Vec<Spanned<String>>>>,
+    /// The `iss` every token must carry, if set (Cognito: the user pool's URL).
+    #[schemars(with = "Option<String>")]
+    pub issuer: Option<Spanned<String>>,
+    /// The audiences a token's `aud` must name one of, if set (Cognito ID tokens: the app
+    /// client id).
+    #[schemars(with = "Option<Vec<String>>")]
+    pub audience: Option<Spanned<Vec<String>>>,
+    /// Clock skew allowed when checking `exp` and `nbf`, in seconds. Default 30, at most 300.
+    #[schemars(with = "Option<u32>")]
+    pub leeway_seconds: Option<Spanned<u32>>,
+    /// The claim listing the caller's groups, for `{ groups = [...] }` rules. Default
+    /// `"groups"`; Cognito: `"cognito:groups"`.
+    #[schemars(with = "Option<String>")]
+    pub groups_claim: Option<Spanned<String>>,
+    /// The shortest time between two fetches of `jwks_url`, in seconds. Default 60.
+    #[schemars(with = "Option<u32>")]
+    pub jwks_refresh_seconds: Option<Spanned<u32>>,
+    /// The longest wait for `jwks_url` to answer, in milliseconds. Default 3000.
+    #[schemars(with = "Option<u32>")]
+    pub jwks_timeout_ms: Option<Spanned<u32>>,
+    /// Who may introspect the schema (and so use GraphiQL's documentation and completion).
+    /// Default: everyone.
+    #[schemars(with = "Option<Vec<RuleFile>>")]
+    pub introspection: Option<Spanned<Vec<Spanned<RuleFile>>>>,
+}
+
+/// One rule of an `allow` list; a caller any rule of the list admits is allowed.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum RuleFile {
+    /// `"public"`: everyone, with or without a token. `"authenticated"`: any caller with a
+    /// valid token.
+    Keyword(String),
+    /// `{ groups = ["admin"] }`: callers in any of these groups.
+    Groups(GroupsRuleFile),
+    /// `{ owner = "userId" }`: the item's field must equal the caller's claim (`sub` unless
+    /// `claim` says otherwise).
+    Owner(OwnerRuleFile),
+}
+
+/// Callers in any of these groups (read from `[auth] groups_claim`).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct GroupsRuleFile {
+    /// The groups.
+    pub groups: Vec<String>,
+}
+
+/// Callers who own the item: its field `owner` equals their claim `claim`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct OwnerRuleFile {
+    /// The entity's field holding the owner (a non-null `String` or `ID`).
+    pub owner: String,
+    /// The token claim it must equal. Default `"sub"`.
+    pub claim: Option<String>,
 }
 
 /// A DynamoDB table's key schema and secondary indexes.
@@ -199,6 +285,11 @@ pub struct EntityFile {
     /// the stored one.
     #[schemars(with = "Option<String>")]
     pub version_field: Option<Spanned<String>>,
+    /// Who may see this entity's items, wherever they are reached: lookups, `node`, `nodes`,
+    /// relations, connections and mutation payloads. An item a caller may not see is null, as
+    /// if it did not exist. Default: `["public"]`.
+    #[schemars(with = "Option<Vec<RuleFile>>")]
+    pub allow: Option<Spanned<Vec<Spanned<RuleFile>>>>,
 }
 
 /// A field read from one attribute.
@@ -244,6 +335,10 @@ pub struct FieldFile {
     /// Inputs: a string format to check. Only `email` exists.
     #[schemars(with = "Option<String>")]
     pub format: Option<Spanned<String>>,
+    /// Who may read this field, besides seeing its item; for others it is null with a
+    /// `FORBIDDEN` error. Only a nullable field can have rules. Default: whoever sees the item.
+    #[schemars(with = "Option<Vec<RuleFile>>")]
+    pub allow: Option<Spanned<Vec<Spanned<RuleFile>>>>,
 }
 
 /// How a value is stored.
@@ -290,6 +385,10 @@ pub struct LookupFile {
     pub entity: Spanned<String>,
     /// The field's description in the schema.
     pub description: Option<String>,
+    /// Who may use the lookup (`FORBIDDEN` for others); the entity's own `allow` still decides
+    /// which items they see. Default: everyone.
+    #[schemars(with = "Option<Vec<RuleFile>>")]
+    pub allow: Option<Spanned<Vec<Spanned<RuleFile>>>>,
 }
 
 /// A paginated field: a Query on a table or index partition, or a Scan.
@@ -332,6 +431,12 @@ pub struct ConnectionFile {
     /// Page sizes for this connection. Default: the server's `--default-page-size` and
     /// `--max-page-size`.
     pub page_size: Option<PageSizeFile>,
+    /// Who may page through it (`FORBIDDEN` for others). Default: the nodes' entity's `allow`.
+    /// It may only narrow that rule. An `owner` rule needs the connection partitioned by the
+    /// owner field, so that only the caller's items are ever read: the caller's claim must be
+    /// the partition. A Scan or index over everyone's items can be given to groups instead.
+    #[schemars(with = "Option<Vec<RuleFile>>")]
+    pub allow: Option<Spanned<Vec<Spanned<RuleFile>>>>,
 }
 
 /// Where a Query's partition key value comes from: exactly one of the three.
@@ -458,4 +563,10 @@ pub struct MutationSettingsFile {
     /// Create only: also return `{type}Edge`, whose cursor is valid in this connection
     /// (`Entity.field`, unfiltered) for Relay's `@appendEdge` or an Apollo cache update.
     pub edge: Option<String>,
+    /// Who may call it (`FORBIDDEN` for others). With an `owner` rule, create writes the owner
+    /// field from the caller's claim (it is not in the input), and update and delete change
+    /// only the caller's own items, checked in the same conditional write. Default: everyone.
+    // Not `Spanned`: inside an untagged enum it could not be read (the check finds the places
+    // in the document instead).
+    pub allow: Option<Vec<RuleFile>>,
 }

@@ -38,6 +38,95 @@ pub struct Model {
     pub lookups: Vec<Lookup>,
     /// Root connection fields.
     pub connections: Vec<Connection>,
+    /// How tokens are verified, if callers can authenticate at all.
+    pub auth: Option<AuthSpec>,
+    /// Who may introspect the schema.
+    pub introspection: Access,
+}
+
+/// Who may do something: a caller that any one of the rules admits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Access(pub Vec<Rule>);
+
+impl Default for Access {
+    fn default() -> Self {
+        Self(vec![Rule::Public])
+    }
+}
+
+impl Access {
+    /// Whether everyone is admitted, token or not.
+    pub fn is_public(&self) -> bool {
+        self.0.contains(&Rule::Public)
+    }
+
+    /// The owner rules: the field the item holds its owner in, and the claim it must equal.
+    pub fn owners(&self) -> impl Iterator<Item = (FieldId, &str)> {
+        self.0.iter().filter_map(|rule| match rule {
+            Rule::Owner { field, claim } => Some((*field, claim.as_str())),
+            _ => None,
+        })
+    }
+
+    /// Whether two callers may be admitted differently for who they are rather than whether they
+    /// hold a token (group and owner rules): what a connection's cursors are then bound to.
+    pub fn depends_on_caller(&self) -> bool {
+        !self.is_public()
+            && self
+                .0
+                .iter()
+                .any(|r| matches!(r, Rule::Groups(_) | Rule::Owner { .. }))
+    }
+}
+
+/// One rule of an [`Access`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rule {
+    /// Everyone.
+    Public,
+    /// Any caller with a valid token.
+    Authenticated,
+    /// Callers in any of these groups.
+    Groups(Vec<String>),
+    /// Callers whose claim `claim` equals the item's field `field`.
+    Owner {
+        /// The entity's field holding the owner.
+        field: FieldId,
+        /// The claim.
+        claim: String,
+    },
+}
+
+/// How bearer tokens are verified (`[auth]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthSpec {
+    /// Where the keys come from.
+    pub keys: KeysSpec,
+    /// Accepted signature algorithms, by their JOSE names (`RS256`).
+    pub algorithms: Vec<String>,
+    /// The required `iss`, if any.
+    pub issuer: Option<String>,
+    /// Accepted audiences; empty: `aud` is not checked.
+    pub audience: Vec<String>,
+    /// Clock skew allowed for `exp` and `nbf`, in seconds.
+    pub leeway_seconds: u32,
+    /// The claim holding the caller's groups.
+    pub groups_claim: String,
+    /// Shortest time between JWKS fetches, in seconds.
+    pub jwks_refresh_seconds: u32,
+    /// Longest wait for the JWKS, in milliseconds.
+    pub jwks_timeout_ms: u32,
+}
+
+/// Where token keys come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeysSpec {
+    /// A JWKS URL.
+    JwksUrl(String),
+    /// A JWKS file, as written in the model file (relative to it).
+    JwksFile(String),
+    /// The environment variable holding an HS256 secret.
+    SecretEnv(String),
 }
 
 /// A table's position in [`Model::tables`].
@@ -131,6 +220,8 @@ pub struct Entity {
     pub templates: Vec<TemplateKey>,
     /// The value of the table's type attribute on this entity's items (when it has one).
     pub type_value: Option<String>,
+    /// Who may see the entity's items, however they are reached.
+    pub read: Access,
 }
 
 /// A key attribute built from a template of an entity's fields.
@@ -167,6 +258,9 @@ pub struct Field {
     pub generated: Option<Generated>,
     /// Checks on input values.
     pub checks: InputChecks,
+    /// Who may read the field besides seeing its item, if it has rules of its own (only
+    /// nullable fields do).
+    pub access: Option<Access>,
 }
 
 /// A scalar, or a list of scalars.
@@ -300,6 +394,8 @@ pub struct Lookup {
     pub description: Option<String>,
     /// The entity read; its key fields are the arguments.
     pub entity: EntityId,
+    /// Who may use the lookup.
+    pub access: Access,
 }
 
 /// A paginated field.
@@ -335,6 +431,9 @@ pub struct Connection {
     /// The table holds other entities too: every item read is checked against the node
     /// entity (or the collection's members) and skipped when it is not one of them.
     pub shared: bool,
+    /// Who may page through it: its own rules, or its nodes' entity's. Every owner rule here is
+    /// on the field the connection is partitioned by.
+    pub access: Access,
 }
 
 /// An item collection's union.
@@ -490,6 +589,8 @@ pub struct Mutations {
 pub struct Mutation {
     /// Its description.
     pub description: Option<String>,
+    /// Who may call it.
+    pub access: Access,
 }
 
 /// `create{Type}`.
@@ -499,6 +600,8 @@ pub struct CreateMutation {
     pub description: Option<String>,
     /// The connection (`entity`, position in its connections) the payload's edge is valid in.
     pub edge: Option<(EntityId, usize)>,
+    /// Who may call it.
+    pub access: Access,
 }
 
 impl Model {

@@ -195,3 +195,228 @@ async fn the_graphiql_check_fails_when_the_page_breaks() {
     foreign_image_no_csp
         .assert_failure_mentioning("request to another origin: GET http://198.51.100.7/pixel.png");
 }
+
+/// Where the bearer-token browser test leaves its screenshot of GraphiQL showing the owner's
+/// answer.
+const AUTH_SCREENSHOT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/target/screenshots/graphiql-authorization.png"
+);
+
+/// GraphiQL sends the `Authorization` header typed into its Headers editor (issue 17), in
+/// headless Chromium against `examples/shop/secure.toml`, whose tokens are verified against a
+/// [`TestIssuer`](crate::helpers::TestIssuer)'s JWKS on loopback.
+///
+/// The page loads anonymously, so its schema fetch gets no schema (`[auth] introspection` is for
+/// admins) and GraphiQL has none; it still runs queries. An admin's token in the Headers
+/// editor and "Re-fetch GraphQL schema" then load the schema: introspection goes with the
+/// editor's headers too. Then `{ user(userId: "ivy") { userId name email } }` runs three times:
+/// with ivy's token, the result pane shows her email (owner only); with jack's, her email is
+/// null with `FORBIDDEN`; with the editor emptied, the lookup itself is `FORBIDDEN` (signed-in
+/// callers only). Each pane shows exactly what the server answers a direct request with the same
+/// header, and each request carried exactly the header typed (recorded as Chromium sent it), so
+/// a GraphiQL that dropped the header fails both ways.
+///
+/// The server allows a depth of 16 instead of `serve`'s 10: GraphiQL's introspection query
+/// (graphql-js's, with `ofType` nested nine deep) is 14 deep, and the default refuses it with
+/// `QUERY_TOO_DEEP` for everyone, admins included.
+#[tokio::test]
+async fn graphiql_sends_the_authorization_header_typed_into_its_headers_editor() {
+    use crate::helpers::{
+        TestIssuer, model_auth_settings, model_claims, model_state, secure_app, test_ring,
+        user_item,
+    };
+    use dynarelay::{
+        auth::Authenticator, graphql::limits::QueryLimits, http::router, pagination::PageLimits,
+    };
+
+    const USER_QUERY: &str = r#"{ user(userId: "ivy") { userId name email } }"#;
+    let issuer = TestIssuer::start().await;
+    // Its tables; served below by a router like its own, with a deeper depth limit.
+    let app = secure_app(&issuer).await;
+    app.store
+        .put_items(
+            &app.table("Users"),
+            vec![user_item("ivy"), user_item("jack")],
+        )
+        .await
+        .unwrap();
+    let auth = Authenticator::new(model_auth_settings(app.model, &issuer.url()))
+        .await
+        .unwrap();
+    let http = HttpSettings {
+        auth: Some(auth),
+        query_limits: QueryLimits {
+            depth: 16,
+            ..QueryLimits::default()
+        },
+        ..HttpSettings::default()
+    };
+    let state = model_state(
+        app.model,
+        &app.store,
+        PageLimits::default(),
+        &test_ring(),
+        http,
+    );
+    let server = Running::serve(router(state)).await;
+
+    // Tokens as the model's identity provider issues them: `iss = https://auth.shop.example`,
+    // `aud = shop-web`, groups in `cognito:groups`.
+    let spec = app.model.auth.as_ref().unwrap();
+    assert_eq!(
+        (
+            spec.issuer.as_deref(),
+            spec.audience.as_slice(),
+            spec.groups_claim.as_str()
+        ),
+        (
+            Some("https://auth.shop.example"),
+            ["shop-web".to_owned()].as_slice(),
+            "cognito:groups"
+        )
+    );
+    let bearer = |sub: &str, groups: &[&str]| {
+        format!(
+            "Bearer {}",
+            issuer.mint(&model_claims(app.model, sub, groups))
+        )
+    };
+    let ivy = bearer("ivy", &[]);
+    let jack = bearer("jack", &[]);
+    let admin = bearer("shop-admin", &["admin"]);
+    let headers = |authorization: &str| json!({ "Authorization": authorization }).to_string();
+
+    let started = std::time::Instant::now();
+    let run = run_node(
+        "graphiql.mjs",
+        &[
+            "--url",
+            &server.url("/"),
+            "--query",
+            USER_QUERY,
+            "--schema-headers",
+            &headers(&admin),
+            "--headers",
+            &headers(&ivy),
+            "--headers",
+            &headers(&jack),
+            "--headers",
+            "",
+            "--screenshot",
+            AUTH_SCREENSHOT,
+        ],
+        &[],
+    )
+    .await;
+    run.assert_success();
+    let elapsed = started.elapsed();
+    let report: Value = serde_json::from_str(run.stdout.trim()).unwrap_or_else(|err| {
+        panic!(
+            "graphiql.mjs printed no JSON report ({err}):\n{}",
+            run.stdout
+        )
+    });
+
+    // On load, anonymous: the schema fetch went without the header and got no schema.
+    let responses = report["graphqlResponses"].as_array().unwrap();
+    let on_load = responses
+        .iter()
+        .find(|r| r["introspection"] == true)
+        .unwrap_or_else(|| panic!("GraphiQL fetched no schema: {responses:?}"));
+    assert_eq!(on_load["authorization"], Value::Null, "{on_load}");
+    assert_eq!(on_load["schema"], false, "{on_load}");
+    // With the admin's token in the Headers editor, "Re-fetch GraphQL schema" gets it.
+    assert_eq!(
+        report["schemaRefetch"],
+        json!({ "status": 200, "authorization": admin, "schema": true, "errors": null }),
+        "{}",
+        run.stdout
+    );
+
+    // Each run: the header as typed on the wire, and exactly the server's answer to a direct
+    // request with that header in the result pane.
+    let runs = report["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3, "{runs:?}");
+    let client = reqwest::Client::new();
+    let mut shown = Vec::new();
+    for (run, sent) in runs.iter().zip([Some(&ivy), Some(&jack), None]) {
+        assert_eq!(
+            run["authorization"].as_str(),
+            sent.map(String::as_str),
+            "{run}"
+        );
+        let rendered = run["rendered"].as_str().unwrap();
+        let pane: Value = serde_json::from_str(rendered).unwrap_or_else(|err| {
+            panic!("the result pane does not show JSON ({err}):\n{rendered}")
+        });
+        let mut request = client
+            .post(server.url("/graphql"))
+            .json(&json!({ "query": USER_QUERY }));
+        if let Some(authorization) = sent {
+            request = request.header("authorization", authorization.as_str());
+        }
+        let direct: Value = request.send().await.unwrap().json().await.unwrap();
+        assert_eq!(pane["data"], direct["data"], "{rendered}");
+        assert_eq!(pane["errors"], direct["errors"], "{rendered}");
+        shown.push(pane);
+    }
+
+    // Ivy's token: her user, email included (the owner's field).
+    assert_eq!(
+        shown[0]["data"],
+        json!({ "user": { "userId": "ivy", "name": "User ivy", "email": "ivy@example.com" } }),
+        "{}",
+        runs[0]["rendered"]
+    );
+    assert!(shown[0].get("errors").is_none(), "{}", runs[0]["rendered"]);
+    // Jack's token: ivy's user, but her email is null with FORBIDDEN on its path.
+    assert_eq!(
+        shown[1]["data"],
+        json!({ "user": { "userId": "ivy", "name": "User ivy", "email": null } }),
+        "{}",
+        runs[1]["rendered"]
+    );
+    let forbidden = |pane: &Value, path: Value| {
+        let errors = pane["errors"].as_array().unwrap();
+        assert_eq!(errors.len(), 1, "{pane}");
+        assert_eq!(errors[0]["extensions"]["code"], "FORBIDDEN", "{pane}");
+        assert_eq!(errors[0]["path"], path, "{pane}");
+    };
+    forbidden(&shown[1], json!(["user", "email"]));
+    // No header: the lookup is for signed-in callers.
+    assert_eq!(
+        shown[2]["data"],
+        json!({ "user": null }),
+        "{}",
+        runs[2]["rendered"]
+    );
+    forbidden(&shown[2], json!(["user"]));
+
+    // Every token was accepted (no 401), and nothing left the server's origin.
+    assert!(
+        responses.iter().all(|r| r["status"] == 200),
+        "{responses:?}"
+    );
+    let origin = server.url("/");
+    let requests = report["requests"].as_array().unwrap();
+    assert!(
+        requests.iter().all(|r| r
+            .as_str()
+            .unwrap()
+            .split_once(' ')
+            .unwrap()
+            .1
+            .starts_with(&origin)),
+        "{requests:?}"
+    );
+    let screenshot = std::fs::read(AUTH_SCREENSHOT).unwrap();
+    assert!(
+        screenshot.starts_with(b"\x89PNG\r\n\x1a\n"),
+        "{AUTH_SCREENSHOT} is not a PNG"
+    );
+    eprintln!(
+        "GraphiQL with bearer tokens: {elapsed:?} in all (load {} ms, first query {} ms)",
+        report["loadMs"], report["queryMs"]
+    );
+}

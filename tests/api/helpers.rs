@@ -1,4 +1,5 @@
-//! Shared test fixtures: a `TestApp` on its own table prefix, and direct DynamoDB writes.
+//! Shared test fixtures: a `TestApp` on its own table prefix, direct DynamoDB writes, and (from
+//! `issuer.rs`) a bearer-token issuer with its JWKS.
 
 use std::{
     collections::BTreeMap,
@@ -23,7 +24,7 @@ use aws_sdk_dynamodb::{
 use axum::{
     Router,
     body::Body,
-    http::{Request, header},
+    http::{HeaderMap, Method, Request, StatusCode, header},
 };
 use dynarelay::{
     cursor::{CursorCodec, KeyRing},
@@ -36,6 +37,7 @@ use serde_json::{Value, json};
 use tokio::sync::oneshot;
 use tower::ServiceExt;
 
+pub use crate::issuer::{AUDIENCE, ISSUER, TestIssuer, claims, hs256, now, unsigned, with};
 pub use crate::shop_data::ShopTables;
 
 /// The shop model (`examples/shop/dynarelay.toml`), loaded once per test process.
@@ -292,6 +294,72 @@ pub async fn post_graphql(router: &Router, query: &str, variables: Value) -> Val
     serde_json::from_slice(&bytes).expect("JSON response")
 }
 
+/// An HTTP answer: status, headers and the JSON body.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Value,
+}
+
+/// Sends `query` to `/graphql` through `router` (as a POST JSON body, or a GET query string)
+/// with `authorization` as the `Authorization` header, raw bytes so that any header can be sent.
+pub async fn graphql_with_authorization(
+    router: &Router,
+    method: Method,
+    authorization: Option<&[u8]>,
+    query: &str,
+) -> Answer {
+    let mut request = if method == Method::GET {
+        let encoded: String = query
+            .bytes()
+            .map(|b| match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                    char::from(b).to_string()
+                }
+                _ => format!("%{b:02X}"),
+            })
+            .collect();
+        Request::get(format!("/graphql?query={encoded}")).body(Body::empty())
+    } else {
+        Request::post("/graphql")
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(json!({ "query": query }).to_string()))
+    }
+    .expect("request");
+    if let Some(value) = authorization {
+        request.headers_mut().insert(
+            header::AUTHORIZATION,
+            header::HeaderValue::from_bytes(value).expect("a header value"),
+        );
+    }
+    let response = Box::pin(router.clone().oneshot(request))
+        .await
+        .expect("router answers");
+    let (parts, body) = response.into_parts();
+    let bytes = axum::body::to_bytes(body, usize::MAX).await.expect("body");
+    Answer {
+        status: parts.status,
+        headers: parts.headers,
+        body: serde_json::from_slice(&bytes).expect("JSON response"),
+    }
+}
+
+/// The Prometheus exposition `router`'s `/metrics` serves.
+pub async fn metrics_of(router: &Router) -> String {
+    let request = Request::get("/metrics")
+        .body(Body::empty())
+        .expect("request");
+    let response = Box::pin(router.clone().oneshot(request))
+        .await
+        .expect("router answers");
+    assert_eq!(response.status(), 200, "GET /metrics");
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .expect("body");
+    String::from_utf8(bytes.to_vec()).expect("UTF-8 metrics")
+}
+
 /// A ground-truth Query: a key condition on a table or index, with its names and values.
 #[derive(Debug, Clone, Copy)]
 pub struct GroundQuery<'a> {
@@ -417,17 +485,7 @@ impl ModelApp {
 
     /// The Prometheus exposition its `/metrics` serves.
     pub async fn metrics(&self) -> String {
-        let request = Request::get("/metrics")
-            .body(Body::empty())
-            .expect("request");
-        let response = Box::pin(self.router.clone().oneshot(request))
-            .await
-            .expect("router answers");
-        assert_eq!(response.status(), 200, "GET /metrics");
-        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
-            .await
-            .expect("body");
-        String::from_utf8(bytes.to_vec()).expect("UTF-8 metrics")
+        metrics_of(&self.router).await
     }
 }
 
@@ -762,4 +820,329 @@ where
         cursor = Some(next.as_str().unwrap().to_owned());
     }
     unreachable!()
+}
+
+/// One DynamoDB call as a client sent it: the operation, the tables it names, and every string
+/// and number in its keys, items and expression values (what it reads or writes by key).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoggedCall {
+    pub operation: &'static str,
+    pub tables: Vec<String>,
+    pub values: Vec<String>,
+}
+
+impl LoggedCall {
+    /// Whether the call names table `table` (a full name or, for a table under a test prefix,
+    /// its model name) and holds `value` among its keys, items or expression values.
+    pub fn touches(&self, table: &str, value: &str) -> bool {
+        self.tables
+            .iter()
+            .any(|t| t == table || t.ends_with(&format!("_{table}")))
+            && self.values.iter().any(|v| v == value)
+    }
+}
+
+/// Records every call a DynamoDB client sends, with its tables and key values, at the SDK
+/// boundary (so nothing the server sends is missed, whatever its own metrics say).
+#[derive(Debug, Clone, Default)]
+pub struct CallLog(Arc<Mutex<Vec<LoggedCall>>>);
+
+impl CallLog {
+    /// How many calls so far: a mark for [`since`](Self::since).
+    pub fn mark(&self) -> usize {
+        self.0.lock().expect("log lock").len()
+    }
+
+    /// The calls after `mark`.
+    pub fn since(&self, mark: usize) -> Vec<LoggedCall> {
+        self.0.lock().expect("log lock")[mark..].to_vec()
+    }
+}
+
+/// Every string and number in `values`.
+fn logged_values<'a>(values: impl IntoIterator<Item = &'a AttributeValue>) -> Vec<String> {
+    values
+        .into_iter()
+        .filter_map(|v| match v {
+            AttributeValue::S(s) | AttributeValue::N(s) => Some(s.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn logged_call(context: &BeforeSerializationInterceptorContextRef<'_>) -> LoggedCall {
+    use aws_sdk_dynamodb::operation::{
+        batch_write_item::BatchWriteItemInput, delete_item::DeleteItemInput,
+        put_item::PutItemInput, transact_write_items::TransactWriteItemsInput,
+        update_item::UpdateItemInput,
+    };
+    let input = context.input();
+    let one = |operation, table: Option<&str>, values: Vec<String>| LoggedCall {
+        operation,
+        tables: table.map(str::to_owned).into_iter().collect(),
+        values,
+    };
+    let expression = |values: Option<&std::collections::HashMap<String, AttributeValue>>| {
+        logged_values(values.into_iter().flat_map(|m| m.values()))
+    };
+    if let Some(i) = input.downcast_ref::<GetItemInput>() {
+        one(
+            "GetItem",
+            i.table_name(),
+            logged_values(i.key().into_iter().flat_map(|m| m.values())),
+        )
+    } else if let Some(i) = input.downcast_ref::<BatchGetItemInput>() {
+        let items = i.request_items().cloned().unwrap_or_default();
+        LoggedCall {
+            operation: "BatchGetItem",
+            tables: items.keys().cloned().collect(),
+            values: logged_values(
+                items
+                    .values()
+                    .flat_map(|k| k.keys())
+                    .flat_map(|key| key.values()),
+            ),
+        }
+    } else if let Some(i) = input.downcast_ref::<QueryInput>() {
+        one(
+            "Query",
+            i.table_name(),
+            expression(i.expression_attribute_values()),
+        )
+    } else if let Some(i) = input.downcast_ref::<ScanInput>() {
+        one(
+            "Scan",
+            i.table_name(),
+            logged_values(i.exclusive_start_key().into_iter().flat_map(|m| m.values())),
+        )
+    } else if let Some(i) = input.downcast_ref::<PutItemInput>() {
+        let mut values = logged_values(i.item().into_iter().flat_map(|m| m.values()));
+        values.extend(expression(i.expression_attribute_values()));
+        one("PutItem", i.table_name(), values)
+    } else if let Some(i) = input.downcast_ref::<DeleteItemInput>() {
+        let mut values = logged_values(i.key().into_iter().flat_map(|m| m.values()));
+        values.extend(expression(i.expression_attribute_values()));
+        one("DeleteItem", i.table_name(), values)
+    } else if let Some(i) = input.downcast_ref::<UpdateItemInput>() {
+        let mut values = logged_values(i.key().into_iter().flat_map(|m| m.values()));
+        values.extend(expression(i.expression_attribute_values()));
+        one("UpdateItem", i.table_name(), values)
+    } else if let Some(i) = input.downcast_ref::<TransactWriteItemsInput>() {
+        let mut call = LoggedCall {
+            operation: "TransactWriteItems",
+            tables: Vec::new(),
+            values: Vec::new(),
+        };
+        for item in i.transact_items() {
+            if let Some(put) = item.put() {
+                call.tables.push(put.table_name().to_owned());
+                call.values.extend(logged_values(put.item().values()));
+            }
+            if let Some(delete) = item.delete() {
+                call.tables.push(delete.table_name().to_owned());
+                call.values.extend(logged_values(delete.key().values()));
+            }
+            if let Some(update) = item.update() {
+                call.tables.push(update.table_name().to_owned());
+                call.values.extend(logged_values(update.key().values()));
+            }
+            if let Some(check) = item.condition_check() {
+                call.tables.push(check.table_name().to_owned());
+                call.values.extend(logged_values(check.key().values()));
+            }
+        }
+        call
+    } else if let Some(i) = input.downcast_ref::<BatchWriteItemInput>() {
+        let items = i.request_items().cloned().unwrap_or_default();
+        let mut values = Vec::new();
+        for request in items.values().flatten() {
+            if let Some(put) = request.put_request() {
+                values.extend(logged_values(put.item().values()));
+            }
+            if let Some(delete) = request.delete_request() {
+                values.extend(logged_values(delete.key().values()));
+            }
+        }
+        LoggedCall {
+            operation: "BatchWriteItem",
+            tables: items.keys().cloned().collect(),
+            values,
+        }
+    } else {
+        one("other", None, Vec::new())
+    }
+}
+
+impl Intercept for CallLog {
+    fn name(&self) -> &'static str {
+        "CallLog"
+    }
+
+    fn read_before_execution(
+        &self,
+        context: &BeforeSerializationInterceptorContextRef<'_>,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let call = logged_call(context);
+        self.0.lock().expect("log lock").push(call);
+        Ok(())
+    }
+}
+
+/// The claims of a token `model`'s `[auth]` accepts for `sub`: [`claims`] with the model's
+/// issuer and first audience, and `groups` in its groups claim when there are any.
+pub fn model_claims(model: &Model, sub: &str, groups: &[&str]) -> Value {
+    let spec = model
+        .auth
+        .as_ref()
+        .expect("the model has an `[auth]` section");
+    let mut changes = json!({ "iss": spec.issuer, "aud": spec.audience[0] });
+    if !groups.is_empty() {
+        changes[&spec.groups_claim] = json!(groups);
+    }
+    with(claims(sub), changes)
+}
+
+/// The `AuthSettings` `dynarelay serve --model <model's file> --auth-jwks-url <jwks_url>` uses:
+/// the model's `[auth]` (algorithms, issuer, audience, groups claim, timings), mapped by
+/// `ServeArgs::auth_settings`, with the keys `jwks_url` serves.
+pub fn model_auth_settings(model: &Model, jwks_url: &str) -> dynarelay::auth::AuthSettings {
+    use clap::Parser;
+    use dynarelay::config::{Cli, Command};
+    let cli = Cli::try_parse_from([
+        "dynarelay",
+        "serve",
+        "--model",
+        "model.toml",
+        "--auth-jwks-url",
+        jwks_url,
+    ])
+    .expect("serve's flags");
+    let Command::Serve(args) = cli.command else {
+        unreachable!("parsed as serve")
+    };
+    let spec = model
+        .auth
+        .as_ref()
+        .expect("the model has an `[auth]` section");
+    args.auth_settings(spec).expect("the model's `[auth]` maps")
+}
+
+/// Serves `model` (which has an `[auth]` section) on `store` as [`model_app`] does (default
+/// HTTP settings and page limits, the test cursor keys), verifying bearer tokens as its `[auth]`
+/// says against `issuer`'s JWKS.
+pub async fn auth_router(model: &'static Model, store: &Store, issuer: &TestIssuer) -> Router {
+    let auth = dynarelay::auth::Authenticator::new(model_auth_settings(model, &issuer.url()))
+        .await
+        .expect("the authenticator starts");
+    let http = HttpSettings {
+        auth: Some(auth),
+        ..HttpSettings::default()
+    };
+    router(model_state(
+        model,
+        store,
+        PageLimits::default(),
+        &test_ring(),
+        http,
+    ))
+}
+
+/// `model` served on fresh tables of its own with bearer tokens verified against `issuer`'s
+/// JWKS (see [`auth_router`]), and the log of every DynamoDB call its client sends (test writes
+/// through [`ModelApp::client`] included).
+pub async fn auth_model_app(model: &'static Model, issuer: &TestIssuer) -> (ModelApp, CallLog) {
+    let prefix = unique_prefix();
+    let log = CallLog::default();
+    let local = dynamo::client_for_local(&endpoint());
+    let client = Client::from_conf(local.config().to_builder().interceptor(log.clone()).build());
+    let names = Tables::new(model, &prefix);
+    tables::create_missing(&client, model, &names, Duration::from_secs(30))
+        .await
+        .expect("creating test tables");
+    let store = Store::new(client, names);
+    let router = auth_router(model, &store, issuer).await;
+    let app = ModelApp {
+        model,
+        prefix,
+        store,
+        router,
+    };
+    (app, log)
+}
+
+/// `examples/shop/secure.toml` served on fresh tables, its tokens verified against `issuer`'s
+/// JWKS with the model's issuer, audience and groups claim.
+pub async fn secure_app(issuer: &TestIssuer) -> ModelApp {
+    secure_app_logged(issuer).await.0
+}
+
+/// [`secure_app`] with the log of its DynamoDB calls.
+pub async fn secure_app_logged(issuer: &TestIssuer) -> (ModelApp, CallLog) {
+    auth_model_app(load_model("examples/shop/secure.toml"), issuer).await
+}
+
+/// POSTs `query` with `variables` to `/graphql` through `router`, with `Authorization: Bearer
+/// <token>` when there is a token.
+pub async fn graphql_with_token(
+    router: &Router,
+    token: Option<&str>,
+    query: &str,
+    variables: Value,
+) -> Answer {
+    let mut request = Request::post("/graphql")
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(
+            json!({ "query": query, "variables": variables }).to_string(),
+        ))
+        .expect("request");
+    if let Some(token) = token {
+        request.headers_mut().insert(
+            header::AUTHORIZATION,
+            header::HeaderValue::from_str(&format!("Bearer {token}")).expect("a header value"),
+        );
+    }
+    let response = Box::pin(router.clone().oneshot(request))
+        .await
+        .expect("router answers");
+    let (parts, body) = response.into_parts();
+    let bytes = axum::body::to_bytes(body, usize::MAX).await.expect("body");
+    Answer {
+        status: parts.status,
+        headers: parts.headers,
+        body: serde_json::from_slice(&bytes).expect("JSON response"),
+    }
+}
+
+/// The DynamoDB calls a Prometheus exposition counts (`dynarelay_dynamodb_calls_total`), by
+/// `"{operation} {table}"`, the table without `prefix` (`several` for a call on several
+/// tables), with ` {outcome}` appended for outcomes other than `ok`.
+pub fn dynamodb_calls(exposition: &str, prefix: &str) -> BTreeMap<String, f64> {
+    let mut calls = BTreeMap::new();
+    for line in exposition.lines() {
+        let Some(labels) = line.strip_prefix("dynarelay_dynamodb_calls_total{") else {
+            continue;
+        };
+        let (labels, value) = labels.rsplit_once("} ").expect("a sample");
+        let label = |name: &str| {
+            labels
+                .split(',')
+                .find_map(|l| l.strip_prefix(&format!("{name}=\"")))
+                .and_then(|v| v.strip_suffix('"'))
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let table = label("table");
+        let mut key = format!(
+            "{} {}",
+            label("operation"),
+            table.strip_prefix(prefix).unwrap_or(&table)
+        );
+        let outcome = label("outcome");
+        if outcome != "ok" {
+            key = format!("{key} {outcome}");
+        }
+        *calls.entry(key).or_insert(0.0) += value.parse::<f64>().expect("a sample value");
+    }
+    calls
 }

@@ -6,6 +6,7 @@
 
 mod apollo;
 mod audits;
+mod auth;
 mod binary;
 mod browser;
 mod cursors;
@@ -20,6 +21,7 @@ mod fleet;
 mod fleet_data;
 mod helpers;
 mod http;
+mod issuer;
 mod limits;
 mod load;
 mod model;
@@ -32,6 +34,7 @@ mod outages;
 mod overlap;
 mod purchases;
 mod relay;
+mod rules;
 mod schema;
 #[path = "../../examples/shop/data.rs"]
 mod shop_data;

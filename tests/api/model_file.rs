@@ -1,7 +1,9 @@
 //! The model file: the example loads, every kind of mistake is reported at its place, and the
 //! checked-in JSON Schema matches the Rust types. None of these tests needs DynamoDB.
 
-use dynarelay::model::{self, ModelErrors, TypeTest};
+use dynarelay::model::{
+    self, Access, AuthSpec, Entity, KeysSpec, Model, ModelErrors, Rule, TypeTest,
+};
 
 #[test]
 fn dynarelay_schema_json_matches_the_rust_types() {
@@ -57,6 +59,345 @@ fn the_ecommerce_example_loads() {
         .map(|c| (c.union.as_str(), c.members.len()))
         .collect();
     assert_eq!(unions, [("CustomerActivity", 3), ("OrderContent", 2)]);
+}
+
+/// The entity named `name`.
+fn entity<'m>(model: &'m Model, name: &str) -> &'m Entity {
+    let e = model
+        .entity_named(name)
+        .unwrap_or_else(|| panic!("no entity `{name}`"));
+    &model.entities[e]
+}
+
+/// The owner rule on `entity`'s field `field`, with claim `claim`.
+fn owner(entity: &Entity, field: &str, claim: &str) -> Rule {
+    let field = entity
+        .fields
+        .iter()
+        .position(|f| f.name == field)
+        .unwrap_or_else(|| panic!("no field `{}.{field}`", entity.name));
+    Rule::Owner {
+        field,
+        claim: claim.to_owned(),
+    }
+}
+
+fn groups(names: &[&str]) -> Rule {
+    Rule::Groups(names.iter().map(|g| (*g).to_owned()).collect())
+}
+
+/// The rules of `entity`'s field `field`, if it has its own.
+fn field_access(entity: &Entity, field: &str) -> Option<Access> {
+    let f = entity.fields.iter().find(|f| f.name == field);
+    f.unwrap_or_else(|| panic!("no field `{}.{field}`", entity.name))
+        .access
+        .clone()
+}
+
+/// The rules of `entity`'s connection `name`, or of the root connection `name` (no entity).
+fn connection_access(model: &Model, on: Option<&str>, name: &str) -> Access {
+    let connections = match on {
+        Some(e) => &entity(model, e).connections,
+        None => &model.connections,
+    };
+    let c = connections.iter().find(|c| c.name == name);
+    c.unwrap_or_else(|| panic!("no connection `{name}`"))
+        .access
+        .clone()
+}
+
+fn lookup_access(model: &Model, name: &str) -> Access {
+    let l = model.lookups.iter().find(|l| l.name == name);
+    l.unwrap_or_else(|| panic!("no lookup `{name}`"))
+        .access
+        .clone()
+}
+
+#[test]
+fn the_secure_shop_example_loads_with_its_rules() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/shop/secure.toml");
+    let model = model::load(std::path::Path::new(path)).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        model.auth,
+        Some(AuthSpec {
+            keys: KeysSpec::JwksUrl("http://127.0.0.1:4455/.well-known/jwks.json".to_owned()),
+            algorithms: vec!["RS256".to_owned()],
+            issuer: Some("https://auth.shop.example".to_owned()),
+            audience: vec!["shop-web".to_owned()],
+            leeway_seconds: 30,
+            groups_claim: "cognito:groups".to_owned(),
+            jwks_refresh_seconds: 60,
+            jwks_timeout_ms: 3000,
+        })
+    );
+    let admin = Access(vec![groups(&["admin"])]);
+    assert_eq!(model.introspection, admin);
+    let (user, product, purchase) = (
+        entity(&model, "User"),
+        entity(&model, "Product"),
+        entity(&model, "Purchase"),
+    );
+    assert_eq!(user.read, Access(vec![Rule::Authenticated]));
+    assert_eq!(product.read, Access::default());
+    let own_purchase = owner(purchase, "userId", "sub");
+    assert_eq!(
+        purchase.read,
+        Access(vec![own_purchase.clone(), groups(&["admin"])])
+    );
+    assert_eq!(
+        field_access(user, "email"),
+        Some(Access(vec![
+            owner(user, "userId", "sub"),
+            groups(&["admin"])
+        ]))
+    );
+    assert_eq!(field_access(user, "name"), None);
+    assert_eq!(connection_access(&model, None, "users"), admin);
+    assert_eq!(
+        connection_access(&model, None, "products"),
+        Access::default()
+    );
+    // `User.purchases` has no rules of its own: its nodes', on the field it is partitioned by.
+    assert_eq!(
+        connection_access(&model, Some("User"), "purchases"),
+        purchase.read
+    );
+    assert_eq!(
+        connection_access(&model, Some("Product"), "purchases"),
+        admin
+    );
+    let create = |e: &Entity| e.mutations.create.as_ref().map(|m| m.access.clone());
+    assert_eq!(create(purchase), Some(Access(vec![own_purchase])));
+    assert_eq!(
+        create(user),
+        Some(Access(vec![owner(user, "userId", "sub")]))
+    );
+    assert_eq!(create(product), Some(admin));
+    assert_eq!(
+        purchase.mutations.delete.as_ref().map(|m| m.access.clone()),
+        Some(purchase.read.clone())
+    );
+    assert_eq!(
+        lookup_access(&model, "user"),
+        Access(vec![Rule::Authenticated])
+    );
+    assert_eq!(lookup_access(&model, "product"), Access::default());
+}
+
+#[test]
+fn a_model_with_rules_of_every_kind_in_every_place_loads() {
+    let text = format!(
+        "{}{PURCHASES}{}",
+        BASE.replace(
+            "fields.userId = { type = \"String!\" }\n",
+            "fields.userId = { type = \"String!\" }\nfields.email = { type = \"String\", allow = [{ owner = \"userId\", claim = \"username\" }, { groups = [\"support\"] }] }\nallow = [\"authenticated\"]\nmutations.create = { allow = [\"public\"] }\n"
+        ),
+        r#"fields.note = { type = "String", allow = [{ groups = ["support", "admin"] }] }
+fields.total = { type = "Int", allow = ["authenticated"] }
+fields.label = { type = "String!", allow = ["public"] }
+allow = [{ owner = "userId" }, { groups = ["admin", "support"] }]
+mutations.create = { allow = [{ owner = "userId" }] }
+mutations.update = { allow = [{ groups = ["admin"] }] }
+mutations.delete = { allow = [{ owner = "userId" }, "authenticated"] }
+
+[entities.User.connections.purchases]
+entity = "Purchase"
+partition = { field = "userId" }
+allow = [{ owner = "userId" }]
+
+[lookups.user]
+entity = "User"
+allow = ["authenticated", { groups = ["support"] }]
+
+[lookups.purchase]
+entity = "Purchase"
+allow = ["public"]
+
+[connections.purchasesOf]
+entity = "Purchase"
+partition = { argument = "userId" }
+allow = [{ owner = "userId" }, { groups = ["support"] }]
+
+[connections.allPurchases]
+entity = "Purchase"
+scan = true
+allow = [{ groups = ["admin"] }]
+
+[connections.users]
+entity = "User"
+scan = true
+
+[auth]
+secret_env = "DYNARELAY_TEST_SECRET"
+algorithms = ["HS256", "HS512"]
+issuer = "https://id.example"
+audience = ["web", "mobile"]
+leeway_seconds = 300
+groups_claim = "roles"
+jwks_refresh_seconds = 120
+jwks_timeout_ms = 30000
+introspection = ["authenticated", { groups = ["developers"] }]
+"#
+    );
+    let model = model::parse("test.toml", &text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert_eq!(
+        model.auth,
+        Some(AuthSpec {
+            keys: KeysSpec::SecretEnv("DYNARELAY_TEST_SECRET".to_owned()),
+            algorithms: vec!["HS256".to_owned(), "HS512".to_owned()],
+            issuer: Some("https://id.example".to_owned()),
+            audience: vec!["web".to_owned(), "mobile".to_owned()],
+            leeway_seconds: 300,
+            groups_claim: "roles".to_owned(),
+            jwks_refresh_seconds: 120,
+            jwks_timeout_ms: 30000,
+        })
+    );
+    assert_eq!(
+        model.introspection,
+        Access(vec![Rule::Authenticated, groups(&["developers"])])
+    );
+    let (user, purchase) = (entity(&model, "User"), entity(&model, "Purchase"));
+    assert_eq!(user.read, Access(vec![Rule::Authenticated]));
+    let own_purchase = owner(purchase, "userId", "sub");
+    assert_eq!(
+        purchase.read,
+        Access(vec![own_purchase.clone(), groups(&["admin", "support"])])
+    );
+    assert_eq!(
+        field_access(user, "email"),
+        Some(Access(vec![
+            owner(user, "userId", "username"),
+            groups(&["support"])
+        ]))
+    );
+    assert_eq!(field_access(user, "userId"), None);
+    assert_eq!(
+        field_access(purchase, "note"),
+        Some(Access(vec![groups(&["support", "admin"])]))
+    );
+    assert_eq!(
+        field_access(purchase, "total"),
+        Some(Access(vec![Rule::Authenticated]))
+    );
+    assert_eq!(field_access(purchase, "label"), Some(Access::default()));
+    let mutation = |e: &Entity, which: &str| {
+        let m = &e.mutations;
+        match which {
+            "create" => m.create.as_ref().map(|m| m.access.clone()),
+            "update" => m.update.as_ref().map(|m| m.access.clone()),
+            _ => m.delete.as_ref().map(|m| m.access.clone()),
+        }
+    };
+    assert_eq!(mutation(user, "create"), Some(Access::default()));
+    assert_eq!(
+        mutation(purchase, "create"),
+        Some(Access(vec![own_purchase.clone()]))
+    );
+    assert_eq!(
+        mutation(purchase, "update"),
+        Some(Access(vec![groups(&["admin"])]))
+    );
+    assert_eq!(
+        mutation(purchase, "delete"),
+        Some(Access(vec![own_purchase.clone(), Rule::Authenticated]))
+    );
+    assert_eq!(
+        connection_access(&model, Some("User"), "purchases"),
+        Access(vec![own_purchase.clone()])
+    );
+    assert_eq!(
+        lookup_access(&model, "user"),
+        Access(vec![Rule::Authenticated, groups(&["support"])])
+    );
+    assert_eq!(lookup_access(&model, "purchase"), Access::default());
+    assert_eq!(
+        connection_access(&model, None, "purchasesOf"),
+        Access(vec![own_purchase, groups(&["support"])])
+    );
+    assert_eq!(
+        connection_access(&model, None, "allPurchases"),
+        Access(vec![groups(&["admin"])])
+    );
+    // Without rules of its own, a connection takes its nodes'.
+    assert_eq!(connection_access(&model, None, "users"), user.read);
+}
+
+#[test]
+fn public_rules_everywhere_need_no_auth_section() {
+    let text = format!(
+        "{}{PURCHASES}{}",
+        BASE.replace(
+            "fields.userId = { type = \"String!\" }\n",
+            "fields.userId = { type = \"String!\", allow = [\"public\"] }\nallow = [\"public\"]\nmutations.create = { allow = [\"public\"] }\n"
+        ),
+        r#"allow = ["public"]
+mutations.delete = { allow = ["public"] }
+
+[entities.User.connections.purchases]
+entity = "Purchase"
+partition = { field = "userId" }
+allow = ["public"]
+
+[lookups.user]
+entity = "User"
+allow = ["public"]
+
+[connections.allPurchases]
+entity = "Purchase"
+scan = true
+allow = ["public"]
+"#
+    );
+    let model = model::parse("test.toml", &text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert_eq!(model.auth, None);
+    assert_eq!(model.introspection, Access::default());
+    let (user, purchase) = (entity(&model, "User"), entity(&model, "Purchase"));
+    assert_eq!(user.read, Access::default());
+    assert_eq!(purchase.read, Access::default());
+    assert_eq!(field_access(user, "userId"), Some(Access::default()));
+    let create = user.mutations.create.as_ref().map(|m| m.access.clone());
+    assert_eq!(create, Some(Access::default()));
+    let delete = purchase.mutations.delete.as_ref().map(|m| m.access.clone());
+    assert_eq!(delete, Some(Access::default()));
+    assert_eq!(
+        connection_access(&model, Some("User"), "purchases"),
+        Access::default()
+    );
+    assert_eq!(
+        connection_access(&model, None, "allPurchases"),
+        Access::default()
+    );
+    assert_eq!(lookup_access(&model, "user"), Access::default());
+}
+
+#[test]
+fn a_jwks_file_is_named_relative_to_the_model_file() {
+    let text = |file: &str| format!("{BASE}\n[auth]\njwks_file = \"{file}\"\n");
+    let keys = |model: Model| model.auth.map(|auth| auth.keys);
+    // As written, until the model is loaded from a file.
+    let parsed = model::parse("test.toml", &text("keys/jwks.json"));
+    let parsed = parsed.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        keys(parsed),
+        Some(KeysSpec::JwksFile("keys/jwks.json".to_owned()))
+    );
+    let dir = std::env::temp_dir().join(format!("dynarelay-model-file-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("dynarelay.toml");
+    std::fs::write(&path, text("keys/jwks.json")).unwrap();
+    let relative = model::load(&path);
+    std::fs::write(&path, text("/etc/dynarelay/jwks.json")).unwrap();
+    let absolute = model::load(&path);
+    std::fs::remove_dir_all(&dir).unwrap();
+    let expected = dir.join("keys/jwks.json").display().to_string();
+    let relative = relative.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(keys(relative), Some(KeysSpec::JwksFile(expected)));
+    let absolute = absolute.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        keys(absolute),
+        Some(KeysSpec::JwksFile("/etc/dynarelay/jwks.json".to_owned()))
+    );
 }
 
 /// A valid model the cases below add to (lines 1 to 9).
@@ -144,6 +485,19 @@ table = "Shop"
 keys = { PK = "CUSTOMER#{username}", SK = "ORDER#{returnId}" }
 fields.username = { type = "String!" }
 fields.returnId = { type = "String!" }
+"#;
+
+/// Token verification with a shared secret, on lines 10 to 12 after `BASE` (11 and 12: `[auth]`
+/// and `secret_env`); cases add its other keys on line 13, or put it after the rules they test.
+const AUTH: &str = r#"
+[auth]
+secret_env = "DYNARELAY_TEST_SECRET"
+"#;
+
+/// Token verification with an identity provider's JWKS, on lines 10 to 12 after `BASE`.
+const JWKS_AUTH: &str = r#"
+[auth]
+jwks_url = "https://id.example/.well-known/jwks.json"
 "#;
 
 fn errors(text: &str) -> ModelErrors {
@@ -924,6 +1278,232 @@ fn cases() -> Vec<Case> {
             25,
             9,
         ),
+        // Access rules: `[auth]`, and the `allow` lists.
+        with_base(
+            "[auth] without keys",
+            "\n[auth]\nissuer = \"https://id.example\"\n",
+            "`[auth]` needs keys to verify tokens with",
+            11,
+            1,
+        ),
+        with_base(
+            "[auth] with two key sources",
+            &format!("{JWKS_AUTH}secret_env = \"DYNARELAY_TEST_SECRET\"\n"),
+            "`[auth]` takes one of `jwks_url`, `jwks_file` and `secret_env`",
+            12,
+            12,
+        ),
+        with_base(
+            "jwks_url that is not http(s)",
+            "\n[auth]\njwks_url = \"ftp://id.example/jwks.json\"\n",
+            "`ftp://id.example/jwks.json` is not an http(s) URL",
+            12,
+            12,
+        ),
+        with_base(
+            "secret_env that is no variable name",
+            "\n[auth]\nsecret_env = \"SECRET=hunter2\"\n",
+            "not an environment variable's name",
+            12,
+            14,
+        ),
+        with_base(
+            "empty jwks_file",
+            "\n[auth]\njwks_file = \"\"\n",
+            "empty",
+            12,
+            13,
+        ),
+        with_base(
+            "unknown algorithm",
+            &format!("{JWKS_AUTH}algorithms = [\"rs256\"]\n"),
+            "unknown algorithm `rs256`",
+            13,
+            15,
+        ),
+        with_base(
+            "HS256 with a JWKS",
+            &format!("{JWKS_AUTH}algorithms = [\"RS256\", \"HS256\"]\n"),
+            "`HS256` needs a shared secret; keys from a JWKS are public keys",
+            13,
+            24,
+        ),
+        with_base(
+            "RS256 with secret_env",
+            &format!("{AUTH}algorithms = [\"RS256\"]\n"),
+            "`RS256` needs a public key; `secret_env` gives a shared secret",
+            13,
+            15,
+        ),
+        with_base(
+            "empty algorithm list",
+            &format!("{AUTH}algorithms = []\n"),
+            "no algorithm is accepted, so no token would be",
+            13,
+            14,
+        ),
+        with_base(
+            "leeway over 300 seconds",
+            &format!("{AUTH}leeway_seconds = 301\n"),
+            "at most 300 seconds",
+            13,
+            18,
+        ),
+        with_base(
+            "jwks_timeout_ms out of range",
+            &format!("{JWKS_AUTH}jwks_timeout_ms = 60000\n"),
+            "from 1 to 30000 milliseconds",
+            13,
+            19,
+        ),
+        with_base(
+            "empty issuer",
+            &format!("{AUTH}issuer = \"\"\n"),
+            "empty",
+            13,
+            10,
+        ),
+        with_base(
+            "unknown rule keyword",
+            &format!("allow = [\"authenticate\"]\n{AUTH}"),
+            "unknown rule `\"authenticate\"`",
+            10,
+            10,
+        ),
+        with_base(
+            "group rule without groups",
+            &format!("allow = [{{ groups = [] }}]\n{AUTH}"),
+            "a group rule needs group names",
+            10,
+            10,
+        ),
+        with_base(
+            "owner rule naming a missing field",
+            &format!("allow = [{{ owner = \"userID\" }}]\n{AUTH}"),
+            "`User` has no field `userID`",
+            10,
+            10,
+        ),
+        with_base(
+            "owner rule on a nullable field",
+            &format!(
+                "fields.name = {{ type = \"String\" }}\nallow = [{{ owner = \"name\" }}]\n{AUTH}"
+            ),
+            "the owner field `User.name` must be a `String!` or `ID!`",
+            11,
+            10,
+        ),
+        with_base(
+            "owner rule on an Int field",
+            &format!("fields.age = {{ type = \"Int!\" }}\nallow = [{{ owner = \"age\" }}]\n{AUTH}"),
+            "the owner field `User.age` must be a `String!` or `ID!`",
+            11,
+            10,
+        ),
+        with_base(
+            "owner rule on introspection",
+            &format!("{AUTH}introspection = [{{ owner = \"userId\" }}]\n"),
+            "introspection has no item for an owner rule to look at",
+            13,
+            18,
+        ),
+        with_base(
+            "owner rule on a lookup",
+            &format!(
+                "{AUTH}[lookups.user]\nentity = \"User\"\nallow = [{{ owner = \"userId\" }}]\n"
+            ),
+            "a lookup has no item for an owner rule to look at",
+            15,
+            10,
+        ),
+        with_base(
+            "rule that needs tokens without [auth]",
+            "allow = [\"authenticated\"]\n",
+            "this rule needs callers with tokens, and the model has no `[auth]`",
+            10,
+            10,
+        ),
+        with_base(
+            "empty allow",
+            "mutations.create = { allow = [] }\n",
+            "an empty `allow` admits no one",
+            10,
+            30,
+        ),
+        with_base(
+            "rule on a non-null field",
+            &format!("fields.name = {{ type = \"String!\", allow = [\"authenticated\"] }}\n{AUTH}"),
+            "`User.name` is non-null, so it cannot be hidden from anyone",
+            10,
+            43,
+        ),
+        with_purchases(
+            "connection rules wider than its entity's",
+            &format!(
+                "allow = [{{ owner = \"userId\" }}]\n[entities.User.connections.purchases]\nentity = \"Purchase\"\npartition = {{ field = \"userId\" }}\nallow = [\"authenticated\"]\n{AUTH}"
+            ),
+            "`User.purchases` would show `Purchase` items to callers that `Purchase`'s own `allow` hides from",
+            27,
+            9,
+        ),
+        with_purchases(
+            "Scan over an entity with an owner rule",
+            &format!(
+                "allow = [{{ owner = \"userId\" }}]\n[connections.all]\nentity = \"Purchase\"\nscan = true\n{AUTH}"
+            ),
+            "`Query.all` cannot keep to the caller's own items by its key: the owner rule on `userId` needs it partitioned by `userId`, but it scans the whole table",
+            24,
+            14,
+        ),
+        with_purchases(
+            "owner rule of a Scan's own",
+            &format!(
+                "[connections.all]\nentity = \"Purchase\"\nscan = true\nallow = [{{ owner = \"userId\" }}]\n{AUTH}"
+            ),
+            "`Query.all` cannot keep to the caller's own items by its key: the owner rule on `userId` needs it partitioned by `userId`, but it scans the whole table",
+            26,
+            9,
+        ),
+        case(
+            "index connection partitioned by another field than the owner",
+            &format!(
+                "{BASE}{}allow = [{{ owner = \"userId\" }}]\n[tables.Products]\npartition_key = \"sku\"\nattributes = {{ sku = \"S\" }}\n[entities.Product]\ntable = \"Products\"\nfields.sku = {{ type = \"String!\" }}\n[entities.Product.connections.purchases]\nentity = \"Purchase\"\nindex = \"BySku\"\npartition = {{ field = \"sku\" }}\n{AUTH}",
+                PURCHASES.replace(", projection = \"KEYS_ONLY\"", "")
+            ),
+            "`Product.purchases` cannot keep to the caller's own items by its key: the owner rule on `userId` needs it partitioned by `userId`, but it is partitioned by `sku`",
+            30,
+            31,
+        ),
+        with_purchases(
+            "connection with a fixed partition over an entity with an owner rule",
+            &format!(
+                "allow = [{{ owner = \"userId\" }}]\n[connections.mine]\nentity = \"Purchase\"\npartition = {{ value = \"u1\" }}\n{AUTH}"
+            ),
+            "`Query.mine` cannot keep to the caller's own items by its key: the owner rule on `userId` needs it partitioned by `userId`, but its partition is fixed",
+            24,
+            14,
+        ),
+        with_one_table(
+            "item collection of members with different rules",
+            &format!("allow = [\"authenticated\"]\n{ACTIVITY}{AUTH}"),
+            "the members of `Customer.activity` have different `allow` rules (`Customer` and `Order`)",
+            24,
+            32,
+        ),
+        with_base(
+            "unknown key in [auth]",
+            &format!("{AUTH}leeway = 10\n"),
+            "unknown key `leeway` in `auth`",
+            13,
+            1,
+        ),
+        with_base(
+            "unknown key in a rule",
+            &format!("allow = [{{ owner = \"userId\", clam = \"sub\" }}]\n{AUTH}"),
+            "unknown key `clam` in `entities.User.allow`",
+            10,
+            30,
+        ),
     ]
 }
 
@@ -1051,6 +1631,33 @@ fn a_facet_that_is_no_field_suggests_the_close_one() {
 }
 
 #[test]
+fn a_misspelt_algorithm_rule_or_owner_field_suggests_the_close_one() {
+    let expected = [
+        ("unknown algorithm", "did you mean `RS256`?"),
+        ("unknown rule keyword", "did you mean `authenticated`?"),
+        (
+            "owner rule naming a missing field",
+            "did you mean `userId`?",
+        ),
+    ];
+    let cases = cases();
+    for (name, suggestion) in expected {
+        let case = cases
+            .iter()
+            .find(|c| c.name == name)
+            .unwrap_or_else(|| panic!("no case `{name}`"));
+        let errors = errors(&case.text);
+        let hint = errors
+            .diagnostics
+            .iter()
+            .find(|d| d.message.contains(case.message))
+            .and_then(|d| d.hint.clone())
+            .unwrap_or_default();
+        assert!(hint.starts_with(suggestion), "{name}: {}", errors.report);
+    }
+}
+
+#[test]
 fn a_shared_table_with_a_type_attribute_may_repeat_key_prefixes() {
     // Without the type attribute, `Return` could match `Order`'s keys (a case above); with it,
     // each item names its entity, and reads of the shared prefix keep one entity's items.
@@ -1128,16 +1735,27 @@ fn odd_inputs_are_reported_or_accepted_never_a_panic() {
 fn every_example_model_checks_and_builds_a_schema() {
     let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
     let mut checked = Vec::new();
+    // Every model of every example: `dynarelay.toml`, and others such as `shop/secure.toml`.
     for entry in std::fs::read_dir(&examples).unwrap() {
-        let file = entry.unwrap().path().join("dynarelay.toml");
-        if !file.exists() {
+        let dir = entry.unwrap().path();
+        if !dir.is_dir() {
             continue;
         }
-        let model = dynarelay::model::load(&file).unwrap_or_else(|e| panic!("{e}"));
-        let model: &'static dynarelay::model::Model = Box::leak(Box::new(model));
-        let sdl = dynarelay::graphql::sdl(model).unwrap();
-        assert!(sdl.contains("type Query"), "{}", file.display());
-        checked.push(file);
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let file = entry.unwrap().path();
+            if file.extension().is_none_or(|e| e != "toml") {
+                continue;
+            }
+            let model = dynarelay::model::load(&file).unwrap_or_else(|e| panic!("{e}"));
+            let model: &'static dynarelay::model::Model = Box::leak(Box::new(model));
+            let sdl = dynarelay::graphql::sdl(model).unwrap();
+            assert!(sdl.contains("type Query"), "{}", file.display());
+            checked.push(file);
+        }
     }
     assert!(checked.len() >= 3, "{checked:?}");
+    assert!(
+        checked.iter().any(|f| f.ends_with("shop/secure.toml")),
+        "{checked:?}"
+    );
 }

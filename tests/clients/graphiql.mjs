@@ -1,8 +1,8 @@
 // Drives dynarelay's GraphiQL playground in headless Chromium (Debian's `chromium` package, or
 // $CHROMIUM), the way a person would: loads the page, replaces the query and the variables in
 // the editors, clicks the run button and waits for the result pane. Prints a JSON report on
-// stdout: the text the result pane rendered, every GraphQL response the page received and every
-// request it made.
+// stdout: the text the result pane rendered, every GraphQL response the page received (with the
+// Authorization header its request carried) and every request it made.
 //
 // Fails, with the reason on stderr, when the page or the query takes longer than 30 s each, when
 // the page requests anything from another origin (such requests are aborted, never sent), when
@@ -10,7 +10,15 @@
 // Content-Security-Policy.
 //
 //   node graphiql.mjs --url http://127.0.0.1:PORT/ --query Q --variables JSON
+//                     [--schema-headers TEXT] [--headers TEXT]...
 //                     [--screenshot PATH] [--sabotage bundle|foreign-image|foreign-image-no-csp]
+//
+// --headers (repeatable) types TEXT into GraphiQL's Headers editor (an empty TEXT clears it) and
+// runs the query, once per --headers, in order; each run is reported in `runs`, and the first is
+// also `rendered`. Without it the query runs once and the Headers editor is left alone.
+// --schema-headers types TEXT into the Headers editor first and clicks "Re-fetch GraphQL schema",
+// as someone whose token may introspect would; the answer is reported as `schemaRefetch`.
+// A run ends when the result pane shows exactly the JSON the server answered.
 //
 // --sabotage breaks the page on purpose, to show that the checks notice: `bundle` aborts the
 // download of GraphiQL's script; `foreign-image` adds an image from another host to the page,
@@ -29,12 +37,16 @@ const { values: opts } = parseArgs({
     url: { type: 'string' },
     query: { type: 'string' },
     variables: { type: 'string', default: '{}' },
+    headers: { type: 'string', multiple: true },
+    'schema-headers': { type: 'string' },
     screenshot: { type: 'string' },
     sabotage: { type: 'string' },
   },
 });
 if (!opts.url || !opts.query) {
-  process.stderr.write('usage: node graphiql.mjs --url URL --query QUERY [--variables JSON] [--screenshot PATH]\n');
+  process.stderr.write(
+    'usage: node graphiql.mjs --url URL --query QUERY [--variables JSON] [--schema-headers TEXT] [--headers TEXT]... [--screenshot PATH]\n',
+  );
   process.exit(2);
 }
 if (opts.sabotage && !['bundle', 'foreign-image', 'foreign-image-no-csp'].includes(opts.sabotage)) {
@@ -53,6 +65,8 @@ const problems = [];
 const requests = [];
 const foreignRequests = [];
 const graphqlResponses = [];
+// Reading a response's headers and body is asynchronous: the report waits for all of them.
+const responseDetails = [];
 
 const userDataDir = mkdtempSync(join(tmpdir(), 'dynarelay-chromium-'));
 let context;
@@ -122,12 +136,25 @@ try {
   page.on('response', async (response) => {
     if (new URL(response.url()).pathname !== '/graphql') return;
     const body = JSON.parse(response.request().postData() ?? '{}');
-    graphqlResponses.push({
+    const entry = {
       operationName: body.operationName ?? null,
       introspection: /__schema/.test(body.query ?? ''),
       status: response.status(),
       contentType: response.headers()['content-type'] ?? null,
-    });
+    };
+    graphqlResponses.push(entry);
+    responseDetails.push(
+      (async () => {
+        // The header as Chromium sent it on the wire (null when the request had none).
+        entry.authorization = (await response.request().allHeaders()).authorization ?? null;
+        // Whether the server answered an introspection query with the schema, and its errors.
+        if (entry.introspection) {
+          const answer = await response.json().catch(() => null);
+          entry.schema = answer?.data?.__schema != null;
+          entry.errors = errorsOf(answer);
+        }
+      })(),
+    );
   });
 
   // Load the page; GraphiQL renders its query editor once its scripts ran.
@@ -154,53 +181,41 @@ try {
     throw new Failure(`the query editor holds ${JSON.stringify(enteredQuery)}, not the query entered`);
   }
 
-  // Run it and wait until the result pane shows a GraphQL response.
-  // GraphiQL reparses the edited document's operation names a moment after the edit; a click
-  // before that sends the replaced query's name with the new text, which the server rightly
-  // refuses ("Unknown operation named ..."). Then the click is repeated, as a user would, at
-  // most twice more.
-  const queryStarted = Date.now();
-  const resultLines = page.locator('.result-window .CodeMirror-line');
-  for (let attempt = 0; attempt < 3; attempt += 1) {
-    const answered = page.waitForResponse(
+  // Fetch the schema again with --schema-headers (an admin's token, where introspection is
+  // for admins), as its button does.
+  let schemaRefetch;
+  if (opts['schema-headers'] !== undefined) {
+    await enterHeaders(page, opts['schema-headers']);
+    const refetched = page.waitForResponse(
       (r) =>
         new URL(r.url()).pathname === '/graphql' &&
-        !/__schema/.test(JSON.parse(r.request().postData() ?? '{}').query ?? ''),
+        /__schema/.test(JSON.parse(r.request().postData() ?? '{}').query ?? ''),
       { timeout: STEP_TIMEOUT_MS },
     );
-    await page.locator('button.graphiql-execute-button').click();
-    const body = await (await answered).text();
-    if (!body.includes('Unknown operation named')) break;
-  }
-  await page
-    .waitForFunction(
-      () => {
-        const text = document.querySelector('.result-window .CodeMirror-code')?.textContent ?? '';
-        return /"(data|errors)"/.test(text) && !text.includes('Unknown operation named');
-      },
-      null,
-      { timeout: STEP_TIMEOUT_MS },
-    )
-    .catch((error) => {
-      throw new Failure(`no result within ${STEP_TIMEOUT_MS / 1000} s: ${error.message}`);
+    await page.getByRole('button', { name: 'Re-fetch GraphQL schema' }).click();
+    const response = await refetched.catch((error) => {
+      throw new Failure(`no schema refetch within ${STEP_TIMEOUT_MS / 1000} s: ${error.message}`);
     });
-  const queryMs = Date.now() - queryStarted;
-  // The editor draws runs of spaces with no-break spaces.
-  const rendered = (await resultLines.allTextContents()).join('\n').replace(/\u00a0/g, ' ');
-  const lineCount = await page.evaluate(
-    () => document.querySelector('.result-window .CodeMirror').CodeMirror.lineCount(),
-  );
-  const lastLine = await resultLines.last().boundingBox();
-  const pane = await page.locator('.result-window .CodeMirror-scroll').boundingBox();
-  const bottom = Math.min(pane.y + pane.height, VIEWPORT.height);
-  if ((await resultLines.count()) !== lineCount || lastLine.y + lastLine.height > bottom) {
-    throw new Failure(`the result (${lineCount} lines) does not fit on the screen: ${rendered}`);
+    const answer = await response.json().catch(() => null);
+    schemaRefetch = {
+      status: response.status(),
+      authorization: (await response.request().allHeaders()).authorization ?? null,
+      schema: answer?.data?.__schema != null,
+      errors: errorsOf(answer),
+    };
   }
 
-  if (opts.screenshot) {
-    mkdirSync(dirname(opts.screenshot), { recursive: true });
-    await page.screenshot({ path: opts.screenshot, fullPage: true });
+  // One run per --headers (after typing them into the Headers editor), or one run as it is.
+  const runs = [];
+  for (const headers of opts.headers ?? [undefined]) {
+    if (headers !== undefined) await enterHeaders(page, headers);
+    runs.push({ headers: headers ?? null, ...(await runQuery(page)) });
+    if (runs.length === 1 && opts.screenshot) {
+      mkdirSync(dirname(opts.screenshot), { recursive: true });
+      await page.screenshot({ path: opts.screenshot, fullPage: true });
+    }
   }
+  const { rendered, queryMs } = runs[0];
 
   problems.push(...(await page.evaluate(() => window.__cspViolations)).map((v) => `CSP violation: ${v}`));
   if (foreignRequests.length > 0) {
@@ -208,8 +223,18 @@ try {
   }
   if (problems.length > 0) throw new Failure(problems.join('\n'));
 
+  await Promise.all(responseDetails);
   process.stdout.write(
-    `${JSON.stringify({ loadMs, queryMs, defaultQuery, rendered, graphqlResponses, requests })}\n`,
+    `${JSON.stringify({
+      loadMs,
+      queryMs,
+      defaultQuery,
+      rendered,
+      runs,
+      schemaRefetch,
+      graphqlResponses,
+      requests,
+    })}\n`,
   );
 } catch (error) {
   exitCode = 1;
@@ -234,4 +259,81 @@ async function replaceEditorText(page, editor, text) {
   await page.keyboard.press('ControlOrMeta+A');
   await page.keyboard.press('Delete');
   await page.keyboard.insertText(text);
+}
+
+// Clicks the run button and waits until the result pane shows the server's answer. Returns the
+// text the pane rendered, how long it took, and the Authorization header the query was sent with.
+async function runQuery(page) {
+  // Run it and wait until the result pane shows the GraphQL response.
+  // GraphiQL reparses the edited document's operation names a moment after the edit; a click
+  // before that sends the replaced query's name with the new text, which the server rightly
+  // refuses ("Unknown operation named ..."). Then the click is repeated, as a user would, at
+  // most twice more.
+  const queryStarted = Date.now();
+  const resultLines = page.locator('.result-window .CodeMirror-line');
+  let answer;
+  let authorization;
+  for (let attempt = 0; attempt < 3; attempt += 1) {
+    const answered = page.waitForResponse(
+      (r) =>
+        new URL(r.url()).pathname === '/graphql' &&
+        !/__schema/.test(JSON.parse(r.request().postData() ?? '{}').query ?? ''),
+      { timeout: STEP_TIMEOUT_MS },
+    );
+    await page.locator('button.graphiql-execute-button').click();
+    const response = await answered;
+    answer = await response.text();
+    // The Authorization header the query went with, as Chromium sent it (null: none).
+    authorization = (await response.request().allHeaders()).authorization ?? null;
+    if (!answer.includes('Unknown operation named')) break;
+  }
+  await page
+    .waitForFunction(
+      (expected) => {
+        const text = document.querySelector('.result-window .CodeMirror-code')?.textContent ?? '';
+        if (!/"(data|errors)"/.test(text) || text.includes('Unknown operation named')) return false;
+        // The pane shows this run's answer, not the previous run's or a schema error.
+        const shown = document.querySelector('.result-window .CodeMirror')?.CodeMirror?.getValue();
+        try {
+          return JSON.stringify(JSON.parse(shown)) === JSON.stringify(JSON.parse(expected));
+        } catch {
+          return false;
+        }
+      },
+      answer,
+      { timeout: STEP_TIMEOUT_MS },
+    )
+    .catch((error) => {
+      throw new Failure(`no result within ${STEP_TIMEOUT_MS / 1000} s: ${error.message}`);
+    });
+  const queryMs = Date.now() - queryStarted;
+  // The editor draws runs of spaces with no-break spaces.
+  const rendered = (await resultLines.allTextContents()).join('\n').replace(/\u00a0/g, ' ');
+  const lineCount = await page.evaluate(
+    () => document.querySelector('.result-window .CodeMirror').CodeMirror.lineCount(),
+  );
+  const lastLine = await resultLines.last().boundingBox();
+  const pane = await page.locator('.result-window .CodeMirror-scroll').boundingBox();
+  const bottom = Math.min(pane.y + pane.height, VIEWPORT.height);
+  if ((await resultLines.count()) !== lineCount || lastLine.y + lastLine.height > bottom) {
+    throw new Failure(`the result (${lineCount} lines) does not fit on the screen: ${rendered}`);
+  }
+  return { rendered, queryMs, authorization };
+}
+
+// The errors of a GraphQL response as `{ code, message }`, or null when it has none.
+function errorsOf(answer) {
+  return answer?.errors?.map((e) => ({ code: e.extensions?.code ?? null, message: e.message })) ?? null;
+}
+
+// Opens the Headers tab of the editor tools and types `text` over whatever the Headers editor
+// held; fails unless the editor then holds exactly `text`.
+async function enterHeaders(page, text) {
+  await page.getByRole('button', { name: 'Headers', exact: true }).click();
+  const headersEditor = page.locator('.graphiql-editor-tool .CodeMirror').filter({ visible: true });
+  await replaceEditorText(page, headersEditor, text);
+  const entered = await headersEditor.evaluate((editor) => editor.CodeMirror.getValue());
+  if (entered !== text) {
+    throw new Failure(`the Headers editor holds ${JSON.stringify(entered)}, not the headers entered`);
+  }
 }
