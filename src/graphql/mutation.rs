@@ -832,13 +832,14 @@ async fn update_item(
     let mut changed = Vec::new();
     let mut expect: Vec<_> = type_attribute(model, entity).into_iter().collect();
     let rules = e.mutations.update.as_ref().ok_or(ApiError::Internal)?;
-    expect.extend(owner_condition(
+    let owner = owner_condition(
         model,
         entity,
         &rules.access,
         ctx,
         &format!("`update{}`", e.name),
-    )?);
+    )?;
+    expect.extend(owner.clone());
     let mut versioned = false;
     for (f, field) in e.fields.iter().enumerate() {
         if e.key_fields.contains(&f) || field.generated.is_some() {
@@ -885,10 +886,13 @@ async fn update_item(
     {
         Some(item) => Ok(item),
         None if versioned
-            && store
-                .get(e.table, &key)
-                .await?
-                .is_some_and(|item| values::entity_of(model, &[entity], &item).is_some()) =>
+            && store.get(e.table, &key).await?.is_some_and(|item| {
+                values::entity_of(model, &[entity], &item).is_some()
+                        // Someone else's item answers as a missing one.
+                        && owner
+                            .as_ref()
+                            .is_none_or(|(attribute, claim)| item.get(attribute) == Some(claim))
+            }) =>
         {
             Err(bad(format!(
                 "The {} has changed since that version: read it again and retry.",

@@ -148,6 +148,11 @@ pub fn projection(site: Site, selection: &SelectionField<'_>) -> Option<Vec<&'st
                     found = true;
                     wanted.push(e.fields[f].attribute.as_str());
                     wanted.extend(e.facet_source(f).map(|t| t.attribute));
+                    // The owner fields the field's own rules compare with the caller.
+                    for (owner, _) in e.fields[f].access.iter().flat_map(|a| a.owners()) {
+                        wanted.push(e.fields[owner].attribute.as_str());
+                        wanted.extend(e.facet_source(owner).map(|t| t.attribute));
+                    }
                 } else if e.relations.iter().any(|r| r.name == name)
                     || e.connections.iter().any(|c| c.name == name)
                 {
