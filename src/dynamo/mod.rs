@@ -9,7 +9,9 @@ use std::time::Duration;
 use aws_config::{BehaviorVersion, Region, retry::RetryConfig, timeout::TimeoutConfig};
 use aws_sdk_dynamodb::{Client, config::Credentials};
 
-pub use store::{FilterTest, Keep, ReadPlan, ReadSpec, Row, SortKeyCondition, Store, StoreError};
+pub use store::{
+    FilterTest, Keep, ReadPlan, ReadSpec, Row, SortKeyCondition, Store, StoreError, Updated,
+};
 pub use tables::Tables;
 
 /// A DynamoDB item: attribute names to values.

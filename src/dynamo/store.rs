@@ -14,10 +14,13 @@ use std::{
 use aws_sdk_dynamodb::{
     Client,
     error::{ProvideErrorMetadata, SdkError},
-    operation::{query::builders::QueryFluentBuilder, scan::builders::ScanFluentBuilder},
+    operation::{
+        query::builders::QueryFluentBuilder, scan::builders::ScanFluentBuilder,
+        update_item::UpdateItemError,
+    },
     types::{
         AttributeValue, ConsumedCapacity, KeysAndAttributes, PutRequest, ReturnConsumedCapacity,
-        ReturnValue, WriteRequest,
+        ReturnValue, ReturnValuesOnConditionCheckFailure, WriteRequest,
     },
 };
 use tracing::instrument;
@@ -29,6 +32,15 @@ use crate::{
     model::TableId,
     pagination::Fetched,
 };
+
+/// What a conditional update did.
+#[derive(Debug)]
+pub enum Updated {
+    /// The condition held: the item as written.
+    Written(Item),
+    /// The condition failed: the item as it is, if there is one.
+    Refused(Option<Item>),
+}
 
 /// A failed store operation. Its sources are for logs only; clients see a masked error.
 #[derive(Debug, thiserror::Error)]
@@ -593,8 +605,10 @@ impl Store {
     }
 
     /// Sets and removes attributes of the item of `table` with `key`, only if it exists and
-    /// each attribute of `expect` holds its value there. Returns the item as written, or `None`
-    /// when the condition failed.
+    /// each attribute of `expect` holds its value there. Returns the item as written, or, when
+    /// the condition failed, the item as it is (`None` when there is none), taken from the
+    /// failed write itself (`ReturnValuesOnConditionCheckFailure`), so that telling "changed"
+    /// from "missing" needs no second read.
     #[instrument(level = "debug", skip(self, key, set, remove, expect), fields(table = self.tables.name(table)))]
     pub async fn update_existing(
         &self,
@@ -603,7 +617,7 @@ impl Store {
         set: Vec<(String, AttributeValue)>,
         remove: Vec<String>,
         expect: Vec<(String, AttributeValue)>,
-    ) -> Result<Option<Item>, StoreError> {
+    ) -> Result<Updated, StoreError> {
         let name = self.tables.name(table);
         let mut names =
             HashMap::from([("#pk".to_owned(), self.tables.key(table)[0].name.to_owned())]);
@@ -643,6 +657,9 @@ impl Store {
                 .set_expression_attribute_names(Some(names))
                 .set_expression_attribute_values((!values.is_empty()).then_some(values))
                 .return_values(ReturnValue::AllNew)
+                .return_values_on_condition_check_failure(
+                    ReturnValuesOnConditionCheckFailure::AllOld,
+                )
                 .return_consumed_capacity(ReturnConsumedCapacity::Total)
                 .send(),
         );
@@ -651,7 +668,15 @@ impl Store {
                 write_cost(out.consumed_capacity())
             })
             .await;
-        Ok(conditional(result, "UpdateItem", name)?.map(|out| out.attributes.unwrap_or_default()))
+        match result {
+            Ok(out) => Ok(Updated::Written(out.attributes.unwrap_or_default())),
+            Err(err) => match err.into_service_error() {
+                UpdateItemError::ConditionalCheckFailedException(failed) => {
+                    Ok(Updated::Refused(failed.item))
+                }
+                err => Err(StoreError::dynamo("UpdateItem", name, err)),
+            },
+        }
     }
 
     /// Deletes the item of `table` with `key` if it exists and each attribute of `expect` holds

@@ -82,7 +82,7 @@ impl QueryLimits {
     /// Checks a parsed document for what async-graphql's validation does not limit, and for
     /// introspection when it is off (async-graphql would silently answer null).
     pub fn check_document(&self, document: &ExecutableDocument) -> Result<(), LimitExceeded> {
-        if !self.introspection && selections(document).any(is_introspection) {
+        if !self.introspection && introspects(document) {
             return Err(LimitExceeded {
                 message: "Introspection is disabled on this server.".to_owned(),
                 code: "INTROSPECTION_DISABLED",
@@ -370,6 +370,12 @@ pub fn count_aliases(document: &ExecutableDocument) -> usize {
             |selection| matches!(selection, Selection::Field(field) if field.node.alias.is_some()),
         )
         .count()
+}
+
+/// Whether `document` asks for `__schema` or `__type` anywhere (`__typename` is not
+/// introspection).
+pub fn introspects(document: &ExecutableDocument) -> bool {
+    selections(document).any(is_introspection)
 }
 
 /// Whether a selection is the introspection field `__schema` or `__type`.

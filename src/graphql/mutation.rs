@@ -33,7 +33,7 @@ use super::{
 use crate::{
     auth::Caller,
     cursor::{CursorCodec, Key, KeyValue, MAX_KEY_VALUE_BYTES},
-    dynamo::{Item, Store},
+    dynamo::{Item, Store, Updated},
     model::{
         Access, DefaultValue, Entity, EntityId, Field as ModelField, FieldId, FieldType, Generated,
         Model, PartitionFrom, Read, Scalar, TemplateKey,
@@ -496,14 +496,25 @@ async fn create_item(
             item.insert(field.attribute.clone(), value);
         }
     }
-    for relation in e.relations.iter().filter(|r| r.check_on_create) {
-        let Some(key) = resolve::relation_key(model, entity, relation, &item) else {
-            continue;
-        };
-        let table = model.entities[relation.target].table;
-        let found = loader(ctx)?.load_one((table, key)).await?.flatten();
+    // The targets the item names are read together, in one BatchGetItem.
+    let checked: Vec<_> = e
+        .relations
+        .iter()
+        .filter(|r| r.check_on_create)
+        .filter_map(|relation| {
+            let key = resolve::relation_key(model, entity, relation, &item)?;
+            Some((relation, (model.entities[relation.target].table, key)))
+        })
+        .collect();
+    let found = loader(ctx)?
+        .load_many(checked.iter().map(|(_, key)| key.clone()))
+        .await?;
+    for (relation, key) in &checked {
         // In a shared table, an item under the key that is not the target's is no target.
-        let target = found.filter(|t| values::entity_of(model, &[relation.target], t).is_some());
+        let target = found
+            .get(key)
+            .and_then(Option::as_ref)
+            .filter(|t| values::entity_of(model, &[relation.target], t).is_some());
         if target.is_none() {
             return Err(bad(format!(
                 "No {} has this {}.",
@@ -884,22 +895,23 @@ async fn update_item(
         .update_existing(e.table, &key, set, remove, expect)
         .await?
     {
-        Some(item) => Ok(item),
-        None if versioned
-            && store.get(e.table, &key).await?.is_some_and(|item| {
-                values::entity_of(model, &[entity], &item).is_some()
-                        // Someone else's item answers as a missing one.
-                        && owner
-                            .as_ref()
-                            .is_none_or(|(attribute, claim)| item.get(attribute) == Some(claim))
-            }) =>
+        Updated::Written(item) => Ok(item),
+        // The item as the failed write found it: one of this entity's, and (under an owner
+        // rule) the caller's, so only a stale version failed the condition. Anything else,
+        // someone else's item included, answers as a missing one.
+        Updated::Refused(Some(current))
+            if versioned
+                && values::entity_of(model, &[entity], &current).is_some()
+                && owner
+                    .as_ref()
+                    .is_none_or(|(attribute, claim)| current.get(attribute) == Some(claim)) =>
         {
             Err(bad(format!(
                 "The {} has changed since that version: read it again and retry.",
                 words(&e.name)
             )))
         }
-        None => Err(bad(format!("No {} has this id.", words(&e.name)))),
+        Updated::Refused(_) => Err(bad(format!("No {} has this id.", words(&e.name)))),
     }
 }
 

@@ -404,6 +404,19 @@ async fn execute(
         extensions.remove("persistedQuery");
         document = Some(persisted);
     }
+    // `[auth] introspection`: a caller it does not admit is refused a document that asks for
+    // `__schema` or `__type`, before execution (async-graphql would silently answer null).
+    if let Some(document) = &document
+        && graphql::access::grant(&state.introspection, &caller) == graphql::access::Grant::Nothing
+        && graphql::limits::introspects(document)
+    {
+        return request_error(
+            ServerError::new("You may not introspect this schema.", None),
+            "FORBIDDEN",
+            format,
+            state.metrics(),
+        );
+    }
     if is_get
         && let Some(document) = &document
         && !is_query(document, params.operation_name.as_deref())
@@ -457,8 +470,7 @@ async fn execute(
     // loader, so cached items never outlive the request.
     let usage = Arc::new(Usage::default());
     let store = state.store.metered(Arc::clone(&usage));
-    // `[auth] introspection`: callers it does not admit see a schema without `__schema` and
-    // `__type`.
+    // Also here, for a persisted document the extension looks up itself.
     if graphql::access::grant(&state.introspection, &caller) == graphql::access::Grant::Nothing {
         request = request.disable_introspection();
     }

@@ -1645,6 +1645,11 @@ async fn vehicle_mutations_create_update_and_delete() {
         )
         .await;
     assert_eq!(error_code(&response), Some("BAD_USER_INPUT"), "{response}");
+    assert_eq!(
+        response["errors"][0]["message"],
+        "The vehicle has changed since that version: read it again and retry.",
+        "{response}"
+    );
     let raw = raw_vehicle(&app, &tables, no).await.unwrap();
     assert_eq!(raw["seats"], n(40));
     assert_eq!(raw["revision"], n(2));

@@ -116,17 +116,10 @@ impl Intercept for CallCounter {
         context: &BeforeSerializationInterceptorContextRef<'_>,
         _cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
-        let input = context.input();
-        let operation = if input.downcast_ref::<QueryInput>().is_some() {
-            "Query"
-        } else if input.downcast_ref::<ScanInput>().is_some() {
-            "Scan"
-        } else if input.downcast_ref::<GetItemInput>().is_some() {
-            "GetItem"
-        } else if input.downcast_ref::<BatchGetItemInput>().is_some() {
-            "BatchGetItem"
-        } else {
-            "other"
+        // Reads by their operation; every write counts as "other".
+        let operation = match logged_call(context).operation {
+            read @ ("Query" | "Scan" | "GetItem" | "BatchGetItem") => read,
+            _ => "other",
         };
         *self
             .0

@@ -45,7 +45,7 @@ import { ApolloClient, HttpLink, InMemoryCache, gql } from "@apollo/client";
 import { CombinedGraphQLErrors } from "@apollo/client/errors";
 import { SetContextLink } from "@apollo/client/link/context";
 import { relayStylePagination } from "@apollo/client/utilities";
-import { fail, firstResult, recordingFetch, runMain } from "./lib/apollo-harness.mjs";
+import { describeDiff, fail, firstResult, recordingFetch, runMain } from "./lib/apollo-harness.mjs";
 
 const PURCHASES = gql`
   query MyPurchases($userId: String!, $first: Int, $after: String) {
@@ -119,20 +119,6 @@ function ownOnly(label, connection, userId) {
   }
 }
 
-/** A readable difference between two identity lists. */
-function describeDiff(got, expected) {
-  const lines = [`got ${got.length} items, expected ${expected.length}`];
-  const firstDiff = got.findIndex((id, i) => id !== expected[i]);
-  const at = firstDiff >= 0 ? firstDiff : Math.min(got.length, expected.length);
-  lines.push(`first difference at index ${at}: got ${got[at] ?? "(end)"}, expected ${expected[at] ?? "(end)"}`);
-  const gotSet = new Set(got);
-  const expectedSet = new Set(expected);
-  const missing = expected.filter((id) => !gotSet.has(id));
-  const unexpected = got.filter((id) => !expectedSet.has(id));
-  if (missing.length) lines.push(`missing ${missing.length}: ${missing.slice(0, 5).join(", ")}`);
-  if (unexpected.length) lines.push(`unexpected ${unexpected.length}: ${unexpected.slice(0, 5).join(", ")}`);
-  return lines.join("\n  ");
-}
 
 /**
  * Walks the session user's own purchases forward with `fetchMore` to the end. Returns the

@@ -90,3 +90,22 @@ export function recordingFetch(alter = () => undefined) {
   }
   return { fetch: wrapped, exchanges };
 }
+
+/** A readable difference between two identity lists. */
+export function describeDiff(got, expected) {
+  const lines = [`got ${got.length} items, expected ${expected.length}`];
+  const firstDiff = got.findIndex((id, i) => id !== expected[i]);
+  const at = firstDiff >= 0 ? firstDiff : Math.min(got.length, expected.length);
+  lines.push(`first difference at index ${at}: got ${got[at] ?? "(end)"}, expected ${expected[at] ?? "(end)"}`);
+  const gotSet = new Set(got);
+  const expectedSet = new Set(expected);
+  const missing = expected.filter((id) => !gotSet.has(id));
+  const unexpected = got.filter((id) => !expectedSet.has(id));
+  const seen = new Set();
+  const duplicates = got.filter((id) => (seen.has(id) ? true : (seen.add(id), false)));
+  if (missing.length) lines.push(`missing ${missing.length}: ${missing.slice(0, 5).join(", ")}`);
+  if (unexpected.length) lines.push(`unexpected ${unexpected.length}: ${unexpected.slice(0, 5).join(", ")}`);
+  if (duplicates.length) lines.push(`duplicated ${duplicates.length}: ${duplicates.slice(0, 5).join(", ")}`);
+  if (!missing.length && !unexpected.length && !duplicates.length) lines.push("same items, another order");
+  return lines.join("\n  ");
+}
