@@ -12,7 +12,7 @@ use crate::{
     cursor::{KeyRing, KeyRingError},
     dynamo::SdkSettings,
     graphql::limits::QueryLimits,
-    http::{AllowedOrigins, HttpSettings},
+    http::{AllowedOrigins, ConnectionSettings, HttpSettings},
     model::{AuthSpec, KeysSpec},
     pagination::PageLimits,
 };
@@ -53,7 +53,7 @@ pub enum LogFormat {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the GraphQL server for a model.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Check a model file, and hold it against the live tables when DynamoDB answers.
     Check(CheckArgs),
     /// Print the GraphQL schema (SDL) of a model.
@@ -220,6 +220,45 @@ pub struct ServeArgs {
     #[arg(long, env = "DYNARELAY_SHUTDOWN_TIMEOUT_SECS", default_value_t = 10)]
     pub shutdown_timeout_secs: u64,
 
+    /// Longest time a client may take to send a request's headers, in seconds, counted from
+    /// when its connection opens or its previous response was sent; then the connection is
+    /// closed. It therefore also bounds how long a keep-alive connection may wait for its next
+    /// request.
+    #[arg(long, env = "DYNARELAY_HEADER_READ_TIMEOUT_SECS", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub header_read_timeout_secs: u64,
+
+    /// Close a keep-alive connection that has no request in flight and has read or written
+    /// nothing for this many seconds. At most --header-read-timeout-secs, which would close
+    /// such a connection first anyway. Behind a load balancer, set it above the balancer's own
+    /// idle timeout.
+    #[arg(long, env = "DYNARELAY_IDLE_TIMEOUT_SECS", default_value_t = 5,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub idle_timeout_secs: u64,
+
+    /// Most client connections open at once on --listen. Past it, new connections wait in the
+    /// kernel's backlog until one closes, while the open ones are served. Lowered at start (with
+    /// a warning) to what the process's open-file limit allows.
+    #[arg(long, env = "DYNARELAY_MAX_CONNECTIONS", default_value_t = 10_000,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
+    pub max_connections: usize,
+
+    /// Largest request header block (request line included), in bytes; larger gets 431.
+    #[arg(long, env = "DYNARELAY_MAX_HEADER_BYTES", default_value_t = 16 * 1024,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1024..=1024 * 1024))]
+    pub max_header_bytes: usize,
+
+    /// Most header fields in one request; more gets 431.
+    #[arg(long, env = "DYNARELAY_MAX_HEADERS", default_value_t = 64,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1000))]
+    pub max_headers: usize,
+
+    /// A second address serving only /health, /ready and /metrics (if enabled), with its own
+    /// small connection cap and the same timeouts: point load balancer and Kubernetes probes
+    /// here, so that they answer even while --max-connections holds clients off.
+    #[arg(long, env = "DYNARELAY_HEALTH_LISTEN")]
+    pub health_listen: Option<SocketAddr>,
+
     /// Attempts per DynamoDB call, the first included (1 to 10). Throttling, 5xx answers,
     /// timeouts and broken connections are retried with jittered exponential backoff.
     #[arg(long, env = "DYNARELAY_DYNAMODB_MAX_ATTEMPTS", default_value_t = 3,
@@ -332,6 +371,26 @@ impl ServeArgs {
         })
     }
 
+    /// The connection protections, validated (the cap before fitting it to the open-file
+    /// limit).
+    pub fn connections(&self) -> Result<ConnectionSettings, String> {
+        if self.idle_timeout_secs > self.header_read_timeout_secs {
+            return Err(format!(
+                "--idle-timeout-secs ({}) must not exceed --header-read-timeout-secs ({}): the \
+                 header-read timeout also runs while a keep-alive connection waits for its next \
+                 request, and would close it first",
+                self.idle_timeout_secs, self.header_read_timeout_secs
+            ));
+        }
+        Ok(ConnectionSettings {
+            header_read_timeout: Some(Duration::from_secs(self.header_read_timeout_secs)),
+            idle_timeout: Some(Duration::from_secs(self.idle_timeout_secs)),
+            max_connections: self.max_connections,
+            max_header_bytes: self.max_header_bytes,
+            max_headers: self.max_headers,
+        })
+    }
+
     /// The drain deadline.
     pub fn shutdown_timeout(&self) -> Duration {
         Duration::from_secs(self.shutdown_timeout_secs)
@@ -406,6 +465,30 @@ mod tests {
             cmd.get_subcommands().for_each(check);
         }
         check(&Cli::command());
+    }
+
+    #[test]
+    fn the_idle_timeout_may_not_exceed_the_header_read_timeout() {
+        let serve = |extra: &[&str]| {
+            let mut argv = vec!["dynarelay", "serve", "--model", "m.toml"];
+            argv.extend_from_slice(extra);
+            match Cli::try_parse_from(argv).expect("serve's flags").command {
+                Command::Serve(args) => args.connections(),
+                _ => unreachable!("parsed as serve"),
+            }
+        };
+        let defaults = serve(&[]).expect("the defaults are valid");
+        assert_eq!(defaults, ConnectionSettings::default());
+        let err = serve(&["--idle-timeout-secs", "65"]).expect_err("65 s idle over 10 s header");
+        assert!(err.contains("--idle-timeout-secs (65)"), "{err}");
+        let lb = serve(&[
+            "--idle-timeout-secs",
+            "65",
+            "--header-read-timeout-secs",
+            "70",
+        ])
+        .expect("65 s idle under 70 s header");
+        assert_eq!(lb.idle_timeout, Some(Duration::from_secs(65)));
     }
 
     #[test]

@@ -30,7 +30,7 @@ async fn main() -> ExitCode {
         LogFormat::Json => logs.json().with_current_span(true).init(),
     }
     let result = match cli.command {
-        Command::Serve(args) => serve(args).await,
+        Command::Serve(args) => serve(*args).await,
         Command::Check(args) => check(args).await,
         Command::Schema(args) => schema(&args),
         Command::Tables(TablesCommand::Create(args)) => {
@@ -68,6 +68,9 @@ fn load_model(args: &ModelArgs) -> anyhow::Result<&'static Model> {
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let model = load_model(&args.model)?;
     let limits = args.page_limits()?;
+    let mut connections = args.connections().map_err(anyhow::Error::msg)?;
+    connections.max_connections =
+        http::fit_file_limit(connections.max_connections, args.health_listen.is_some());
     let ring = args
         .key_ring()
         .context("DYNARELAY_CURSOR_KEYS (--cursor-keys) is not usable")?;
@@ -129,12 +132,36 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("binding {}", args.listen))?;
-    tracing::info!(address = %listener.local_addr()?, graphiql = args.graphiql, "dynarelay is listening");
+    let health = match args.health_listen {
+        Some(address) => {
+            let listener = tokio::net::TcpListener::bind(address)
+                .await
+                .with_context(|| format!("binding {address} (--health-listen)"))?;
+            tracing::info!(address = %listener.local_addr()?, "health checks are served");
+            Some(http::HealthListener {
+                listener,
+                router: http::health_router(state.clone()),
+            })
+        }
+        None => None,
+    };
+    tracing::info!(
+        address = %listener.local_addr()?,
+        graphiql = args.graphiql,
+        max_connections = connections.max_connections,
+        "dynarelay is listening"
+    );
+    let serve_settings = http::ServeSettings {
+        drain_timeout: args.shutdown_timeout(),
+        connections,
+        health,
+        metrics: state.store.metrics().clone(),
+    };
     http::serve(
         listener,
         http::router(state),
         shutdown_signal(),
-        args.shutdown_timeout(),
+        serve_settings,
     )
     .await?;
     tracing::info!("stopped");

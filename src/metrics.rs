@@ -14,6 +14,7 @@ use prometheus_client::{
     metrics::{
         counter::Counter,
         family::{Family, MetricConstructor},
+        gauge::Gauge,
         histogram::{Histogram, exponential_buckets},
     },
     registry::Registry,
@@ -35,6 +36,39 @@ pub struct Metrics {
     items_evaluated: Family<TableLabels, Counter>,
     items_returned: Family<TableLabels, Counter>,
     items_unmatched: Family<TableLabels, Counter>,
+    connections_open: Family<ListenerLabels, Gauge>,
+    connections_timed_out: Family<TimeoutLabels, Counter>,
+    connection_cap_reached: Family<ListenerLabels, Counter>,
+}
+
+/// Which listener a connection came in on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Listener {
+    /// The API (`--listen`).
+    Api,
+    /// The health listener (`--health-listen`).
+    Health,
+}
+
+impl Listener {
+    /// Its metric label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Api => "api",
+            Self::Health => "health",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ListenerLabels {
+    listener: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TimeoutLabels {
+    listener: &'static str,
+    timeout: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -215,6 +249,26 @@ impl Metrics {
              asked for (matching no key template or type), skipped, by table",
             items_unmatched.clone(),
         );
+        let connections_open = Family::<ListenerLabels, Gauge>::default();
+        registry.register(
+            "http_connections_open",
+            "Client connections open now, by listener",
+            connections_open.clone(),
+        );
+        let connections_timed_out = Family::<TimeoutLabels, Counter>::default();
+        registry.register(
+            "http_connections_timed_out",
+            "Client connections closed by the header-read timeout (timeout=\"header_read\") or \
+             the idle timeout (timeout=\"idle\"), by listener",
+            connections_timed_out.clone(),
+        );
+        let connection_cap_reached = Family::<ListenerLabels, Counter>::default();
+        registry.register(
+            "http_connection_cap_reached",
+            "Times the listener stopped accepting because its connection cap was reached (new \
+             connections then wait in the kernel's backlog), by listener",
+            connection_cap_reached.clone(),
+        );
         Self {
             registry,
             http_requests,
@@ -228,7 +282,75 @@ impl Metrics {
             items_evaluated,
             items_returned,
             items_unmatched,
+            connections_open,
+            connections_timed_out,
+            connection_cap_reached,
         }
+    }
+
+    /// Records a connection accepted on `listener`.
+    pub fn connection_opened(&self, listener: Listener) {
+        self.connections_open
+            .get_or_create(&ListenerLabels {
+                listener: listener.label(),
+            })
+            .inc();
+    }
+
+    /// Records a connection of `listener` closed.
+    pub fn connection_closed(&self, listener: Listener) {
+        self.connections_open
+            .get_or_create(&ListenerLabels {
+                listener: listener.label(),
+            })
+            .dec();
+    }
+
+    /// The connections open now on `listener`.
+    pub fn connections_open(&self, listener: Listener) -> i64 {
+        self.connections_open
+            .get_or_create(&ListenerLabels {
+                listener: listener.label(),
+            })
+            .get()
+    }
+
+    /// Records a connection of `listener` closed by a timeout: `header_read` or `idle`.
+    pub fn connection_timed_out(&self, listener: Listener, timeout: &'static str) {
+        self.connections_timed_out
+            .get_or_create(&TimeoutLabels {
+                listener: listener.label(),
+                timeout,
+            })
+            .inc();
+    }
+
+    /// How many connections of `listener` the timeout `header_read` or `idle` closed.
+    pub fn connections_timed_out(&self, listener: Listener, timeout: &'static str) -> u64 {
+        self.connections_timed_out
+            .get_or_create(&TimeoutLabels {
+                listener: listener.label(),
+                timeout,
+            })
+            .get()
+    }
+
+    /// Records that `listener` reached its connection cap and stopped accepting.
+    pub fn connection_cap_reached(&self, listener: Listener) {
+        self.connection_cap_reached
+            .get_or_create(&ListenerLabels {
+                listener: listener.label(),
+            })
+            .inc();
+    }
+
+    /// How many times `listener` reached its connection cap.
+    pub fn connection_caps_reached(&self, listener: Listener) -> u64 {
+        self.connection_cap_reached
+            .get_or_create(&ListenerLabels {
+                listener: listener.label(),
+            })
+            .get()
     }
 
     /// Records items skipped because they are none of the entities a read asked for.
@@ -405,6 +527,11 @@ mod tests {
         metrics.graphql_error("BAD_USER_INPUT");
         metrics.cursor_rejected("Customer.orders");
         metrics.auth_rejected();
+        metrics.connection_opened(Listener::Api);
+        metrics.connection_opened(Listener::Api);
+        metrics.connection_closed(Listener::Api);
+        metrics.connection_timed_out(Listener::Api, "header_read");
+        metrics.connection_cap_reached(Listener::Health);
         metrics.dynamodb_call(
             "Query",
             Some("Orders"),
@@ -427,6 +554,9 @@ mod tests {
             r#"dynarelay_graphql_errors_total{code="BAD_USER_INPUT"} 1"#,
             r#"dynarelay_cursor_rejections_total{connection="Customer.orders"} 1"#,
             "dynarelay_auth_rejected_total 1",
+            r#"dynarelay_http_connections_open{listener="api"} 1"#,
+            r#"dynarelay_http_connections_timed_out_total{listener="api",timeout="header_read"} 1"#,
+            r#"dynarelay_http_connection_cap_reached_total{listener="health"} 1"#,
             r#"dynarelay_dynamodb_calls_total{operation="Query",table="Orders",outcome="ok"} 1"#,
             r#"dynarelay_dynamodb_consumed_capacity_units_total{table="Orders"} 1.5"#,
             r#"dynarelay_dynamodb_items_evaluated_total{table="Orders"} 40"#,

@@ -1,12 +1,13 @@
 //! HTTP: the axum router (`/graphql`, GraphiQL at `/`, `/health`, `/ready`, `/metrics`), its
 //! layers (request ids, tracing, metrics, CORS, timeout, body limit), bearer-token
-//! authentication of GraphQL requests (in `graphql.rs`), and `serve` with graceful shutdown.
+//! authentication of GraphQL requests (in `graphql.rs`), and `serve`: the connections, their
+//! protections and graceful shutdown (in `conn.rs`).
 
+mod conn;
 mod cors;
 mod graphql;
 
 use std::{
-    future::Future,
     sync::Arc,
     time::{Duration, Instant},
 };
@@ -23,7 +24,6 @@ use axum::{
     routing::get,
 };
 use serde_json::json;
-use tokio::net::TcpListener;
 use tower_http::{
     LatencyUnit,
     limit::RequestBodyLimitLayer,
@@ -33,7 +33,13 @@ use tower_http::{
 };
 use tracing::Level;
 
-pub use self::cors::{AllowedOrigins, OriginError};
+pub use self::{
+    conn::{
+        ConnectionSettings, HEALTH_MAX_CONNECTIONS, HealthListener, ServeSettings, fit_file_limit,
+        serve,
+    },
+    cors::{AllowedOrigins, OriginError},
+};
 use crate::{
     cursor::CursorCodec,
     dynamo::Store,
@@ -152,11 +158,23 @@ impl Default for HttpSettings {
 
 /// The application's routes and layers.
 pub fn router(state: AppState) -> Router {
+    routes(state, true)
+}
+
+/// The routes of the health listener: `/health`, `/ready`, and `/metrics` if metrics are on,
+/// with the same layers as [`router`].
+pub fn health_router(state: AppState) -> Router {
+    routes(state, false)
+}
+
+fn routes(state: AppState, api: bool) -> Router {
     let mut router = Router::new()
-        .route("/graphql", get(graphql::get).post(graphql::post))
         .route("/health", get(health))
         .route("/ready", get(ready));
-    if state.http.graphiql {
+    if api {
+        router = router.route("/graphql", get(graphql::get).post(graphql::post));
+    }
+    if api && state.http.graphiql {
         router = router
             .route("/", get(graphiql_page))
             .route("/graphiql/{file}", get(graphiql_asset));
@@ -249,34 +267,6 @@ async fn metrics(State(state): State<AppState>) -> Response {
         state.metrics().render(),
     )
         .into_response()
-}
-
-/// Serves `router` on `listener` until `shutdown` resolves, then lets requests in flight finish
-/// for at most `drain_timeout`.
-pub async fn serve(
-    listener: TcpListener,
-    router: Router,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-    drain_timeout: Duration,
-) -> std::io::Result<()> {
-    let (signalled_tx, signalled_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = axum::serve(listener, router).with_graceful_shutdown(async move {
-        shutdown.await;
-        let _ = signalled_tx.send(());
-    });
-    let mut server = std::pin::pin!(server.into_future());
-    tokio::select! {
-        result = &mut server => result,
-        Ok(()) = signalled_rx => {
-            match tokio::time::timeout(drain_timeout, server).await {
-                Ok(result) => result,
-                Err(_) => {
-                    tracing::warn!(?drain_timeout, "requests still in flight at the drain deadline; closing them");
-                    Ok(())
-                }
-            }
-        }
-    }
 }
 
 /// The body limit and timeout layers answer 413 and 504 with empty or plain-text bodies; give

@@ -29,7 +29,7 @@ use axum::{
 use dynarelay::{
     cursor::{CursorCodec, KeyRing},
     dynamo::{self, Item, Store, Tables, tables},
-    http::{AppState, HttpSettings, router, serve},
+    http::{AppState, HttpSettings, ServeSettings, router, serve},
     model::{self, Model},
     pagination::PageLimits,
 };
@@ -613,6 +613,14 @@ pub fn error_code(response: &Value) -> Option<&str> {
     response["errors"][0]["extensions"]["code"].as_str()
 }
 
+/// A listener on an ephemeral loopback port, with room for 4096 connections in its backlog (the
+/// usual 1024 would leave connection floods retrying their SYNs for seconds).
+pub fn loopback_listener() -> tokio::net::TcpListener {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(([127, 0, 0, 1], 0).into()).unwrap();
+    socket.listen(4096).unwrap()
+}
+
 /// A server on an ephemeral loopback port, over a real socket; stops when dropped.
 pub struct Running {
     pub addr: SocketAddr,
@@ -632,7 +640,17 @@ impl Running {
 
     /// Serves `router` (a [`ModelApp`]'s, say) on an ephemeral loopback port.
     pub async fn serve(router: Router) -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let settings = ServeSettings {
+            drain_timeout: Duration::from_secs(1),
+            ..ServeSettings::new(Arc::default())
+        };
+        Self::serve_with(router, settings)
+    }
+
+    /// Serves `router` with `settings` (connection protections, a health listener) on an
+    /// ephemeral loopback port.
+    pub fn serve_with(router: Router, settings: ServeSettings) -> Self {
+        let listener = loopback_listener();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = oneshot::channel::<()>();
         tokio::spawn(serve(
@@ -641,7 +659,7 @@ impl Running {
             async move {
                 let _ = stopped.await;
             },
-            Duration::from_secs(1),
+            settings,
         ));
         Self { addr, _stop: stop }
     }

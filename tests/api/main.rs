@@ -9,6 +9,7 @@ mod audits;
 mod auth;
 mod binary;
 mod browser;
+mod connections;
 mod cursors;
 mod ecommerce;
 #[path = "../../examples/ecommerce/data.rs"]

@@ -1,0 +1,497 @@
+//! Connections: the accept loops of the API listener and the optional health listener, each
+//! connection served by hyper's HTTP/1 server with the protections of [`ConnectionSettings`]
+//! (header-read and idle timeouts, a cap on open connections, header size and count limits), and
+//! graceful shutdown with a drain deadline.
+
+use std::{
+    future::Future,
+    io,
+    net::SocketAddr,
+    pin::Pin,
+    sync::{
+        Arc,
+        atomic::{AtomicU64, AtomicUsize, Ordering},
+    },
+    task::{Context, Poll},
+    time::{Duration, Instant},
+};
+
+use axum::{Router, extract::ConnectInfo};
+use hyper::{body::Incoming, server::conn::http1, service::service_fn};
+use hyper_util::{
+    rt::{TokioIo, TokioTimer},
+    service::TowerToHyperService,
+};
+use tokio::{
+    io::{AsyncRead, AsyncWrite, ReadBuf},
+    net::{TcpListener, TcpStream},
+    sync::{OwnedSemaphorePermit, Semaphore, watch},
+    task::JoinSet,
+};
+
+use crate::metrics::{Listener, Metrics};
+
+/// How connections are accepted and kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnectionSettings {
+    /// Longest time a client may take to send a request's headers, from when the connection
+    /// opens or its previous response was sent; then the connection is closed. `None`: no limit.
+    pub header_read_timeout: Option<Duration>,
+    /// Close a keep-alive connection with no request in flight and no bytes read or written for
+    /// this long. `None`: no limit (beyond the header-read timeout).
+    pub idle_timeout: Option<Duration>,
+    /// Most connections open at once on the API listener; past it, new connections wait in the
+    /// kernel's backlog until one closes.
+    pub max_connections: usize,
+    /// Largest request header block (request line included), in bytes; larger gets 431.
+    pub max_header_bytes: usize,
+    /// Most header fields in one request; more gets 431.
+    pub max_headers: usize,
+}
+
+impl Default for ConnectionSettings {
+    fn default() -> Self {
+        Self {
+            header_read_timeout: Some(Duration::from_secs(10)),
+            idle_timeout: Some(Duration::from_secs(5)),
+            max_connections: 10_000,
+            max_header_bytes: 16 * 1024,
+            max_headers: 64,
+        }
+    }
+}
+
+/// Most connections open at once on the health listener: enough for a few probes at a time.
+pub const HEALTH_MAX_CONNECTIONS: usize = 16;
+
+/// Files kept free of connections under the open-file limit: DynamoDB connections, the health
+/// listener's connections, the listeners themselves, logs and the model file.
+const RESERVED_FILES: u64 = 256;
+
+/// A second listener serving only the health, readiness and metrics routes, with its own small
+/// connection cap ([`HEALTH_MAX_CONNECTIONS`]), so that probes get a fresh connection even while
+/// the API listener's cap holds clients off.
+#[derive(Debug)]
+pub struct HealthListener {
+    /// Where probes connect.
+    pub listener: TcpListener,
+    /// Its routes: [`super::health_router`].
+    pub router: Router,
+}
+
+/// What [`serve`] needs beyond the listener and the router.
+#[derive(Debug)]
+pub struct ServeSettings {
+    /// After shutdown is asked for, how long requests in flight may take to finish.
+    pub drain_timeout: Duration,
+    /// The connection protections, for both listeners (the health listener has its own cap).
+    pub connections: ConnectionSettings,
+    /// The optional health listener.
+    pub health: Option<HealthListener>,
+    /// Where connection counts go (the application's, so that `/metrics` shows them).
+    pub metrics: Arc<Metrics>,
+}
+
+impl ServeSettings {
+    /// The default protections and a 10 s drain, recording into `metrics`.
+    pub fn new(metrics: Arc<Metrics>) -> Self {
+        Self {
+            drain_timeout: Duration::from_secs(10),
+            connections: ConnectionSettings::default(),
+            health: None,
+            metrics,
+        }
+    }
+}
+
+/// Serves `router` on `listener` (and the health listener, if any) until `shutdown` resolves,
+/// then stops accepting, closes idle connections, and lets requests in flight finish for at most
+/// the drain timeout before closing what is left. Every request carries the peer address as
+/// `ConnectInfo<SocketAddr>`.
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    settings: ServeSettings,
+) -> io::Result<()> {
+    let ServeSettings {
+        drain_timeout,
+        connections,
+        health,
+        metrics,
+    } = settings;
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .keep_alive(true)
+        .header_read_timeout(connections.header_read_timeout)
+        .max_header_size(connections.max_header_bytes)
+        .max_headers(connections.max_headers);
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let api = Acceptor {
+        name: Listener::Api,
+        router,
+        cap: connections.max_connections,
+        builder: builder.clone(),
+        idle_timeout: connections.idle_timeout,
+        metrics: metrics.clone(),
+        stop: stop_rx.clone(),
+    };
+    let health = health.map(|health| {
+        (
+            health.listener,
+            Acceptor {
+                name: Listener::Health,
+                router: health.router,
+                cap: HEALTH_MAX_CONNECTIONS,
+                builder: builder.clone(),
+                idle_timeout: connections.idle_timeout,
+                metrics: metrics.clone(),
+                stop: stop_rx,
+            },
+        )
+    });
+    let loops = async {
+        let health = async {
+            match health {
+                Some((listener, acceptor)) => acceptor.run(listener).await,
+                None => JoinSet::new(),
+            }
+        };
+        tokio::join!(api.run(listener), health)
+    };
+    let stopper = async move {
+        shutdown.await;
+        let _ = stop_tx.send(true);
+    };
+    let ((mut api_tasks, mut health_tasks), ()) = tokio::join!(loops, stopper);
+    let drained = async {
+        while api_tasks.join_next().await.is_some() {}
+        while health_tasks.join_next().await.is_some() {}
+    };
+    if tokio::time::timeout(drain_timeout, drained).await.is_err() {
+        tracing::warn!(
+            ?drain_timeout,
+            "requests still in flight at the drain deadline; closing them"
+        );
+    }
+    // Dropping the task sets aborts the connections still open.
+    Ok(())
+}
+
+/// The accept loop of one listener.
+struct Acceptor {
+    name: Listener,
+    router: Router,
+    cap: usize,
+    builder: http1::Builder,
+    idle_timeout: Option<Duration>,
+    metrics: Arc<Metrics>,
+    stop: watch::Receiver<bool>,
+}
+
+impl Acceptor {
+    /// Accepts connections until told to stop, then hands back the connections' tasks.
+    async fn run(mut self, listener: TcpListener) -> JoinSet<()> {
+        let permits = Arc::new(Semaphore::new(self.cap));
+        let mut tasks = JoinSet::new();
+        loop {
+            while tasks.try_join_next().is_some() {}
+            // Past the cap, stop accepting: new connections wait in the kernel's backlog while
+            // the open ones are served.
+            let permit = match permits.clone().try_acquire_owned() {
+                Ok(permit) => permit,
+                Err(_) => {
+                    self.metrics.connection_cap_reached(self.name);
+                    tokio::select! {
+                        permit = permits.clone().acquire_owned() => match permit {
+                            Ok(permit) => permit,
+                            Err(_) => break,
+                        },
+                        _ = self.stop.wait_for(|stop| *stop) => break,
+                    }
+                }
+            };
+            let accepted = tokio::select! {
+                accepted = listener.accept() => accepted,
+                _ = self.stop.wait_for(|stop| *stop) => break,
+            };
+            match accepted {
+                Ok((stream, peer)) => {
+                    tasks.spawn(self.connection(stream, peer, permit));
+                }
+                Err(err) => {
+                    // Out of file descriptors (EMFILE, ENFILE), or a connection reset before it
+                    // was accepted: never fatal. Back off briefly rather than spin.
+                    tracing::warn!(error = %err, listener = self.name.label(), "accepting a connection failed");
+                    drop(permit);
+                    tokio::select! {
+                        () = tokio::time::sleep(Duration::from_millis(50)) => {}
+                        _ = self.stop.wait_for(|stop| *stop) => break,
+                    }
+                }
+            }
+        }
+        tasks
+    }
+
+    /// Serves one connection until it closes, or until shutdown and its request in flight ends.
+    fn connection(
+        &self,
+        stream: TcpStream,
+        peer: SocketAddr,
+        permit: OwnedSemaphorePermit,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        let name = self.name;
+        let metrics = self.metrics.clone();
+        let builder = self.builder.clone();
+        let idle_timeout = self.idle_timeout;
+        let mut stop = self.stop.clone();
+        let tower = TowerToHyperService::new(self.router.clone());
+        async move {
+            let _open = OpenConnection::new(metrics.clone(), name, permit);
+            let _ = stream.set_nodelay(true);
+            let activity = Arc::new(Activity::new());
+            let io = TokioIo::new(Tracked {
+                inner: stream,
+                activity: activity.clone(),
+            });
+            let in_service = activity.clone();
+            let service = service_fn(move |mut request: hyper::Request<Incoming>| {
+                request.extensions_mut().insert(ConnectInfo(peer));
+                let busy = in_service.request_started();
+                let response = hyper::service::Service::call(&tower, request);
+                async move {
+                    let response = response.await;
+                    drop(busy);
+                    response
+                }
+            });
+            let connection = builder.serve_connection(io, service);
+            let mut connection = std::pin::pin!(connection);
+            // hyper has no idle timeout of its own (its header-read timer only runs while it
+            // waits for a request's headers), so this one is kept here: a timer that, when no
+            // request is in flight and no byte was read or written for `idle_timeout`, asks the
+            // connection to close as shutdown does.
+            let idle = tokio::time::sleep(idle_timeout.unwrap_or(Duration::MAX));
+            let mut idle = std::pin::pin!(idle);
+            let mut closing = false;
+            let mut idle_closed = false;
+            let result = loop {
+                tokio::select! {
+                    result = connection.as_mut() => break result,
+                    _ = stop.wait_for(|stop| *stop), if !closing => {
+                        connection.as_mut().graceful_shutdown();
+                        closing = true;
+                    }
+                    () = idle.as_mut(), if !closing && idle_timeout.is_some() => {
+                        let limit = idle_timeout.unwrap_or(Duration::MAX);
+                        let quiet = activity.quiet_for();
+                        if activity.in_flight() == 0 && quiet >= limit {
+                            connection.as_mut().graceful_shutdown();
+                            closing = true;
+                            idle_closed = true;
+                        } else {
+                            let wait = if activity.in_flight() == 0 { limit - quiet } else { limit };
+                            idle.as_mut().reset(tokio::time::Instant::now() + wait);
+                        }
+                    }
+                }
+            };
+            match result {
+                Err(err) if err.is_timeout() => metrics.connection_timed_out(name, "header_read"),
+                Err(err) => tracing::debug!(error = %err, %peer, "connection ended with an error"),
+                Ok(()) if idle_closed => metrics.connection_timed_out(name, "idle"),
+                Ok(()) => {}
+            }
+        }
+    }
+}
+
+/// One open connection: counted in the open-connections gauge, holding its place under the cap,
+/// until dropped (when the connection ends or is aborted at the drain deadline).
+struct OpenConnection {
+    metrics: Arc<Metrics>,
+    name: Listener,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl OpenConnection {
+    fn new(metrics: Arc<Metrics>, name: Listener, permit: OwnedSemaphorePermit) -> Self {
+        metrics.connection_opened(name);
+        Self {
+            metrics,
+            name,
+            _permit: permit,
+        }
+    }
+}
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.metrics.connection_closed(self.name);
+    }
+}
+
+/// When a connection last read or wrote a byte, and how many of its requests are in flight.
+#[derive(Debug)]
+struct Activity {
+    opened: Instant,
+    /// Milliseconds from `opened` to the last read or write.
+    last: AtomicU64,
+    in_flight: AtomicUsize,
+}
+
+impl Activity {
+    fn new() -> Self {
+        Self {
+            opened: Instant::now(),
+            last: AtomicU64::new(0),
+            in_flight: AtomicUsize::new(0),
+        }
+    }
+
+    fn touch(&self) {
+        let now = u64::try_from(self.opened.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last.store(now, Ordering::Relaxed);
+    }
+
+    fn quiet_for(&self) -> Duration {
+        let last = Duration::from_millis(self.last.load(Ordering::Relaxed));
+        self.opened.elapsed().saturating_sub(last)
+    }
+
+    fn in_flight(&self) -> usize {
+        self.in_flight.load(Ordering::Relaxed)
+    }
+
+    fn request_started(self: &Arc<Self>) -> InFlight {
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        InFlight(self.clone())
+    }
+}
+
+/// A request in flight, until its response is ready (or it is dropped).
+struct InFlight(Arc<Activity>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A TCP stream that records in its [`Activity`] when it last read or wrote.
+struct Tracked {
+    inner: TcpStream,
+    activity: Arc<Activity>,
+}
+
+impl AsyncRead for Tracked {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let poll = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if matches!(poll, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            self.activity.touch();
+        }
+        poll
+    }
+}
+
+impl AsyncWrite for Tracked {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let poll = Pin::new(&mut self.inner).poll_write(cx, buf);
+        if matches!(poll, Poll::Ready(Ok(n)) if n > 0) {
+            self.activity.touch();
+        }
+        poll
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let poll = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        if matches!(poll, Poll::Ready(Ok(n)) if n > 0) {
+            self.activity.touch();
+        }
+        poll
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// Raises the soft open-file limit to the hard one if it is lower, and returns the largest
+/// connection cap the resulting limit allows (after keeping [`RESERVED_FILES`] free and room
+/// for the health listener), `max_connections` if that fits. Logs a warning when it does not.
+pub fn fit_file_limit(max_connections: usize, health: bool) -> usize {
+    let Some(soft) = raise_file_limit() else {
+        return max_connections;
+    };
+    let health = if health {
+        HEALTH_MAX_CONNECTIONS as u64
+    } else {
+        0
+    };
+    let budget = soft
+        .saturating_sub(RESERVED_FILES + health)
+        .max(soft / 2)
+        .max(1);
+    let budget = usize::try_from(budget).unwrap_or(usize::MAX);
+    if max_connections > budget {
+        tracing::warn!(
+            requested = max_connections,
+            allowed = budget,
+            open_file_limit = soft,
+            "--max-connections is above what the open-file limit allows; lowered (raise the \
+             limit, e.g. LimitNOFILE in systemd or ulimit -n, to allow more)"
+        );
+        budget
+    } else {
+        max_connections
+    }
+}
+
+/// The soft open-file limit after raising it to the hard one; `None` if unlimited or unknown.
+#[cfg(unix)]
+fn raise_file_limit() -> Option<u64> {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    if limit.current != limit.maximum {
+        let raised = Rlimit {
+            current: limit.maximum,
+            maximum: limit.maximum,
+        };
+        match setrlimit(Resource::Nofile, raised) {
+            Ok(()) => return limit.maximum,
+            Err(err) => {
+                tracing::debug!(error = %err, "the open-file limit could not be raised");
+            }
+        }
+    }
+    limit.current
+}
+
+#[cfg(not(unix))]
+fn raise_file_limit() -> Option<u64> {
+    None
+}
