@@ -1,6 +1,7 @@
 //! Connection protections over real loopback sockets: the header-read timeout against floods of
 //! slow headers, the cap on open connections, the health listener beside it, the idle timeout of
-//! keep-alive connections, header size and count limits, and the peer address on every request.
+//! keep-alive connections (never of one with a request in flight), header size and count limits,
+//! and the peer address on every request.
 //! Each protection is also shown off (a control) to prove that it, and nothing else, does the work.
 
 use std::{
@@ -426,6 +427,36 @@ async fn an_idle_keep_alive_connection_is_closed_at_the_idle_timeout() {
     })
     .await
     .expect("the test did not finish within 30 s");
+}
+
+#[tokio::test]
+async fn a_request_in_flight_is_never_idle() {
+    let app = TestApp::spawn().await;
+    let server = Running::serve_with(
+        app.router.clone(),
+        settings(
+            &Arc::default(),
+            protections(Some(3 * SECOND), Some(SECOND), 100),
+        ),
+    );
+    let body = r#"{"query":"{ __typename }"}"#;
+    let head = format!(
+        "POST /graphql HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n",
+        body.len()
+    );
+    let mut stream = TcpStream::connect(server.addr).await.unwrap();
+    stream.write_all(head.as_bytes()).await.unwrap();
+    // The request is in flight, waiting for its body, for longer than the idle timeout.
+    tokio::time::sleep(SECOND * 3 / 2).await;
+    let response = exchange(&mut stream, body.as_bytes()).await;
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(
+        !response.to_ascii_lowercase().contains("connection: close"),
+        "the idle timeout closed a connection with a request in flight: {response}"
+    );
+    let next = exchange(&mut stream, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n").await;
+    assert!(next.starts_with("HTTP/1.1 200"), "{next}");
 }
 
 #[tokio::test]
