@@ -928,6 +928,10 @@ impl Server {
             .env("DYNARELAY_CURSOR_KEYS", TEST_RING)
             .env("DYNARELAY_LISTEN", "127.0.0.1:0")
             .env("RUST_LOG", "warn,dynarelay=info")
+            // Every request comes from 127.0.0.1: per-caller rate limits would cap the
+            // throughput measured. (Binaries without them ignore these.)
+            .env("DYNARELAY_RATE_LIMIT_REQUESTS", "0")
+            .env("DYNARELAY_RATE_LIMIT_READ_UNITS", "0")
             .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -1,12 +1,15 @@
 //! HTTP: the axum router (`/graphql`, GraphiQL at `/`, `/health`, `/ready`, `/metrics`), its
 //! layers (request ids, tracing, metrics, CORS, timeout, body limit), bearer-token
-//! authentication of GraphQL requests (in `graphql.rs`), and `serve` with graceful shutdown.
+//! authentication and per-caller rate limits of GraphQL requests (in `graphql.rs` and
+//! `rate_limit.rs`), and `serve` with graceful shutdown.
 
 mod cors;
 mod graphql;
+mod rate_limit;
 
 use std::{
     future::Future,
+    net::SocketAddr,
     sync::Arc,
     time::{Duration, Instant},
 };
@@ -33,7 +36,10 @@ use tower_http::{
 };
 use tracing::Level;
 
-pub use self::cors::{AllowedOrigins, OriginError};
+pub use self::{
+    cors::{AllowedOrigins, OriginError},
+    rate_limit::{CallerLimits, Limit, RateLimitSettings},
+};
 use crate::{
     cursor::CursorCodec,
     dynamo::Store,
@@ -60,6 +66,8 @@ pub struct AppState {
     documents: Arc<Documents>,
     /// Who may introspect the schema.
     introspection: Access,
+    /// Per-caller limits on `/graphql`.
+    rate_limiter: Arc<rate_limit::RateLimiter>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -84,9 +92,14 @@ impl AppState {
     ) -> Result<Self, async_graphql::dynamic::SchemaError> {
         let persisted =
             (http.persisted_queries > 0).then(|| PersistedQueries::new(http.persisted_queries));
+        let rate_limiter = Arc::new(rate_limit::RateLimiter::new(
+            &http.rate_limits,
+            store.metrics(),
+        ));
         Ok(Self {
             api: build_schema(model, limits, codec, http.query_limits, persisted.clone())?,
             limits,
+            rate_limiter,
             documents: Arc::new(Documents::new(http.query_limits, http.document_cache_bytes)),
             store,
             http,
@@ -131,6 +144,9 @@ pub struct HttpSettings {
     /// Verifies `Authorization: Bearer` tokens on GraphQL requests: a request with a bad one is
     /// refused with 401 before any other work. `None`: every request is anonymous.
     pub auth: Option<crate::auth::Authenticator>,
+    /// Per-caller limits on GraphQL requests and the DynamoDB capacity they consume. The
+    /// default limits nothing (the command line's defaults do limit).
+    pub rate_limits: RateLimitSettings,
 }
 
 impl Default for HttpSettings {
@@ -146,6 +162,7 @@ impl Default for HttpSettings {
             metrics: true,
             cost_extension: true,
             auth: None,
+            rate_limits: RateLimitSettings::default(),
         }
     }
 }
@@ -252,7 +269,8 @@ async fn metrics(State(state): State<AppState>) -> Response {
 }
 
 /// Serves `router` on `listener` until `shutdown` resolves, then lets requests in flight finish
-/// for at most `drain_timeout`.
+/// for at most `drain_timeout`. Every request carries its peer's address (axum's `ConnectInfo`),
+/// which rate limits identify anonymous callers by.
 pub async fn serve(
     listener: TcpListener,
     router: Router,
@@ -260,7 +278,8 @@ pub async fn serve(
     drain_timeout: Duration,
 ) -> std::io::Result<()> {
     let (signalled_tx, signalled_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = axum::serve(listener, router).with_graceful_shutdown(async move {
+    let service = router.into_make_service_with_connect_info::<SocketAddr>();
+    let server = axum::serve(listener, service).with_graceful_shutdown(async move {
         shutdown.await;
         let _ = signalled_tx.send(());
     });
