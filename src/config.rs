@@ -1,7 +1,10 @@
 //! The command line: every command and flag, each flag also settable as a `DYNARELAY_*`
 //! environment variable. Parsed and validated once, in `main`.
 
-use std::{convert::Infallible, fmt, net::SocketAddr, path::PathBuf, str::FromStr, time::Duration};
+use std::{
+    convert::Infallible, fmt, net::SocketAddr, num::NonZeroUsize, path::PathBuf, str::FromStr,
+    time::Duration,
+};
 
 use clap::{ArgAction, Args, Parser, Subcommand};
 
@@ -12,7 +15,9 @@ use crate::{
     cursor::{KeyRing, KeyRingError},
     dynamo::SdkSettings,
     graphql::limits::QueryLimits,
-    http::{AllowedOrigins, ConnectionSettings, HttpSettings},
+    http::{
+        AllowedOrigins, CallerLimits, ConnectionSettings, HttpSettings, Limit, RateLimitSettings,
+    },
     model::{AuthSpec, KeysSpec},
     pagination::PageLimits,
 };
@@ -249,7 +254,7 @@ pub struct ServeArgs {
     pub max_header_bytes: usize,
 
     /// Most header fields in one request; more gets 431.
-    #[arg(long, env = "DYNARELAY_MAX_HEADERS", default_value_t = 64,
+    #[arg(long, env = "DYNARELAY_MAX_HEADERS", default_value_t = crate::http::HYPER_MAX_HEADERS,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1000))]
     pub max_headers: usize,
 
@@ -280,6 +285,64 @@ pub struct ServeArgs {
     /// `[auth]` in the model.
     #[arg(long, env = "DYNARELAY_AUTH_JWKS_URL")]
     pub auth_jwks_url: Option<String>,
+
+    /// GraphQL requests one caller may send per second, sustained (a caller is a token's
+    /// subject, or else a client address); more get 429 with RATE_LIMITED. 0 turns the limit
+    /// off.
+    #[arg(long, env = "DYNARELAY_RATE_LIMIT_REQUESTS", default_value_t = 200)]
+    pub rate_limit_requests: u32,
+
+    /// GraphQL requests one caller may send at once, above the sustained rate. 0 turns the
+    /// limit off.
+    #[arg(long, env = "DYNARELAY_RATE_LIMIT_BURST", default_value_t = 400)]
+    pub rate_limit_burst: u32,
+
+    /// DynamoDB capacity units one caller's requests may consume per second, sustained (what
+    /// `extensions.cost` reports: reads, and a mutation's writes). A request is refused while its
+    /// caller has none left; what it consumed is charged once it has run, emptying the bucket at
+    /// most. 0 turns the limit off.
+    #[arg(long, env = "DYNARELAY_RATE_LIMIT_READ_UNITS", default_value_t = 1_000)]
+    pub rate_limit_read_units: u32,
+
+    /// DynamoDB capacity units one caller may consume at once, above the sustained rate. 0
+    /// turns the limit off.
+    #[arg(long, env = "DYNARELAY_RATE_LIMIT_READ_BURST", default_value_t = 5_000)]
+    pub rate_limit_read_burst: u32,
+
+    /// Limits for the callers in one group (from the token's groups claim), as
+    /// NAME=REQUESTS/BURST,READ_UNITS/READ_BURST, such as `partners=1000/2000,10000/20000`; 0
+    /// turns a limit off. Repeat the flag for several groups (in the environment variable,
+    /// separate them with `;`). A caller in several listed groups gets the most generous of
+    /// their limits; everyone else gets the defaults above.
+    #[arg(
+        long = "rate-limit-group",
+        env = "DYNARELAY_RATE_LIMIT_GROUPS",
+        value_name = "NAME=REQUESTS/BURST,READ_UNITS/READ_BURST",
+        value_delimiter = ';',
+        value_parser = parse_group_limits
+    )]
+    pub rate_limit_groups: Vec<GroupLimits>,
+
+    /// Proxies and load balancers whose X-Forwarded-For header is believed, comma-separated
+    /// addresses or CIDR blocks (10.0.0.0/8, 2001:db8::/32). A request from one of them is
+    /// charged to the rightmost address of X-Forwarded-For that is not itself a trusted proxy;
+    /// from anyone else, X-Forwarded-For is ignored. Empty (the default): none.
+    #[arg(
+        long,
+        env = "DYNARELAY_TRUSTED_PROXIES",
+        value_delimiter = ',',
+        value_parser = parse_proxy
+    )]
+    pub trusted_proxies: Vec<ipnet::IpNet>,
+
+    /// The most callers whose rate-limit buckets are kept (least recently seen are forgotten
+    /// first, and start again with full buckets).
+    #[arg(
+        long,
+        env = "DYNARELAY_RATE_LIMIT_CALLERS",
+        default_value_t = NonZeroUsize::new(100_000).unwrap_or(NonZeroUsize::MIN),
+    )]
+    pub rate_limit_callers: NonZeroUsize,
 }
 
 impl ServeArgs {
@@ -319,7 +382,39 @@ impl ServeArgs {
             },
             // Set by `serve` from the model's `[auth]` (see `auth_settings`).
             auth: None,
+            rate_limits: self.rate_limits(),
         }
+    }
+
+    /// Per-caller rate limits.
+    pub fn rate_limits(&self) -> RateLimitSettings {
+        RateLimitSettings {
+            default: CallerLimits {
+                requests: Limit::new(self.rate_limit_requests, self.rate_limit_burst),
+                read_units: Limit::new(self.rate_limit_read_units, self.rate_limit_read_burst),
+            },
+            groups: self
+                .rate_limit_groups
+                .iter()
+                .map(|group| (group.name.clone(), group.limits))
+                .collect(),
+            trusted_proxies: self.trusted_proxies.clone(),
+            max_callers: self.rate_limit_callers,
+        }
+    }
+
+    /// Checks what clap cannot check flag by flag.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        let mut seen = std::collections::BTreeSet::new();
+        for group in &self.rate_limit_groups {
+            if !seen.insert(group.name.as_str()) {
+                anyhow::bail!(
+                    "--rate-limit-group (DYNARELAY_RATE_LIMIT_GROUPS) names the group `{}` twice",
+                    group.name
+                );
+            }
+        }
+        Ok(())
     }
 
     /// How the SDK retries and times out DynamoDB calls.
@@ -427,6 +522,61 @@ impl fmt::Debug for Secret {
     }
 }
 
+/// One `--rate-limit-group`: a group's name and limits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupLimits {
+    /// The group, as the token's groups claim names it.
+    pub name: String,
+    /// Its limits.
+    pub limits: CallerLimits,
+}
+
+/// `NAME=REQUESTS/BURST,READ_UNITS/READ_BURST`.
+fn parse_group_limits(text: &str) -> Result<GroupLimits, String> {
+    const SHAPE: &str = "expected NAME=REQUESTS/BURST,READ_UNITS/READ_BURST, such as \
+                         partners=1000/2000,10000/20000";
+    let (name, limits) = text
+        .trim()
+        .split_once('=')
+        .ok_or_else(|| format!("no `=` after the group's name: {SHAPE}"))?;
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(format!("the group's name is empty: {SHAPE}"));
+    }
+    let (requests, read_units) = limits
+        .split_once(',')
+        .ok_or_else(|| format!("no `,` between the request and read-unit limits: {SHAPE}"))?;
+    let limit = |text: &str, what: &str| -> Result<Limit, String> {
+        let (rate, burst) = text
+            .trim()
+            .split_once('/')
+            .ok_or_else(|| format!("the {what} limit `{text}` has no `/`: {SHAPE}"))?;
+        let number = |n: &str, which: &str| {
+            n.trim().parse::<u32>().map_err(|_| {
+                format!("the {what} {which} `{n}` is not a whole number from 0 to 4294967295")
+            })
+        };
+        Ok(Limit::new(number(rate, "rate")?, number(burst, "burst")?))
+    };
+    Ok(GroupLimits {
+        name: name.to_owned(),
+        limits: CallerLimits {
+            requests: limit(requests, "request")?,
+            read_units: limit(read_units, "read-unit")?,
+        },
+    })
+}
+
+/// A trusted proxy: a CIDR block, or one address.
+fn parse_proxy(text: &str) -> Result<ipnet::IpNet, String> {
+    let text = text.trim();
+    text.parse::<ipnet::IpNet>()
+        .or_else(|_| text.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+        .map_err(|_| {
+            format!("`{text}` is neither an IP address nor a CIDR block such as 10.0.0.0/8")
+        })
+}
+
 /// Table names allow letters, digits, `_`, `-` and `.`, up to 255 characters with the base name.
 fn parse_prefix(prefix: &str) -> Result<String, String> {
     let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
@@ -489,6 +639,55 @@ mod tests {
         ])
         .expect("65 s idle under 70 s header");
         assert_eq!(lb.idle_timeout, Some(Duration::from_secs(65)));
+    }
+
+    #[test]
+    fn rate_limit_groups_parse_with_precise_errors() {
+        assert_eq!(
+            parse_group_limits("partners=1000/2000,0/0"),
+            Ok(GroupLimits {
+                name: "partners".to_owned(),
+                limits: CallerLimits {
+                    requests: Limit::new(1000, 2000),
+                    read_units: Limit::OFF,
+                },
+            })
+        );
+        for (bad, needle) in [
+            ("partners", "no `=`"),
+            ("=1/2,3/4", "name is empty"),
+            ("p=1/2", "no `,`"),
+            ("p=12,3/4", "request limit `12` has no `/`"),
+            ("p=1/2,x/4", "read-unit rate `x`"),
+            ("p=1/-2,3/4", "request burst `-2`"),
+        ] {
+            let err = parse_group_limits(bad).unwrap_err();
+            assert!(err.contains(needle), "{bad}: {err}");
+        }
+        let cli = Cli::try_parse_from([
+            "dynarelay",
+            "serve",
+            "--model",
+            "m.toml",
+            "--rate-limit-group",
+            "a=1/2,3/4",
+            "--rate-limit-group",
+            "a=5/6,7/8",
+            "--trusted-proxies",
+            "10.0.0.0/8,192.0.2.7",
+        ])
+        .unwrap();
+        let Command::Serve(args) = cli.command else {
+            unreachable!()
+        };
+        assert_eq!(args.rate_limits().trusted_proxies.len(), 2);
+        assert!(
+            args.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("`a` twice")
+        );
+        assert!(parse_proxy("10.0.0.0/33").is_err());
     }
 
     #[test]

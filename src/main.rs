@@ -66,6 +66,7 @@ fn load_model(args: &ModelArgs) -> anyhow::Result<&'static Model> {
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    args.validate()?;
     let model = load_model(&args.model)?;
     let limits = args.page_limits()?;
     let mut connections = args.connections().map_err(anyhow::Error::msg)?;

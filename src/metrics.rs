@@ -30,6 +30,8 @@ pub struct Metrics {
     graphql_errors: Family<CodeLabels, Counter>,
     cursor_rejections: Family<ConnectionLabels, Counter>,
     auth_rejections: Counter,
+    rate_limited: Family<ReasonLabels, Counter>,
+    rate_limit_callers: Gauge,
     dynamodb_calls: Family<CallLabels, Counter>,
     dynamodb_duration: Family<OperationLabels, Histogram, Buckets>,
     consumed_capacity: Family<TableLabels, Counter<f64, AtomicU64>>,
@@ -91,6 +93,11 @@ struct CodeLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ConnectionLabels {
     connection: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -212,6 +219,19 @@ impl Metrics {
             "Requests refused because their Authorization header or bearer token is not valid",
             auth_rejections.clone(),
         );
+        let rate_limited = Family::<ReasonLabels, Counter>::default();
+        registry.register(
+            "rate_limited",
+            "GraphQL requests refused with 429 by a per-caller rate limit, by reason: `requests` \
+             or `read_units`",
+            rate_limited.clone(),
+        );
+        let rate_limit_callers = Gauge::default();
+        registry.register(
+            "rate_limit_callers",
+            "Callers (token subjects and client addresses) whose rate-limit buckets are kept",
+            rate_limit_callers.clone(),
+        );
         let dynamodb_calls = Family::<CallLabels, Counter>::default();
         registry.register(
             "dynamodb_calls",
@@ -276,6 +296,8 @@ impl Metrics {
             graphql_errors,
             cursor_rejections,
             auth_rejections,
+            rate_limited,
+            rate_limit_callers,
             dynamodb_calls,
             dynamodb_duration,
             consumed_capacity,
@@ -401,6 +423,18 @@ impl Metrics {
     /// Records a request refused for its credentials.
     pub fn auth_rejected(&self) {
         self.auth_rejections.inc();
+    }
+
+    /// Records a request refused by a rate limit, for `reason` (`requests` or `read_units`).
+    pub fn rate_limited(&self, reason: &'static str) {
+        self.rate_limited
+            .get_or_create(&ReasonLabels { reason })
+            .inc();
+    }
+
+    /// The gauge of callers the rate limiter tracks, which it keeps up to date.
+    pub(crate) fn rate_limit_callers(&self) -> Gauge {
+        self.rate_limit_callers.clone()
     }
 
     /// Records one DynamoDB call; `table` is `None` for a call on several tables. Its cost goes
@@ -532,6 +566,8 @@ mod tests {
         metrics.connection_closed(Listener::Api);
         metrics.connection_timed_out(Listener::Api, "header_read");
         metrics.connection_cap_reached(Listener::Health);
+        metrics.rate_limited("requests");
+        metrics.rate_limit_callers().set(7);
         metrics.dynamodb_call(
             "Query",
             Some("Orders"),
@@ -557,6 +593,8 @@ mod tests {
             r#"dynarelay_http_connections_open{listener="api"} 1"#,
             r#"dynarelay_http_connections_timed_out_total{listener="api",timeout="header_read"} 1"#,
             r#"dynarelay_http_connection_cap_reached_total{listener="health"} 1"#,
+            r#"dynarelay_rate_limited_total{reason="requests"} 1"#,
+            "dynarelay_rate_limit_callers 7",
             r#"dynarelay_dynamodb_calls_total{operation="Query",table="Orders",outcome="ok"} 1"#,
             r#"dynarelay_dynamodb_consumed_capacity_units_total{table="Orders"} 1.5"#,
             r#"dynarelay_dynamodb_items_evaluated_total{table="Orders"} 40"#,

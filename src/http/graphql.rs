@@ -16,9 +16,11 @@
 //! | POST with a content type other than `application/json` | 415 |
 //! | `Accept` allows neither JSON media type | 406 |
 //! | a bad `Authorization` header or bearer token (checked first, when authentication is on) | 401 |
+//! | the caller is over a rate limit (checked next, before anything is parsed or read) | 429, with `Retry-After` |
 
 use std::{
     collections::{BTreeMap, HashMap},
+    net::SocketAddr,
     sync::Arc,
 };
 
@@ -28,18 +30,21 @@ use async_graphql::{
 };
 use axum::{
     body::Bytes,
-    extract::{FromRequest, Query, Request, State},
-    http::{HeaderMap, HeaderValue, StatusCode, Uri, header},
+    extract::{ConnectInfo, FromRequest, Query, Request, State},
+    http::{HeaderMap, HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
 };
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use super::AppState;
+use super::{
+    AppState,
+    rate_limit::{Admission, Reason, Refusal},
+};
 use crate::{
     auth::Caller,
     graphql::{self, documents::Rejected},
-    metrics::{Metrics, Usage},
+    metrics::Metrics,
 };
 
 /// The two response media types of GraphQL over HTTP.
@@ -230,20 +235,25 @@ impl HttpError {
 }
 
 /// `GET /graphql`: queries only.
-pub(super) async fn get(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -> Response {
+pub(super) async fn get(State(state): State<AppState>, request: Request) -> Response {
+    let headers = request.headers();
     let format = Format::negotiate(headers.get(header::ACCEPT));
-    let caller = match authenticate(&state, &headers, format).await {
+    let caller = match authenticate(&state, headers, format).await {
         Ok(caller) => caller,
         Err(response) => return response,
+    };
+    let admission = match admit(&state, &request, &caller) {
+        Ok(admission) => admission,
+        Err(refusal) => return rate_limited(&state, &refusal, format),
     };
     let Some(format) = format else {
         return not_acceptable();
     };
-    let params = Query::<HashMap<String, String>>::try_from_uri(&uri)
+    let params = Query::<HashMap<String, String>>::try_from_uri(request.uri())
         .map_err(|_| HttpError::bad_request("The query string is not valid URL encoding."))
         .and_then(|Query(query)| Params::from_query(query));
     match params {
-        Ok(params) => execute(&state, params, format, true, caller).await,
+        Ok(params) => execute(&state, params, format, true, caller, &admission).await,
         Err(err) => err.into_response(format),
     }
 }
@@ -256,6 +266,10 @@ pub(super) async fn post(State(state): State<AppState>, request: Request) -> Res
     let caller = match authenticate(&state, headers, format).await {
         Ok(caller) => caller,
         Err(response) => return response,
+    };
+    let admission = match admit(&state, &request, &caller) {
+        Ok(admission) => admission,
+        Err(refusal) => return rate_limited(&state, &refusal, format),
     };
     let Some(format) = format else {
         return not_acceptable();
@@ -281,7 +295,7 @@ pub(super) async fn post(State(state): State<AppState>, request: Request) -> Res
         )),
     };
     match params {
-        Ok(params) => execute(&state, params, format, false, caller).await,
+        Ok(params) => execute(&state, params, format, false, caller, &admission).await,
         Err(err) => err.into_response(format),
     }
 }
@@ -309,6 +323,38 @@ async fn authenticate(
             )
             .into_response(format.unwrap_or(Format::Json))
         })
+}
+
+/// Admits a request under its caller's rate limits, or says why not. The caller is `caller`'s subject, or the client address: the peer's, from the
+/// `ConnectInfo` that `serve` gives every request (a router driven without it, as in some tests,
+/// sees every anonymous request as one caller of unknown address).
+fn admit<'a>(
+    state: &'a AppState,
+    request: &Request,
+    caller: &Caller,
+) -> Result<Admission<'a>, Refusal> {
+    let peer = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|ConnectInfo(peer)| *peer);
+    state.rate_limiter.admit(caller, request.headers(), peer)
+}
+
+/// 429 with `Retry-After` and RATE_LIMITED.
+fn rate_limited(state: &AppState, refusal: &Refusal, format: Option<Format>) -> Response {
+    tracing::debug!(reason = refusal.reason.label(), "rate limited");
+    state.metrics().rate_limited(refusal.reason.label());
+    let message = match refusal.reason {
+        Reason::Requests => "Too many requests; try again later.",
+        Reason::ReadUnits => "Your requests have read too much; try again later.",
+    };
+    let mut response = HttpError::new(StatusCode::TOO_MANY_REQUESTS, message, "RATE_LIMITED")
+        .into_response(format.unwrap_or(Format::Json));
+    response.headers_mut().insert(
+        header::RETRY_AFTER,
+        HeaderValue::from(refusal.retry_after_secs()),
+    );
+    response
 }
 
 fn not_acceptable() -> Response {
@@ -357,6 +403,7 @@ async fn execute(
     format: Format,
     is_get: bool,
     caller: Caller,
+    admission: &Admission<'_>,
 ) -> Response {
     let hash = params.persisted_query_hash().map(str::to_owned);
     let has_persisted_query = params.has_persisted_query();
@@ -468,7 +515,7 @@ async fn execute(
     }
     // Each request gets its own store, adding up what its DynamoDB calls cost, and its own
     // loader, so cached items never outlive the request.
-    let usage = Arc::new(Usage::default());
+    let usage = admission.usage();
     let store = state.store.metered(Arc::clone(&usage));
     // Also here, for a persisted document the extension looks up itself.
     if graphql::access::grant(&state.introspection, &caller) == graphql::access::Grant::Nothing {

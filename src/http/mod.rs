@@ -1,11 +1,13 @@
 //! HTTP: the axum router (`/graphql`, GraphiQL at `/`, `/health`, `/ready`, `/metrics`), its
 //! layers (request ids, tracing, metrics, CORS, timeout, body limit), bearer-token
-//! authentication of GraphQL requests (in `graphql.rs`), and `serve`: the connections, their
-//! protections and graceful shutdown (in `conn.rs`).
+//! authentication and per-caller rate limits of GraphQL requests (in `graphql.rs` and
+//! `rate_limit.rs`), and `serve`: the connections, their protections and graceful shutdown (in
+//! `conn.rs`).
 
 mod conn;
 mod cors;
 mod graphql;
+mod rate_limit;
 
 use std::{
     sync::Arc,
@@ -35,10 +37,11 @@ use tracing::Level;
 
 pub use self::{
     conn::{
-        ConnectionSettings, HEALTH_MAX_CONNECTIONS, HealthListener, ServeSettings, fit_file_limit,
-        serve,
+        ConnectionSettings, HEALTH_MAX_CONNECTIONS, HYPER_MAX_HEADERS, HealthListener,
+        ServeSettings, fit_file_limit, serve,
     },
     cors::{AllowedOrigins, OriginError},
+    rate_limit::{CallerLimits, Limit, RateLimitSettings},
 };
 use crate::{
     cursor::CursorCodec,
@@ -66,6 +69,8 @@ pub struct AppState {
     documents: Arc<Documents>,
     /// Who may introspect the schema.
     introspection: Access,
+    /// Per-caller limits on `/graphql`.
+    rate_limiter: Arc<rate_limit::RateLimiter>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -90,9 +95,14 @@ impl AppState {
     ) -> Result<Self, async_graphql::dynamic::SchemaError> {
         let persisted =
             (http.persisted_queries > 0).then(|| PersistedQueries::new(http.persisted_queries));
+        let rate_limiter = Arc::new(rate_limit::RateLimiter::new(
+            &http.rate_limits,
+            store.metrics(),
+        ));
         Ok(Self {
             api: build_schema(model, limits, codec, http.query_limits, persisted.clone())?,
             limits,
+            rate_limiter,
             documents: Arc::new(Documents::new(http.query_limits, http.document_cache_bytes)),
             store,
             http,
@@ -137,6 +147,9 @@ pub struct HttpSettings {
     /// Verifies `Authorization: Bearer` tokens on GraphQL requests: a request with a bad one is
     /// refused with 401 before any other work. `None`: every request is anonymous.
     pub auth: Option<crate::auth::Authenticator>,
+    /// Per-caller limits on GraphQL requests and the DynamoDB capacity they consume. The
+    /// default limits nothing (the command line's defaults do limit).
+    pub rate_limits: RateLimitSettings,
 }
 
 impl Default for HttpSettings {
@@ -152,6 +165,7 @@ impl Default for HttpSettings {
             metrics: true,
             cost_extension: true,
             auth: None,
+            rate_limits: RateLimitSettings::default(),
         }
     }
 }

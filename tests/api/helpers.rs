@@ -303,7 +303,19 @@ pub async fn graphql_with_authorization(
     authorization: Option<&[u8]>,
     query: &str,
 ) -> Answer {
-    let mut request = if method == Method::GET {
+    let mut request = graphql_request(method, query);
+    if let Some(value) = authorization {
+        request.headers_mut().insert(
+            header::AUTHORIZATION,
+            header::HeaderValue::from_bytes(value).expect("a header value"),
+        );
+    }
+    answer(router, request).await
+}
+
+/// A `/graphql` request for `query`: a POST JSON body, or a GET query string.
+pub fn graphql_request(method: Method, query: &str) -> Request<Body> {
+    if method == Method::GET {
         let encoded: String = query
             .bytes()
             .map(|b| match b {
@@ -319,13 +331,12 @@ pub async fn graphql_with_authorization(
             .header(header::CONTENT_TYPE, "application/json")
             .body(Body::from(json!({ "query": query }).to_string()))
     }
-    .expect("request");
-    if let Some(value) = authorization {
-        request.headers_mut().insert(
-            header::AUTHORIZATION,
-            header::HeaderValue::from_bytes(value).expect("a header value"),
-        );
-    }
+    .expect("request")
+}
+
+/// Sends `request` through `router`; the answer's body must be JSON.
+pub async fn answer(router: &Router, request: Request<Body>) -> Answer {
+    // Boxed, as a server task would be: the test thread's stack is small for debug builds.
     let response = Box::pin(router.clone().oneshot(request))
         .await
         .expect("router answers");
@@ -336,6 +347,72 @@ pub async fn graphql_with_authorization(
         headers: parts.headers,
         body: serde_json::from_slice(&bytes).expect("JSON response"),
     }
+}
+
+/// Where a request comes from: the TCP peer's address (as `serve` gives every request; `None`
+/// as when the router is driven without a listener), a bearer token, and an `X-Forwarded-For`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Origin<'a> {
+    pub peer: Option<SocketAddr>,
+    pub token: Option<&'a str>,
+    pub forwarded_for: Option<&'a str>,
+}
+
+impl<'a> Origin<'a> {
+    /// A request from `ip` (any port).
+    pub fn peer(ip: &str) -> Self {
+        Self {
+            peer: Some(SocketAddr::new(ip.parse().expect("an IP address"), 40_000)),
+            ..Self::default()
+        }
+    }
+
+    pub fn token(self, token: &'a str) -> Self {
+        Self {
+            token: Some(token),
+            ..self
+        }
+    }
+
+    pub fn forwarded_for(self, forwarded_for: &'a str) -> Self {
+        Self {
+            forwarded_for: Some(forwarded_for),
+            ..self
+        }
+    }
+
+    /// `request` sent from here.
+    pub fn apply(&self, mut request: Request<Body>) -> Request<Body> {
+        if let Some(peer) = self.peer {
+            request
+                .extensions_mut()
+                .insert(axum::extract::ConnectInfo(peer));
+        }
+        if let Some(token) = self.token {
+            request.headers_mut().insert(
+                header::AUTHORIZATION,
+                header::HeaderValue::from_str(&format!("Bearer {token}")).expect("a header"),
+            );
+        }
+        if let Some(forwarded_for) = self.forwarded_for {
+            request.headers_mut().insert(
+                "x-forwarded-for",
+                header::HeaderValue::from_str(forwarded_for).expect("a header"),
+            );
+        }
+        request
+    }
+}
+
+/// Sends `query` to `/graphql` through `router` from `origin`, as a POST JSON body or a GET
+/// query string.
+pub async fn graphql_from(
+    router: &Router,
+    origin: Origin<'_>,
+    method: Method,
+    query: &str,
+) -> Answer {
+    answer(router, origin.apply(graphql_request(method, query))).await
 }
 
 /// The Prometheus exposition `router`'s `/metrics` serves.
@@ -1101,28 +1178,17 @@ pub async fn graphql_with_token(
     query: &str,
     variables: Value,
 ) -> Answer {
-    let mut request = Request::post("/graphql")
+    let request = Request::post("/graphql")
         .header(header::CONTENT_TYPE, "application/json")
         .body(Body::from(
             json!({ "query": query, "variables": variables }).to_string(),
         ))
         .expect("request");
-    if let Some(token) = token {
-        request.headers_mut().insert(
-            header::AUTHORIZATION,
-            header::HeaderValue::from_str(&format!("Bearer {token}")).expect("a header value"),
-        );
-    }
-    let response = Box::pin(router.clone().oneshot(request))
-        .await
-        .expect("router answers");
-    let (parts, body) = response.into_parts();
-    let bytes = axum::body::to_bytes(body, usize::MAX).await.expect("body");
-    Answer {
-        status: parts.status,
-        headers: parts.headers,
-        body: serde_json::from_slice(&bytes).expect("JSON response"),
-    }
+    let origin = Origin {
+        token,
+        ..Origin::default()
+    };
+    answer(router, origin.apply(request)).await
 }
 
 /// The DynamoDB calls a Prometheus exposition counts (`dynarelay_dynamodb_calls_total`), by

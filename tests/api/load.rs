@@ -6,7 +6,10 @@
 //! (default 8) and `DYNARELAY_LOAD_WRITERS` (default 2); `DYNARELAY_LOAD_SEED` picks the random
 //! choices (default: from the clock; it is printed). `scripts/load` runs a long load in release
 //! mode. Every run prints a summary (requests, req/s, p50, p99, max, walks, writes, RSS) and
-//! writes it to `target/load/summary.json`.
+//! writes it to `target/load/summary.json`. The server runs with its default per-caller rate
+//! limits, which every walker and writer shares (they all come from 127.0.0.1);
+//! `DYNARELAY_LOAD_RATE_LIMITS=off` (which `scripts/load` sets) turns them off, so that a release
+//! build's throughput is measured rather than the limits.
 //!
 //! Required results, each an assertion:
 //! - every response is a 200 without GraphQL errors, and no request fails in transport;
@@ -358,7 +361,13 @@ struct Server {
 
 impl Server {
     fn start(endpoint: &str, prefix: &str) -> Self {
-        let mut child = dynarelay_command(endpoint)
+        let mut command = dynarelay_command(endpoint);
+        if std::env::var("DYNARELAY_LOAD_RATE_LIMITS").as_deref() == Ok("off") {
+            command
+                .env("DYNARELAY_RATE_LIMIT_REQUESTS", "0")
+                .env("DYNARELAY_RATE_LIMIT_READ_UNITS", "0");
+        }
+        let mut child = command
             .arg("serve")
             .env("DYNARELAY_TABLE_PREFIX", prefix)
             .env("DYNARELAY_LISTEN", "127.0.0.1:0")

@@ -34,6 +34,7 @@ mod observability;
 mod outages;
 mod overlap;
 mod purchases;
+mod rate_limits;
 mod relay;
 mod rules;
 mod schema;
