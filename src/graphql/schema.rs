@@ -321,7 +321,7 @@ fn node_value<'a>(
         None => Some(value),
         Some(members) => {
             let entity = values::entity_of(model, members, item)?;
-            Some(value.with_type(model.entities[entity].name.clone()))
+            Some(value.with_type(model.entities[entity].name.as_str()))
         }
     }
 }
@@ -781,7 +781,7 @@ async fn load_nodes<'a>(
                 .filter(|item| values::entity_of(model, &[entity], item).is_some())
                 .filter(|item| access::may_see(model, entity, item, &caller))
                 .map(|item| {
-                    FieldValue::owned_any(item).with_type(model.entities[entity].name.clone())
+                    FieldValue::owned_any(item).with_type(model.entities[entity].name.as_str())
                 })
         })
         .collect())
