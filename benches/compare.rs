@@ -18,7 +18,14 @@
 //! - the same page against the same calls with DynamoDB Local behind a loopback proxy that
 //!   delays each direction by 2 ms, a stand-in for the distance to a real region (a second
 //!   server is started against the proxy);
-//! - the server's CPU time per page (from `/proc/<pid>/stat`) at a fixed concurrency;
+//! - the server's CPU time per page (from `/proc/<pid>/stat`) at 8 clients, and at 16;
+//! - the SDK floor: the CPU time that the page's DynamoDB calls (the user's GetItem and the
+//!   21-item Query, at the same time) cost through aws-sdk-dynamodb alone, read from this
+//!   process's own `/proc/self/stat` over 2,000 pages from 8 tasks, once on a current-thread tokio
+//!   runtime and once on a 2-worker multi-thread one, with the ratio of the server's CPU per page
+//!   (8 clients) to it (target: at most 1.3; at least at most 1.6). It includes the SDK (building,
+//!   signing, serialising), its HTTP client and the JSON parsing of the responses; it excludes
+//!   DynamoDB Local's own CPU, another process, and everything a GraphQL server adds;
 //! - DynamoDB calls and items evaluated per filled page at 2% selectivity, against a naive loop
 //!   that Queries with `Limit = first` until the page is full;
 //! - page 1 against page 1000 of the long partition, and the time dynarelay adds to each.
@@ -44,6 +51,20 @@
 //! when set, say which commits the two binaries were built from; the table's heading prints
 //! them with each binary's path and `--version`. The baseline predates the single-table example,
 //! so its rows have no baseline columns: the current binary serves them.
+//!
+//! The Node reference: with `DYNARELAY_BENCH_PEER` naming its `server.mjs` (`scripts/bench`
+//! copies `../shared/bench-peer` to `target/bench-peer` and installs its dependencies there), it
+//! runs `node` on that file on a free loopback port against the shop's tables on the same DynamoDB
+//! Local (dummy credentials, `AWS_EC2_METADATA_DISABLED=true`, `NODE_ENV=production`): Apollo
+//! Server 4 with the AWS SDK v3 DocumentClient, the way a Node team would write the page, with one
+//! Query per page where dynarelay's `user` also reads the user (GetItem). Its page, with the
+//! shop page's fields (`user { purchases(first: 20) { edges { cursor node { purchasedAt amount
+//! status quantity } } pageInfo { hasNextPage endCursor } } }`), is timed in the same latency
+//! loop with 1 client (p50, p99), and loaded in the same alternating CPU rounds at 8 clients and,
+//! alternating with the shop page's server only, at 16; its process's CPU per page is printed
+//! beside dynarelay's with the ratio dynarelay / Node (target: at most 0.25; at least at most
+//! 0.33). When it is not given, does not start or fails later, the table says why (as does
+//! stderr at once) and everything else is measured as before.
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -82,6 +103,8 @@ const BASE_MS: i64 = 1_672_531_200_000;
 const WARM_UP: usize = 50;
 const SAMPLES: usize = 400;
 const CONCURRENCY: usize = 8;
+/// The higher concurrency at which the shop page's server and the Node reference are loaded too.
+const HIGH_CONCURRENCY: usize = 16;
 const CONCURRENT_PAGES: usize = 2_000;
 /// The CPU load runs in this many rounds per page, alternating between the pages (with a
 /// baseline: current, baseline, baseline, current, ...), so that drift affects all alike.
@@ -139,6 +162,24 @@ const CUSTOMER: &str = LONG_USER;
 const ADDRESSES: [&str; 3] = ["Home", "Parents", "Work"];
 /// Consecutive pages walked, from the first, to count DynamoDB calls per page.
 const CALL_PAGES: usize = 50;
+/// The shop page on the Node reference (`DYNARELAY_BENCH_PEER`): the same fields as
+/// [`SHOP_PAGE`]'s, without `$status`, which the reference does not take.
+const PEER_PAGE: PageShape = PageShape {
+    query: "query($u: String!, $after: String) {
+  user(userId: $u) { purchases(first: 20, after: $after) {
+    edges { cursor node { purchasedAt amount status quantity } }
+    pageInfo { hasNextPage endCursor } } } }",
+    lookup: "user",
+    connection: "purchases",
+    name: "Node reference (Apollo Server 4 + AWS SDK v3): `user { purchases(first: 20) }`",
+    filtered: false,
+};
+/// Pages of direct GetItem and Query per runtime for the SDK floor, after a warm-up of
+/// [`WARM_UP`] per client.
+const FLOOR_PAGES: usize = 2_000;
+/// Said beside every comparison with the Node reference.
+const PEER_READS: &str =
+    "Node reads one Query per page, dynarelay also the user's GetItem (at the same time)";
 
 fn main() -> anyhow::Result<()> {
     tokio::runtime::Builder::new_multi_thread()
@@ -235,6 +276,33 @@ async fn run() -> anyhow::Result<()> {
     )?;
     secure_server.wait_ready().await?;
     eprintln!("secure shop serve: pid {}", secure_server.pid());
+    // The Node reference, on the shop's Purchases table. It is optional: when it cannot be
+    // started, or fails later, `peer_down` says why, its rows say so, and the rest goes on.
+    let mut peer_down: Option<String> = None;
+    let peer = match std::env::var_os("DYNARELAY_BENCH_PEER") {
+        Some(script) if !script.is_empty() => {
+            match Peer::start(Path::new(&script), &endpoint, &prefix).await {
+                Ok(peer) => {
+                    eprintln!("Node reference: pid {}, {}", peer.pid(), peer.url);
+                    Some(peer)
+                }
+                Err(e) => {
+                    peer_down = Some(format!("it did not start: {e:#}"));
+                    None
+                }
+            }
+        }
+        _ => {
+            peer_down = Some(match std::env::var("DYNARELAY_BENCH_PEER_UNAVAILABLE") {
+                Ok(why) if !why.trim().is_empty() => why.trim().to_owned(),
+                _ => "DYNARELAY_BENCH_PEER is not set (scripts/bench sets it)".to_owned(),
+            });
+            None
+        }
+    };
+    if let Some(why) = &peer_down {
+        eprintln!("Node reference: not measured: {why}");
+    }
     tokio::time::sleep(Duration::from_secs(1)).await;
     let idle_rss = rss_kib(server.pid())?;
     let base_idle_rss = match &base_server {
@@ -309,6 +377,20 @@ async fn run() -> anyhow::Result<()> {
         token: Some(secure_token),
     });
     let base_api_present = base_api.is_some();
+    // Its own client, which lets connections go before Node's 5 s keep-alive timeout would
+    // close them while it idles through the other servers' rounds.
+    let peer_api = match &peer {
+        Some(peer) => Some(Arc::new(Api {
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(10))
+                .pool_idle_timeout(Duration::from_secs(2))
+                .build()?,
+            url: peer.url.clone(),
+            shape: PEER_PAGE,
+            token: None,
+        })),
+        None => None,
+    };
     let direct = Direct {
         client: client.clone(),
         names: names.clone(),
@@ -318,9 +400,16 @@ async fn run() -> anyhow::Result<()> {
     // through dynarelay (the shop page; with a baseline, the baseline's; the single-table
     // example's two) are timed in an order that changes from sample to sample, so that each
     // goes before each other as often as after.
+    // The Node reference's page is timed in the same order, when it runs.
     let mut pages: Vec<(&Api, &str)> = vec![(&api, LONG_USER)];
     pages.extend(base_api.as_ref().map(|base| (base, LONG_USER)));
+    let (orders_at, activity_at) = (pages.len(), pages.len() + 1);
     pages.extend([(&*orders_api, CUSTOMER), (&*activity_api, CUSTOMER)]);
+    let peer_at = peer_api.as_ref().map(|peer_api| {
+        pages.push((&**peer_api, LONG_USER));
+        pages.len() - 1
+    });
+    let mut via_peer = Vec::new();
     let (mut via_api, mut query_only, mut get_and_query, mut get_with_query) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut added, mut health) = (Vec::new(), Vec::new());
@@ -334,6 +423,15 @@ async fn run() -> anyhow::Result<()> {
         let mut times = vec![Duration::ZERO; pages.len()];
         for k in interleaved(pages.len(), i) {
             let (page_api, owner) = pages[k];
+            if Some(k) == peer_at {
+                if peer_down.is_none() {
+                    match page_api.page_timed(owner, None, None).await {
+                        Ok(time) => times[k] = time,
+                        Err(e) => peer_down = Some(peer_failed("its page", &e)),
+                    }
+                }
+                continue;
+            }
             times[k] = page_api.page_timed(owner, None, None).await?;
         }
         let a = times[0];
@@ -353,8 +451,11 @@ async fn run() -> anyhow::Result<()> {
                 via_base.push(b);
                 base_added.push(b.as_secs_f64() - c.as_secs_f64());
             }
-            via_orders.push(times[pages.len() - 2]);
-            via_activity.push(times[pages.len() - 1]);
+            via_orders.push(times[orders_at]);
+            via_activity.push(times[activity_at]);
+            if let (Some(k), None) = (peer_at, &peer_down) {
+                via_peer.push(times[k]);
+            }
         }
     }
     // The server's own timers over the same samples: where a page's time goes.
@@ -390,6 +491,12 @@ async fn run() -> anyhow::Result<()> {
         percentile(&mut via_activity, 0.5),
         percentile(&mut via_activity, 0.99),
     );
+    let peer_latency = (peer_down.is_none() && !via_peer.is_empty()).then(|| {
+        (
+            percentile(&mut via_peer, 0.5),
+            percentile(&mut via_peer, 0.99),
+        )
+    });
     // The single-table example's pages beside the shop page, with the ratio to it.
     let to_shop = |shape: PageShape, what: &str, value: String, ratio: String, note: &str| {
         row(
@@ -426,6 +533,13 @@ async fn run() -> anyhow::Result<()> {
     for (shape, p50) in [(ORDERS_PAGE, orders_p50), (ACTIVITY_PAGE, activity_p50)] {
         rows.push(to_shop(shape, "p50", ms(p50), quotient(p50, api_p50), ""));
     }
+    rows.push(peer_row(
+        "page of 20, p50, against the Node reference (1 client)",
+        ms(api_p50),
+        peer_latency.map(|(p50, _)| (ms(p50), quotient(api_p50, p50))),
+        peer_down.as_deref(),
+        "",
+    ));
     rows.push(row(
         "GetItem and Query at the same time, p50",
         "",
@@ -485,6 +599,13 @@ async fn run() -> anyhow::Result<()> {
     for (shape, p99) in [(ORDERS_PAGE, orders_p99), (ACTIVITY_PAGE, activity_p99)] {
         rows.push(to_shop(shape, "p99", ms(p99), quotient(p99, api_p99), ""));
     }
+    rows.push(peer_row(
+        "page of 20, p99, against the Node reference (1 client)",
+        ms(api_p99),
+        peer_latency.map(|(_, p99)| (ms(p99), quotient(api_p99, p99))),
+        peer_down.as_deref(),
+        "",
+    ));
 
     // The same comparison with DynamoDB further away: DynamoDB Local behind a loopback proxy that
     // delays each direction, a stand-in for the network and service time of a real region.
@@ -547,23 +668,59 @@ async fn run() -> anyhow::Result<()> {
     }
     let secure_at = loaded.len();
     loaded.push((secure_server.pid(), Arc::clone(&secure_api), LONG_USER));
+    let (orders_at, activity_at) = (loaded.len(), loaded.len() + 1);
     loaded.push((ecommerce_server.pid(), Arc::clone(&orders_api), CUSTOMER));
     loaded.push((ecommerce_server.pid(), Arc::clone(&activity_api), CUSTOMER));
-    let (mut walls, mut ticks) = (vec![Duration::ZERO; loaded.len()], vec![0; loaded.len()]);
-    for round in 0..CPU_ROUNDS {
-        let pages = CONCURRENT_PAGES / CPU_ROUNDS;
-        for k in interleaved(loaded.len(), round) {
-            let (pid, page_api, owner) = &loaded[k];
-            let before = cpu_ticks(*pid)?;
-            walls[k] += load(page_api, owner, pages).await?;
-            ticks[k] += cpu_ticks(*pid)? - before;
+    // The Node reference's rounds take their turn with the others'.
+    let peer_load = match (&peer, &peer_api) {
+        (Some(peer), Some(peer_api)) if peer_down.is_none() => {
+            Some((peer.pid(), Arc::clone(peer_api), LONG_USER))
         }
-    }
+        _ => None,
+    };
+    let peer_at = peer_load.as_ref().map(|_| loaded.len());
+    loaded.extend(peer_load.clone());
+    let (walls, ticks) = cpu_rounds(&loaded, CONCURRENCY, peer_at, &mut peer_down).await?;
     let per_page = ticks
         .into_iter()
         .map(|t| Ok(ticks_to_duration(t)?.as_secs_f64() / CONCURRENT_PAGES as f64))
         .collect::<anyhow::Result<Vec<_>>>()?;
     drop(loaded);
+    // The shop page's server again, and the Node reference, at twice the clients: the same
+    // pages and rounds, alternating between the two.
+    let mut high = vec![(server.pid(), Arc::clone(&api), LONG_USER)];
+    let high_peer_at = match peer_load {
+        Some(peer_load) if peer_down.is_none() => {
+            high.push(peer_load);
+            Some(1)
+        }
+        _ => None,
+    };
+    let (high_walls, high_ticks) =
+        cpu_rounds(&high, HIGH_CONCURRENCY, high_peer_at, &mut peer_down).await?;
+    let high_per_page = high_ticks
+        .into_iter()
+        .map(|t| Ok(ticks_to_duration(t)?.as_secs_f64() / CONCURRENT_PAGES as f64))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    drop(high);
+    // The Node reference's CPU per page at both concurrencies, when all its rounds ran.
+    let peer_cpu = match (peer_at, high_peer_at, &peer_down) {
+        (Some(low), Some(high), None) => Some((
+            (per_page[low], walls[low]),
+            (high_per_page[high], high_walls[high]),
+        )),
+        _ => None,
+    };
+    drop((peer_api, peer));
+    // The SDK floor, with every server idle: the page's DynamoDB calls from this process alone.
+    let mut floors = Vec::new();
+    for flavor in [FloorRuntime::CurrentThread, FloorRuntime::MultiThread] {
+        let ticks = sdk_floor(flavor, &endpoint, &names).await?;
+        floors.push((
+            flavor,
+            ticks_to_duration(ticks)?.as_secs_f64() / FLOOR_PAGES as f64,
+        ));
+    }
     drop(base_server);
     let rate = |wall: Duration| {
         format!(
@@ -579,8 +736,13 @@ async fn run() -> anyhow::Result<()> {
         ))
     } else {
         format!(
-            "{}; {CPU_ROUNDS} rounds, alternating with the single-table pages",
-            rate(walls[0])
+            "{}; {CPU_ROUNDS} rounds, alternating with the secure shop's, the single-table pages'{}",
+            rate(walls[0]),
+            if peer_at.is_some() {
+                " and the Node reference's"
+            } else {
+                ""
+            }
         )
     };
     let micros = |seconds: f64| format!("{:.0} µs", seconds * 1e6);
@@ -609,10 +771,9 @@ async fn run() -> anyhow::Result<()> {
         ),
     ));
     drop((secure_api, secure_server, token_issuer));
-    let n = per_page.len();
     for (shape, cpu, wall) in [
-        (ORDERS_PAGE, per_page[n - 2], walls[n - 2]),
-        (ACTIVITY_PAGE, per_page[n - 1], walls[n - 1]),
+        (ORDERS_PAGE, per_page[orders_at], walls[orders_at]),
+        (ACTIVITY_PAGE, per_page[activity_at], walls[activity_at]),
     ] {
         rows.push(to_shop(
             shape,
@@ -620,6 +781,55 @@ async fn run() -> anyhow::Result<()> {
             micros(cpu),
             quotient(cpu, per_page[0]),
             &format!(", at most 1.10; {}", rate(wall)),
+        ));
+    }
+    rows.push(row(
+        format!("server CPU per page ({HIGH_CONCURRENCY} clients)"),
+        micros(high_per_page[0]),
+        "",
+        "",
+        format!(
+            "{}; {CPU_ROUNDS} rounds{}",
+            rate(high_walls[0]),
+            if high_peer_at.is_some() {
+                ", alternating with the Node reference"
+            } else {
+                ""
+            }
+        ),
+    ));
+    for (clients, peer_cpu) in [
+        (CONCURRENCY, peer_cpu.map(|(low, _)| low)),
+        (HIGH_CONCURRENCY, peer_cpu.map(|(_, high)| high)),
+    ] {
+        let ours = if clients == CONCURRENCY {
+            per_page[0]
+        } else {
+            high_per_page[0]
+        };
+        rows.push(peer_row(
+            format!("server CPU per page ({clients} clients), against the Node reference"),
+            micros(ours),
+            peer_cpu.map(|(cpu, _)| (micros(cpu), quotient(ours, cpu))),
+            peer_down.as_deref(),
+            &format!(
+                ": target at most 0.25, at least at most 0.33; Node {}",
+                peer_cpu.map_or_else(String::new, |(_, wall)| rate(wall))
+            ),
+        ));
+    }
+    for (flavor, floor) in floors {
+        rows.push(row(
+            format!(
+                "SDK floor: the page's GetItem and Query through aws-sdk-dynamodb alone, CPU per page, {}",
+                flavor.describe()
+            ),
+            micros(per_page[0]),
+            format!("{} (the bench process, {CONCURRENCY} tasks)", micros(floor)),
+            quotient(per_page[0], floor),
+            format!(
+                "dynarelay's server CPU ({CONCURRENCY} clients) / floor: target at most 1.3, at least at most 1.6; the SDK, its HTTP client and JSON, not DynamoDB Local's CPU; {FLOOR_PAGES} pages"
+            ),
         ));
     }
 
@@ -1519,14 +1729,19 @@ fn ticks_to_duration(ticks: u64) -> anyhow::Result<Duration> {
     Ok(Duration::from_secs_f64(ticks as f64 / per_second as f64))
 }
 
-/// `pages` requests of `owner`'s first page (the long partition's) from `CONCURRENCY` clients at
+/// `pages` requests of `owner`'s first page (the long partition's) from `clients` clients at
 /// once; the wall time they took.
-async fn load(api: &Arc<Api>, owner: &'static str, pages: usize) -> anyhow::Result<Duration> {
+async fn load(
+    api: &Arc<Api>,
+    owner: &'static str,
+    pages: usize,
+    clients: usize,
+) -> anyhow::Result<Duration> {
     let started = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
-    for client in 0..CONCURRENCY {
+    for client in 0..clients {
         let api = Arc::clone(api);
-        let share = pages / CONCURRENCY + usize::from(client < pages % CONCURRENCY);
+        let share = pages / clients + usize::from(client < pages % clients);
         tasks.spawn(async move {
             for _ in 0..share {
                 api.page_timed(owner, None, None).await?;
@@ -1538,6 +1753,290 @@ async fn load(api: &Arc<Api>, owner: &'static str, pages: usize) -> anyhow::Resu
         done??;
     }
     Ok(started.elapsed())
+}
+
+/// A page under load: its server's pid, the page, and whose page it asks for.
+type Loaded = (u32, Arc<Api>, &'static str);
+
+/// [`CONCURRENT_PAGES`] pages of each of `loaded` from `clients` clients at once, in
+/// [`CPU_ROUNDS`] rounds, each page's in turn in an order that changes from round to round (see
+/// [`interleaved`]). A page's server is read before and after each of that page's rounds: for each
+/// page, the wall time of its rounds and the CPU ticks its server spent in them. The page at
+/// `peer_at` is the Node reference's: when its load fails, `peer_down` says why, its rounds stop,
+/// and the others go on.
+async fn cpu_rounds(
+    loaded: &[Loaded],
+    clients: usize,
+    peer_at: Option<usize>,
+    peer_down: &mut Option<String>,
+) -> anyhow::Result<(Vec<Duration>, Vec<u64>)> {
+    let (mut walls, mut ticks) = (vec![Duration::ZERO; loaded.len()], vec![0; loaded.len()]);
+    let pages = CONCURRENT_PAGES / CPU_ROUNDS;
+    for round in 0..CPU_ROUNDS {
+        for k in interleaved(loaded.len(), round) {
+            let (pid, page_api, owner) = &loaded[k];
+            let measured = async {
+                let before = cpu_ticks(*pid)?;
+                let wall = load(page_api, owner, pages, clients).await?;
+                anyhow::Ok((wall, cpu_ticks(*pid)? - before))
+            };
+            if Some(k) == peer_at {
+                if peer_down.is_some() {
+                    continue;
+                }
+                match measured.await {
+                    Ok((wall, t)) => {
+                        walls[k] += wall;
+                        ticks[k] += t;
+                    }
+                    Err(e) => *peer_down = Some(peer_failed("its CPU load", &e)),
+                }
+            } else {
+                let (wall, t) = measured.await?;
+                walls[k] += wall;
+                ticks[k] += t;
+            }
+        }
+    }
+    Ok((walls, ticks))
+}
+
+/// Why the Node reference is no longer measured, also said at once on stderr.
+fn peer_failed(what: &str, e: &anyhow::Error) -> String {
+    let why = format!("{what} failed: {e:#}");
+    eprintln!("Node reference: not measured further: {why}");
+    why
+}
+
+/// A row of dynarelay's value beside the Node reference's, with the ratio dynarelay / Node
+/// (`theirs`); or, when the reference is not measured, why (`down`).
+fn peer_row(
+    what: impl Into<String>,
+    ours: String,
+    theirs: Option<(String, String)>,
+    down: Option<&str>,
+    note: &str,
+) -> Row {
+    match (theirs, down) {
+        (Some((value, ratio)), None) => row(
+            what,
+            ours,
+            format!("{value} (Node reference)"),
+            ratio,
+            format!("ratio: dynarelay / Node{note}; {PEER_READS}"),
+        ),
+        (_, down) => row(
+            what,
+            ours,
+            "not measured",
+            "",
+            format!(
+                "Node reference not measured: {}",
+                down.unwrap_or("no samples")
+            ),
+        ),
+    }
+}
+
+/// The Node reference (`DYNARELAY_BENCH_PEER` names its `server.mjs`, in a copy of the shared
+/// `bench-peer` with its dependencies installed, which `scripts/bench` prepares): Apollo Server 4
+/// with the AWS SDK v3 DocumentClient, serving the shop's Purchases table with one Query per page.
+/// Killed on drop.
+struct Peer {
+    child: Child,
+    /// Where it answers GraphQL POSTs.
+    url: String,
+    /// Its last lines of output, for the error when it does not come up.
+    seen: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Peer {
+    /// Starts `node script` on a free loopback port, against DynamoDB Local at `endpoint` and
+    /// the shop's tables under `prefix`, and waits until it answers a query.
+    async fn start(script: &Path, endpoint: &str, prefix: &str) -> anyhow::Result<Self> {
+        ensure!(script.is_file(), "{} is not a file", script.display());
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
+        let mut child = Command::new("node")
+            .arg(script)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("PORT", port.to_string())
+            .env("TABLE_PREFIX", prefix)
+            .env("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
+            .env("AWS_REGION", "us-east-1")
+            .env("AWS_ACCESS_KEY_ID", "local")
+            .env("AWS_SECRET_ACCESS_KEY", "local")
+            // The SDK must never look for credentials on the network, nor in files.
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env("AWS_CONFIG_FILE", "/dev/null")
+            .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+            // As it would be deployed.
+            .env("NODE_ENV", "production")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .context("starting node (is it on PATH?)")?;
+        let seen = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let stdout = child.stdout.take().context("no stdout")?;
+        let stderr = child.stderr.take().context("no stderr")?;
+        let streams: [Box<dyn std::io::Read + Send>; 2] = [Box::new(stdout), Box::new(stderr)];
+        for stream in streams {
+            let seen = Arc::clone(&seen);
+            std::thread::spawn(move || {
+                for line in BufReader::new(stream).lines().map_while(Result::ok) {
+                    if let Ok(mut seen) = seen.lock() {
+                        if seen.len() == 20 {
+                            seen.remove(0);
+                        }
+                        seen.push(line);
+                    }
+                }
+            });
+        }
+        let mut peer = Self {
+            child,
+            url: format!("http://127.0.0.1:{port}/"),
+            seen,
+        };
+        peer.wait_ready().await?;
+        Ok(peer)
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Polls with `{ __typename }` until it answers 200, for at most 30 s, and fails at once when
+    /// the process ends.
+    async fn wait_ready(&mut self) -> anyhow::Result<()> {
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(5))
+            .build()?;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                // Let the readers take its last lines.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                bail!(
+                    "node exited ({status}); its last output:\n{}",
+                    self.last_output()
+                );
+            }
+            if let Ok(response) = http
+                .post(&self.url)
+                .header("content-type", "application/json")
+                .body(r#"{"query":"{ __typename }"}"#)
+                .send()
+                .await
+                && response.status() == 200
+            {
+                return Ok(());
+            }
+            ensure!(
+                Instant::now() < deadline,
+                "it did not answer within 30 s; its last output:\n{}",
+                self.last_output()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    fn last_output(&self) -> String {
+        self.seen.lock().map(|s| s.join("\n")).unwrap_or_default()
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The runtime the SDK floor runs on.
+#[derive(Debug, Clone, Copy)]
+enum FloorRuntime {
+    CurrentThread,
+    MultiThread,
+}
+
+impl FloorRuntime {
+    fn build(self) -> std::io::Result<tokio::runtime::Runtime> {
+        match self {
+            Self::CurrentThread => tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build(),
+            Self::MultiThread => tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build(),
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            Self::CurrentThread => "current-thread tokio runtime",
+            Self::MultiThread => "multi-thread tokio runtime, 2 workers",
+        }
+    }
+}
+
+/// The SDK floor: the CPU time, in clock ticks, that [`FLOOR_PAGES`] pages' DynamoDB calls cost
+/// in this process, sent through aws-sdk-dynamodb alone on a fresh runtime of `flavor` (with a
+/// client of its own, so that its connections belong to that runtime), from [`CONCURRENCY`]
+/// tasks at once as dynarelay's server is loaded. A page is what dynarelay sends for the shop
+/// page: the user's GetItem and the page's Query (21 items) at the same time, each checked.
+///
+/// It includes everything the client side of those calls costs: building and signing the
+/// requests (SigV4), serialising them to JSON, the HTTP client (hyper, its connection pool, the
+/// loopback socket's system calls), parsing the JSON responses into items, and the tokio
+/// scheduling around them. It excludes DynamoDB Local's own CPU (another process) and all that a
+/// GraphQL server adds: the HTTP server, parsing and executing the query, cursors, the response.
+/// It reads this process's `/proc/self/stat`, which counts all its threads; the bench's own
+/// runtime idles meanwhile. It reads whole clock ticks (10 ms at `CLK_TCK` 100), as the servers'
+/// CPU is read: a tick is 5 µs per page over [`FLOOR_PAGES`] pages.
+async fn sdk_floor(flavor: FloorRuntime, endpoint: &str, names: &ShopNames) -> anyhow::Result<u64> {
+    let (endpoint, names) = (endpoint.to_owned(), names.clone());
+    // On a thread outside the bench's runtime, where a runtime may block and be dropped.
+    let thread = std::thread::spawn(move || -> anyhow::Result<u64> {
+        flavor.build()?.block_on(async move {
+            let direct = Arc::new(Direct {
+                client: dynamo::client_for_local(&endpoint),
+                names,
+            });
+            direct_load(&direct, WARM_UP * CONCURRENCY).await?;
+            let pid = std::process::id();
+            let before = cpu_ticks(pid)?;
+            direct_load(&direct, FLOOR_PAGES).await?;
+            Ok(cpu_ticks(pid)? - before)
+        })
+    });
+    tokio::task::spawn_blocking(move || thread.join())
+        .await?
+        .map_err(|_| anyhow::anyhow!("the SDK floor's thread panicked"))?
+}
+
+/// `pages` of the user's GetItem and the page's Query at the same time, sent directly from
+/// [`CONCURRENCY`] tasks at once.
+async fn direct_load(direct: &Arc<Direct>, pages: usize) -> anyhow::Result<()> {
+    let mut tasks = tokio::task::JoinSet::new();
+    for client in 0..CONCURRENCY {
+        let direct = Arc::clone(direct);
+        let share = pages / CONCURRENCY + usize::from(client < pages % CONCURRENCY);
+        tasks.spawn(async move {
+            for _ in 0..share {
+                direct.get_with_query_timed(LONG_USER).await?;
+            }
+            anyhow::Ok(())
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done??;
+    }
+    Ok(())
 }
 
 /// A dynarelay binary the bench starts, and what it says it is.
