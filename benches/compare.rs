@@ -1153,40 +1153,24 @@ impl Server {
             .with_context(|| format!("starting {} serve", binary.display()))?;
         let (tx, rx) = std::sync::mpsc::channel();
         // The last lines seen, for the error when no address comes.
-        let seen = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
-        let stdout = child.stdout.take().context("no stdout")?;
-        let stderr = child.stderr.take().context("no stderr")?;
-        let streams: [Box<dyn std::io::Read + Send>; 2] = [Box::new(stdout), Box::new(stderr)];
-        for stream in streams {
-            let (tx, seen) = (tx.clone(), Arc::clone(&seen));
-            std::thread::spawn(move || {
-                for line in BufReader::new(stream).lines().map_while(Result::ok) {
-                    if line.contains("dynarelay is listening")
-                        && let Some(address) = line
-                            .split("address=")
-                            .nth(1)
-                            .and_then(|s| s.split_whitespace().next())
-                    {
-                        let _ = tx.send(address.to_owned());
-                    }
-                    if let Ok(mut seen) = seen.lock() {
-                        if seen.len() == 20 {
-                            seen.remove(0);
-                        }
-                        seen.push(line);
-                    }
-                }
-            });
-        }
+        let seen = LastLines::follow(&mut child, move |line| {
+            if line.contains("dynarelay is listening")
+                && let Some(address) = line
+                    .split("address=")
+                    .nth(1)
+                    .and_then(|s| s.split_whitespace().next())
+            {
+                let _ = tx.send(address.to_owned());
+            }
+        })?;
         // Disconnected once both streams have ended without the line.
-        drop(tx);
         let mut server = Self {
             child,
             address: String::new(),
             started,
         };
         server.address = rx.recv_timeout(Duration::from_secs(30)).map_err(|e| {
-            let seen = seen.lock().map(|s| s.join("\n")).unwrap_or_default();
+            let seen = seen.text();
             anyhow::anyhow!(
                 "{} serve did not log its address ({}); its last output:\n{seen}",
                 binary.display(),
@@ -1224,6 +1208,42 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// The last 20 lines a child process wrote to stdout and stderr, read by a thread per stream.
+#[derive(Clone)]
+struct LastLines(Arc<std::sync::Mutex<Vec<String>>>);
+
+impl LastLines {
+    /// Follows `child`'s piped stdout and stderr, calling `on_line` with every line first.
+    fn follow(
+        child: &mut Child,
+        on_line: impl Fn(&str) + Clone + Send + 'static,
+    ) -> anyhow::Result<Self> {
+        let seen = Self(Arc::default());
+        let stdout = child.stdout.take().context("no stdout")?;
+        let stderr = child.stderr.take().context("no stderr")?;
+        let streams: [Box<dyn std::io::Read + Send>; 2] = [Box::new(stdout), Box::new(stderr)];
+        for stream in streams {
+            let (seen, on_line) = (seen.clone(), on_line.clone());
+            std::thread::spawn(move || {
+                for line in BufReader::new(stream).lines().map_while(Result::ok) {
+                    on_line(&line);
+                    if let Ok(mut lines) = seen.0.lock() {
+                        if lines.len() == 20 {
+                            lines.remove(0);
+                        }
+                        lines.push(line);
+                    }
+                }
+            });
+        }
+        Ok(seen)
+    }
+
+    fn text(&self) -> String {
+        self.0.lock().map(|s| s.join("\n")).unwrap_or_default()
     }
 }
 
@@ -1847,7 +1867,7 @@ struct Peer {
     /// Where it answers GraphQL POSTs.
     url: String,
     /// Its last lines of output, for the error when it does not come up.
-    seen: Arc<std::sync::Mutex<Vec<String>>>,
+    seen: LastLines,
 }
 
 impl Peer {
@@ -1879,23 +1899,7 @@ impl Peer {
             .stderr(Stdio::piped())
             .spawn()
             .context("starting node (is it on PATH?)")?;
-        let seen = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
-        let stdout = child.stdout.take().context("no stdout")?;
-        let stderr = child.stderr.take().context("no stderr")?;
-        let streams: [Box<dyn std::io::Read + Send>; 2] = [Box::new(stdout), Box::new(stderr)];
-        for stream in streams {
-            let seen = Arc::clone(&seen);
-            std::thread::spawn(move || {
-                for line in BufReader::new(stream).lines().map_while(Result::ok) {
-                    if let Ok(mut seen) = seen.lock() {
-                        if seen.len() == 20 {
-                            seen.remove(0);
-                        }
-                        seen.push(line);
-                    }
-                }
-            });
-        }
+        let seen = LastLines::follow(&mut child, |_| ())?;
         let mut peer = Self {
             child,
             url: format!("http://127.0.0.1:{port}/"),
@@ -1945,7 +1949,7 @@ impl Peer {
     }
 
     fn last_output(&self) -> String {
-        self.seen.lock().map(|s| s.join("\n")).unwrap_or_default()
+        self.seen.text()
     }
 }
 
