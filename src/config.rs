@@ -248,6 +248,13 @@ pub struct ServeArgs {
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
     pub max_connections: usize,
 
+    /// Threads serving client connections, each with a single-threaded runtime and a DynamoDB
+    /// connection pool of its own; every connection, with its requests and their DynamoDB calls,
+    /// stays on the thread it was given to. Default: one per CPU the process may use.
+    #[arg(long, env = "DYNARELAY_THREADS",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024))]
+    pub threads: Option<usize>,
+
     /// Largest request header block (request line included), in bytes; larger gets 431.
     #[arg(long, env = "DYNARELAY_MAX_HEADER_BYTES", default_value_t = 16 * 1024,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1024..=1024 * 1024))]
@@ -483,6 +490,13 @@ impl ServeArgs {
             max_connections: self.max_connections,
             max_header_bytes: self.max_header_bytes,
             max_headers: self.max_headers,
+        })
+    }
+
+    /// How many threads serve connections: `--threads`, or one per CPU the process may use.
+    pub fn serving_threads(&self) -> usize {
+        self.threads.unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
         })
     }
 

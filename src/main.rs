@@ -17,8 +17,22 @@ use dynarelay::{
 };
 use tracing_subscriber::EnvFilter;
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
+    // Every command runs on a single-threaded runtime; `serve` starts its other threads itself,
+    // each with a runtime of its own (see `http::ServeSettings::workers`).
+    match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime.block_on(run()),
+        Err(err) => {
+            report(&anyhow::Error::new(err).context("starting the async runtime"));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> ExitCode {
     let cli = Cli::parse();
     let logs = tracing_subscriber::fmt()
         .with_env_filter(
@@ -146,10 +160,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
+    let threads = args.serving_threads();
     tracing::info!(
         address = %listener.local_addr()?,
         graphiql = args.graphiql,
         max_connections = connections.max_connections,
+        threads,
         "dynarelay is listening"
     );
     let serve_settings = http::ServeSettings {
@@ -157,6 +173,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         connections,
         health,
         metrics: state.store.metrics().clone(),
+        workers: (1..threads)
+            .map(|_| http::router(state.with_own_connections()))
+            .collect(),
     };
     http::serve(
         listener,

@@ -397,6 +397,16 @@ impl Store {
         }
     }
 
+    /// The same store (tables, metrics) over a DynamoDB client of its own: the same
+    /// configuration and credentials, and a connection pool of its own, for a thread that keeps
+    /// its DynamoDB connections to itself (see `http::ServeSettings::workers`).
+    pub fn with_own_connections(&self) -> Self {
+        Self {
+            client: Client::from_conf(self.client.config().clone()),
+            ..self.clone()
+        }
+    }
+
     /// The metrics every call is recorded in.
     pub fn metrics(&self) -> &Arc<Metrics> {
         &self.metrics

@@ -2,6 +2,14 @@
 //! connection served by hyper's HTTP/1 server with the protections of [`ConnectionSettings`]
 //! (header-read and idle timeouts, a cap on open connections, header size and count limits), and
 //! graceful shutdown with a drain deadline.
+//!
+//! Thread per core: the API listener's connections are shared out between the calling runtime
+//! and [`ServeSettings::workers`] threads, each running a current-thread runtime of its own
+//! with its own router (and so its own DynamoDB client and connection pool). A connection lives
+//! on one thread from its first byte to its last, and so do its requests and their DynamoDB
+//! calls: no request wakes another thread, which a work-stealing runtime does several times per
+//! request (the measured cost is in the README's benchmarks). Each new connection goes to the
+//! thread serving the fewest at that moment.
 
 use std::{
     future::Future,
@@ -26,6 +34,7 @@ use tokio::{
     io::{AsyncRead, AsyncWrite, ReadBuf},
     net::{TcpListener, TcpStream},
     sync::{OwnedSemaphorePermit, Semaphore, watch},
+    sync::{mpsc, oneshot},
     task::JoinSet,
 };
 
@@ -93,16 +102,22 @@ pub struct ServeSettings {
     pub health: Option<HealthListener>,
     /// Where connection counts go (the application's, so that `/metrics` shows them).
     pub metrics: Arc<Metrics>,
+    /// One router per thread to start beside the calling one, each serving its share of the
+    /// API listener's connections on a current-thread runtime of its own (see the module docs).
+    /// Empty: the calling runtime serves every connection.
+    pub workers: Vec<Router>,
 }
 
 impl ServeSettings {
-    /// The default protections and a 10 s drain, recording into `metrics`.
+    /// The default protections and a 10 s drain, recording into `metrics`, every connection
+    /// served on the calling runtime.
     pub fn new(metrics: Arc<Metrics>) -> Self {
         Self {
             drain_timeout: Duration::from_secs(10),
             connections: ConnectionSettings::default(),
             health: None,
             metrics,
+            workers: Vec::new(),
         }
     }
 }
@@ -122,6 +137,7 @@ pub async fn serve(
         connections,
         health,
         metrics,
+        workers,
     } = settings;
     let mut builder = http1::Builder::new();
     builder
@@ -136,26 +152,36 @@ pub async fn serve(
         builder.max_headers(connections.max_headers);
     }
     let (stop_tx, stop_rx) = watch::channel(false);
-    let api = Acceptor {
-        name: Listener::Api,
+    let server = |name: Listener, router: Router| Connections {
+        name,
         router,
-        cap: connections.max_connections,
         builder: builder.clone(),
         idle_timeout: connections.idle_timeout,
         metrics: metrics.clone(),
         stop: stop_rx.clone(),
     };
+    let mut threads = Vec::with_capacity(workers.len());
+    for (i, router) in workers.into_iter().enumerate() {
+        threads.push(Worker::start(
+            i + 1,
+            server(Listener::Api, router),
+            drain_timeout,
+        )?);
+    }
+    let api = Acceptor {
+        server: server(Listener::Api, router),
+        cap: connections.max_connections,
+        local: Arc::default(),
+        workers: threads.iter().map(Worker::handle).collect(),
+    };
     let health = health.map(|health| {
         (
             health.listener,
             Acceptor {
-                name: Listener::Health,
-                router: health.router,
+                server: server(Listener::Health, health.router),
                 cap: HEALTH_MAX_CONNECTIONS,
-                builder: builder.clone(),
-                idle_timeout: connections.idle_timeout,
-                metrics: metrics.clone(),
-                stop: stop_rx,
+                local: Arc::default(),
+                workers: Vec::new(),
             },
         )
     });
@@ -183,24 +209,155 @@ pub async fn serve(
             "requests still in flight at the drain deadline; closing them"
         );
     }
+    // Each worker keeps the same deadline for its own connections.
+    for worker in threads {
+        worker.finished().await;
+    }
     // Dropping the task sets aborts the connections still open.
     Ok(())
 }
 
-/// The accept loop of one listener.
-struct Acceptor {
+/// How the connections of one listener are served: hyper's settings, the router, and the
+/// protections, on whichever thread the connection was given to.
+struct Connections {
     name: Listener,
     router: Router,
-    cap: usize,
     builder: http1::Builder,
     idle_timeout: Option<Duration>,
     metrics: Arc<Metrics>,
     stop: watch::Receiver<bool>,
 }
 
+/// A connection on its way to a worker thread, with its place under the cap and on its thread's
+/// count.
+struct Handoff {
+    stream: std::net::TcpStream,
+    peer: SocketAddr,
+    permit: OwnedSemaphorePermit,
+    load: Load,
+}
+
+/// One to the connection count of the thread serving a connection, until dropped.
+struct Load(Arc<AtomicUsize>);
+
+impl Load {
+    fn new(count: &Arc<AtomicUsize>) -> Self {
+        count.fetch_add(1, Ordering::Relaxed);
+        Self(count.clone())
+    }
+}
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// The acceptor's side of a worker thread: where to send it connections, and how many it serves.
+#[derive(Clone)]
+struct WorkerHandle {
+    open: Arc<AtomicUsize>,
+    send: mpsc::UnboundedSender<Handoff>,
+}
+
+/// A thread serving connections on a current-thread runtime of its own.
+struct Worker {
+    handle: WorkerHandle,
+    done: oneshot::Receiver<()>,
+}
+
+impl Worker {
+    /// Starts worker thread `index`, which serves what it is handed until shutdown, then drains
+    /// its connections for at most `drain_timeout`.
+    fn start(index: usize, server: Connections, drain_timeout: Duration) -> io::Result<Self> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let (send, handoffs) = mpsc::unbounded_channel();
+        let (done_tx, done) = oneshot::channel();
+        std::thread::Builder::new()
+            .name(format!("dynarelay-worker-{index}"))
+            .spawn(move || {
+                runtime.block_on(server.work(handoffs, drain_timeout));
+                // Blocking tasks (none of ours) get a moment; the connections are gone already.
+                runtime.shutdown_timeout(Duration::from_secs(1));
+                let _ = done_tx.send(());
+            })?;
+        Ok(Self {
+            handle: WorkerHandle {
+                open: Arc::default(),
+                send,
+            },
+            done,
+        })
+    }
+
+    fn handle(&self) -> WorkerHandle {
+        self.handle.clone()
+    }
+
+    /// Resolves once the thread has drained and stopped.
+    async fn finished(self) {
+        drop(self.handle);
+        let _ = self.done.await;
+    }
+}
+
+impl Connections {
+    /// A worker thread's loop: serves the connections it is handed until shutdown, then lets
+    /// their requests in flight finish for at most `drain_timeout`.
+    async fn work(self, mut handoffs: mpsc::UnboundedReceiver<Handoff>, drain_timeout: Duration) {
+        let mut stop = self.stop.clone();
+        let mut tasks = JoinSet::new();
+        loop {
+            while tasks.try_join_next().is_some() {}
+            let handoff = tokio::select! {
+                handoff = handoffs.recv() => handoff,
+                _ = stop.wait_for(|stop| *stop) => None,
+            };
+            let Some(Handoff {
+                stream,
+                peer,
+                permit,
+                load,
+            }) = handoff
+            else {
+                break;
+            };
+            match TcpStream::from_std(stream) {
+                Ok(stream) => {
+                    tasks.spawn(self.connection(stream, peer, permit, load));
+                }
+                Err(err) => {
+                    tracing::warn!(error = %err, "a connection could not be moved to its thread");
+                }
+            }
+        }
+        let drained = async { while tasks.join_next().await.is_some() {} };
+        if tokio::time::timeout(drain_timeout, drained).await.is_err() {
+            tracing::warn!(
+                ?drain_timeout,
+                "requests still in flight at the drain deadline; closing them"
+            );
+        }
+    }
+}
+
+/// The accept loop of one listener.
+struct Acceptor {
+    server: Connections,
+    cap: usize,
+    /// How many connections the calling runtime serves.
+    local: Arc<AtomicUsize>,
+    /// The worker threads that share the connections with it.
+    workers: Vec<WorkerHandle>,
+}
+
 impl Acceptor {
-    /// Accepts connections until told to stop, then hands back the connections' tasks.
-    async fn run(mut self, listener: TcpListener) -> JoinSet<()> {
+    /// Accepts connections until told to stop, then hands back the connections' tasks (those
+    /// served on the calling runtime).
+    async fn run(self, listener: TcpListener) -> JoinSet<()> {
+        let mut stop = self.server.stop.clone();
         let permits = Arc::new(Semaphore::new(self.cap));
         let mut tasks = JoinSet::new();
         loop {
@@ -210,32 +367,35 @@ impl Acceptor {
             let permit = match permits.clone().try_acquire_owned() {
                 Ok(permit) => permit,
                 Err(_) => {
-                    self.metrics.connection_cap_reached(self.name);
+                    self.server.metrics.connection_cap_reached(self.server.name);
                     tokio::select! {
                         permit = permits.clone().acquire_owned() => match permit {
                             Ok(permit) => permit,
                             Err(_) => break,
                         },
-                        _ = self.stop.wait_for(|stop| *stop) => break,
+                        _ = stop.wait_for(|stop| *stop) => break,
                     }
                 }
             };
             let accepted = tokio::select! {
                 accepted = listener.accept() => accepted,
-                _ = self.stop.wait_for(|stop| *stop) => break,
+                _ = stop.wait_for(|stop| *stop) => break,
             };
             match accepted {
                 Ok((stream, peer)) => {
-                    tasks.spawn(self.connection(stream, peer, permit));
+                    if let Some(handoff) = self.hand_off(stream, peer, permit) {
+                        let (stream, peer, permit, load) = handoff;
+                        tasks.spawn(self.server.connection(stream, peer, permit, load));
+                    }
                 }
                 Err(err) => {
                     // Out of file descriptors (EMFILE, ENFILE), or a connection reset before it
                     // was accepted: never fatal. Back off briefly rather than spin.
-                    tracing::warn!(error = %err, listener = self.name.label(), "accepting a connection failed");
+                    tracing::warn!(error = %err, listener = self.server.name.label(), "accepting a connection failed");
                     drop(permit);
                     tokio::select! {
                         () = tokio::time::sleep(Duration::from_millis(50)) => {}
-                        _ = self.stop.wait_for(|stop| *stop) => break,
+                        _ = stop.wait_for(|stop| *stop) => break,
                     }
                 }
             }
@@ -243,12 +403,56 @@ impl Acceptor {
         tasks
     }
 
+    /// Gives a new connection to the thread serving the fewest (a worker thread, or `None`
+    /// returned), or hands it back to be served here: when this runtime serves the fewest, or
+    /// the connection could not be moved.
+    fn hand_off(
+        &self,
+        stream: TcpStream,
+        peer: SocketAddr,
+        permit: OwnedSemaphorePermit,
+    ) -> Option<(TcpStream, SocketAddr, OwnedSemaphorePermit, Load)> {
+        let here = self.local.load(Ordering::Relaxed);
+        let least = self
+            .workers
+            .iter()
+            .min_by_key(|w| w.open.load(Ordering::Relaxed))
+            .filter(|w| w.open.load(Ordering::Relaxed) < here);
+        let Some(worker) = least else {
+            return Some((stream, peer, permit, Load::new(&self.local)));
+        };
+        let stream = match stream.into_std() {
+            Ok(stream) => stream,
+            Err(err) => {
+                tracing::warn!(error = %err, "a connection could not be moved to its thread");
+                return None;
+            }
+        };
+        let handoff = Handoff {
+            stream,
+            peer,
+            permit,
+            load: Load::new(&worker.open),
+        };
+        match worker.send.send(handoff) {
+            Ok(()) => None,
+            // The worker is gone (it only stops at shutdown): serve the connection here.
+            Err(mpsc::error::SendError(handoff)) => {
+                let stream = TcpStream::from_std(handoff.stream).ok()?;
+                Some((stream, peer, handoff.permit, Load::new(&self.local)))
+            }
+        }
+    }
+}
+
+impl Connections {
     /// Serves one connection until it closes, or until shutdown and its request in flight ends.
     fn connection(
         &self,
         stream: TcpStream,
         peer: SocketAddr,
         permit: OwnedSemaphorePermit,
+        load: Load,
     ) -> impl Future<Output = ()> + Send + 'static {
         let name = self.name;
         let metrics = self.metrics.clone();
@@ -258,6 +462,7 @@ impl Acceptor {
         let tower = TowerToHyperService::new(self.router.clone());
         async move {
             let _open = OpenConnection::new(metrics.clone(), name, permit);
+            let _load = load;
             let _ = stream.set_nodelay(true);
             let activity = Arc::new(Activity::new());
             let io = TokioIo::new(Tracked {

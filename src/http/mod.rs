@@ -111,6 +111,15 @@ impl AppState {
         })
     }
 
+    /// The same application over a DynamoDB client with a connection pool of its own, for a
+    /// worker thread (see [`ServeSettings::workers`]); everything else is shared.
+    pub fn with_own_connections(&self) -> Self {
+        Self {
+            store: self.store.with_own_connections(),
+            ..self.clone()
+        }
+    }
+
     /// The metrics every request and DynamoDB call is recorded in.
     pub fn metrics(&self) -> &Metrics {
         self.store.metrics()

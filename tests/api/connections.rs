@@ -5,6 +5,7 @@
 //! Each protection is also shown off (a control) to prove that it, and nothing else, does the work.
 
 use std::{
+    collections::BTreeMap,
     net::SocketAddr,
     sync::{
         Arc,
@@ -15,7 +16,7 @@ use std::{
 
 use axum::{Router, extract::ConnectInfo, routing::get};
 use dynarelay::{
-    http::{ConnectionSettings, HealthListener, ServeSettings, health_router},
+    http::{ConnectionSettings, HealthListener, ServeSettings, health_router, serve},
     metrics::{Listener, Metrics},
     pagination::PageLimits,
 };
@@ -23,6 +24,7 @@ use serde_json::{Value, json};
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
     net::TcpStream,
+    sync::oneshot,
     task::JoinSet,
 };
 
@@ -62,6 +64,7 @@ fn settings(metrics: &Arc<Metrics>, connections: ConnectionSettings) -> ServeSet
         connections,
         health: None,
         metrics: metrics.clone(),
+        workers: Vec::new(),
     }
 }
 
@@ -96,6 +99,11 @@ async fn slow_header(addr: SocketAddr, wait: Duration) -> Option<(Duration, Vec<
 /// Sends `request` on `stream` and reads the response to it (headers and a `Content-Length` body).
 async fn exchange(stream: &mut TcpStream, request: &[u8]) -> String {
     stream.write_all(request).await.unwrap();
+    response(stream).await
+}
+
+/// Reads one response from `stream` (headers and a `Content-Length` body).
+async fn response(stream: &mut TcpStream) -> String {
     let mut received = Vec::new();
     let mut buf = [0u8; 4096];
     loop {
@@ -520,4 +528,81 @@ async fn every_request_carries_the_peer_address() {
         let response = exchange(&mut stream, b"GET /peer HTTP/1.1\r\nHost: x\r\n\r\n").await;
         assert!(response.ends_with(&local), "{response} is not from {local}");
     }
+}
+
+#[tokio::test]
+async fn connections_are_shared_out_between_threads_and_each_stays_on_its_own() {
+    async fn thread() -> String {
+        std::thread::current()
+            .name()
+            .unwrap_or("unnamed")
+            .to_owned()
+    }
+    async fn slow() -> &'static str {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        "done"
+    }
+    let router = || {
+        Router::new()
+            .route("/thread", get(thread))
+            .route("/slow", get(slow))
+    };
+    let listener = loopback_listener();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let server = tokio::spawn(serve(
+        listener,
+        router(),
+        async move {
+            let _ = stopped.await;
+        },
+        ServeSettings {
+            workers: vec![router(), router()],
+            ..settings(&Arc::default(), ConnectionSettings::default())
+        },
+    ));
+    let body = |response: String| response.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
+    let mut streams = Vec::new();
+    let mut threads = Vec::new();
+    for _ in 0..6 {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let first = body(exchange(&mut stream, b"GET /thread HTTP/1.1\r\nHost: x\r\n\r\n").await);
+        for _ in 0..3 {
+            let again =
+                body(exchange(&mut stream, b"GET /thread HTTP/1.1\r\nHost: x\r\n\r\n").await);
+            assert_eq!(
+                again, first,
+                "a connection's requests moved between threads"
+            );
+        }
+        streams.push(stream);
+        threads.push(first);
+    }
+    // Three threads (the calling one and two workers), two connections each: each new
+    // connection went to the thread serving the fewest.
+    let mut counts = BTreeMap::new();
+    for thread in &threads {
+        *counts.entry(thread.as_str()).or_insert(0) += 1;
+    }
+    assert_eq!(counts.len(), 3, "{threads:?}");
+    assert!(counts.values().all(|&n| n == 2), "{counts:?}");
+    let workers: Vec<usize> = (0..threads.len())
+        .filter(|&i| threads[i].starts_with("dynarelay-worker-"))
+        .collect();
+    assert_eq!(workers.len(), 4, "{threads:?}");
+    // A request in flight on a worker thread when shutdown comes still gets its answer, and
+    // `serve` returns once the workers have drained.
+    let stream = &mut streams[workers[0]];
+    stream
+        .write_all(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    drop(stop);
+    assert_eq!(body(response(stream).await), "done");
+    tokio::time::timeout(5 * SECOND, server)
+        .await
+        .expect("serve did not return within 5 s of shutdown")
+        .unwrap()
+        .unwrap();
 }
