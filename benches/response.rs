@@ -203,7 +203,6 @@ fn bench(c: &mut Criterion) {
                 PageLimits::default(),
                 codec.clone(),
                 QueryLimits::default(),
-                None,
             )
             .expect("schema")
         })

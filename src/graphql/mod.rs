@@ -18,7 +18,7 @@ pub mod values;
 use async_graphql::{
     SDLExportOptions,
     dynamic::{Schema, SchemaError},
-    extensions::apollo_persisted_queries::{ApolloPersistedQueries, LruCacheStorage},
+    extensions::apollo_persisted_queries::LruCacheStorage,
 };
 
 use self::limits::{FieldCosts, QueryLimits};
@@ -42,15 +42,14 @@ impl std::fmt::Debug for Api {
     }
 }
 
-/// Builds the schema of `model`, sealing cursors with `codec`, with the given query limits,
-/// also answering Apollo Automatic Persisted Queries from `persisted`. Each request brings its
-/// own store, loader and look-ahead pages as request data.
+/// Builds the schema of `model`, sealing cursors with `codec`, with the given query limits.
+/// Each request brings its own store, loader and look-ahead pages as request data. (Apollo
+/// Automatic Persisted Queries are answered before execution, by the HTTP handler.)
 pub fn build_schema(
     model: &'static Model,
     limits: PageLimits,
     codec: CursorCodec,
     query: QueryLimits,
-    persisted: Option<PersistedQueries>,
 ) -> Result<Api, SchemaError> {
     let (builder, costs) = schema::builder(model);
     let mut builder = builder
@@ -63,9 +62,6 @@ pub fn build_schema(
     }
     if !query.suggestions {
         builder = builder.disable_suggestions();
-    }
-    if let Some(persisted) = persisted {
-        builder = builder.extension(ApolloPersistedQueries::new(persisted));
     }
     Ok(Api {
         schema: builder.finish()?,

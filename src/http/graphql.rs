@@ -24,6 +24,7 @@ use std::{
     sync::Arc,
 };
 
+use async_graphql::extensions::apollo_persisted_queries::CacheStorage;
 use async_graphql::{
     ServerError, Variables,
     parser::types::{DocumentOperations, ExecutableDocument, OperationType},
@@ -36,6 +37,7 @@ use axum::{
 };
 use serde::Serialize;
 use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
 
 use super::{
     AppState,
@@ -164,11 +166,26 @@ impl Params {
             .as_ref()
             .is_some_and(|extensions| extensions.contains_key("persistedQuery"))
     }
+}
 
-    /// The `sha256Hash` of an Apollo persisted-query extension.
-    fn persisted_query_hash(&self) -> Option<&str> {
-        self.extensions.as_ref()?.get("persistedQuery")?["sha256Hash"].as_str()
+/// The `sha256Hash` of an Apollo persisted-query extension of version 1, or why it is not valid
+/// (in async-graphql's words, which Apollo clients do not depend on).
+fn persisted_query_hash(value: Value) -> Result<String, String> {
+    #[derive(serde::Deserialize)]
+    struct PersistedQuery {
+        version: i32,
+        #[serde(rename = "sha256Hash")]
+        sha256_hash: String,
     }
+    let persisted: PersistedQuery = serde_json::from_value(value)
+        .map_err(|_| "Invalid \"PersistedQuery\" extension configuration.".to_owned())?;
+    if persisted.version != 1 {
+        return Err(format!(
+            "Only the \"PersistedQuery\" extension of version \"1\" is supported, and the current version is \"{}\".",
+            persisted.version
+        ));
+    }
+    Ok(persisted.sha256_hash)
 }
 
 fn string_param(value: Option<Value>, name: &str) -> Result<Option<String>, HttpError> {
@@ -405,7 +422,6 @@ async fn execute(
     caller: Caller,
     admission: &Admission<'_>,
 ) -> Response {
-    let hash = params.persisted_query_hash().map(str::to_owned);
     let has_persisted_query = params.has_persisted_query();
     let query = params.query.take().unwrap_or_default();
     if query.is_empty() && !has_persisted_query {
@@ -441,15 +457,48 @@ async fn execute(
             }
         }
     };
-    // A request may name a persisted document by its hash alone: look it up here (so that its
-    // cost is checked below, and so that a GET cannot run a persisted mutation), and hand it on
-    // so that the persisted-query extension need not look it up again. An unknown hash is left
-    // to the extension, which answers PersistedQueryNotFound.
-    if let (None, Some(hash)) = (&document, &hash)
-        && let Some(persisted) = state.persisted_document(hash).await
+    // Apollo Automatic Persisted Queries, here rather than in async-graphql's extension: as an
+    // extension it would wrap every field of every request in one more boxed future. A document
+    // sent with its hash is registered under it; a hash alone names a registered document, looked
+    // up here so that its cost is checked below and a GET cannot run a persisted mutation.
+    if let Some(value) = extensions.remove("persistedQuery")
+        && let Some(persisted) = &state.persisted
     {
-        extensions.remove("persistedQuery");
-        document = Some(persisted);
+        let hash = match persisted_query_hash(value) {
+            Ok(hash) => hash,
+            Err(message) => {
+                return request_error(
+                    ServerError::new(message, None),
+                    "BAD_USER_INPUT",
+                    format,
+                    state.metrics(),
+                );
+            }
+        };
+        match &document {
+            None => match persisted.get(hash).await {
+                Some(registered) => document = Some(registered),
+                None => {
+                    return request_error(
+                        ServerError::new("PersistedQueryNotFound", None),
+                        "PERSISTED_QUERY_NOT_FOUND",
+                        format,
+                        state.metrics(),
+                    );
+                }
+            },
+            Some(parsed) => {
+                if format!("{:x}", Sha256::digest(query.as_bytes())) != hash {
+                    return request_error(
+                        ServerError::new("provided sha does not match query", None),
+                        "BAD_USER_INPUT",
+                        format,
+                        state.metrics(),
+                    );
+                }
+                persisted.set(hash, parsed.clone()).await;
+            }
+        }
     }
     // `[auth] introspection`: a caller it does not admit is refused a document that asks for
     // `__schema` or `__type`, before execution (async-graphql would silently answer null).

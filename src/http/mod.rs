@@ -14,9 +14,6 @@ use std::{
     time::{Duration, Instant},
 };
 
-use async_graphql::{
-    extensions::apollo_persisted_queries::CacheStorage, parser::types::ExecutableDocument,
-};
 use axum::{
     Json, Router,
     extract::{Request, State},
@@ -63,7 +60,7 @@ pub struct AppState {
     pub store: Store,
     /// HTTP-level settings.
     pub http: HttpSettings,
-    /// The persisted-query cache the schema answers from, if enabled.
+    /// The Apollo persisted-query cache, if enabled.
     persisted: Option<PersistedQueries>,
     /// Parsed, limit-checked documents by text.
     documents: Arc<Documents>,
@@ -100,7 +97,7 @@ impl AppState {
             store.metrics(),
         ));
         Ok(Self {
-            api: build_schema(model, limits, codec, http.query_limits, persisted.clone())?,
+            api: build_schema(model, limits, codec, http.query_limits)?,
             limits,
             rate_limiter,
             documents: Arc::new(Documents::new(http.query_limits, http.document_cache_bytes)),
@@ -123,11 +120,6 @@ impl AppState {
     /// The metrics every request and DynamoDB call is recorded in.
     pub fn metrics(&self) -> &Metrics {
         self.store.metrics()
-    }
-
-    /// The document registered under an Apollo persisted-query hash, if any.
-    async fn persisted_document(&self, hash: &str) -> Option<ExecutableDocument> {
-        self.persisted.as_ref()?.get(hash.to_owned()).await
     }
 }
 
