@@ -60,16 +60,18 @@ impl Documents {
         }
     }
 
-    /// The parsed document for `query`, from the cache or parsed and checked now.
-    pub fn prepare(&self, query: &str) -> Result<ExecutableDocument, Rejected> {
+    /// The parsed document for `query`, from the cache or parsed and checked now. Shared: the
+    /// executor takes a copy, and the handler keeps it to correct the response's nulls.
+    pub fn prepare(&self, query: &str) -> Result<Arc<ExecutableDocument>, Rejected> {
         if let Some(document) = self.cached(query) {
-            return Ok(ExecutableDocument::clone(&document));
+            return Ok(document);
         }
         self.limits.check_text(query).map_err(Rejected::Limit)?;
         let document = parse_query(query).map_err(|err| Rejected::Parse(err.into()))?;
         self.limits
             .check_document(&document)
             .map_err(Rejected::Limit)?;
+        let document = Arc::new(document);
         self.remember(query, &document);
         Ok(document)
     }
@@ -93,7 +95,7 @@ impl Documents {
         self.lock()?.entries.get(query).cloned()
     }
 
-    fn remember(&self, query: &str, document: &ExecutableDocument) {
+    fn remember(&self, query: &str, document: &Arc<ExecutableDocument>) {
         let Some(mut cache) = self.lock() else {
             return;
         };
@@ -102,7 +104,7 @@ impl Documents {
             return;
         }
         cache.bytes += query.len();
-        cache.entries.put(query.into(), Arc::new(document.clone()));
+        cache.entries.put(query.into(), Arc::clone(document));
         while cache.bytes > cache.budget {
             let Some((text, _)) = cache.entries.pop_lru() else {
                 break;

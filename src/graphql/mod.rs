@@ -52,11 +52,7 @@ pub fn build_schema(
     query: QueryLimits,
 ) -> Result<Api, SchemaError> {
     let (builder, costs) = schema::builder(model);
-    let mut builder = builder
-        .data(limits)
-        .data(codec)
-        .limit_depth(query.depth)
-        .extension(nullability::NullPropagation);
+    let mut builder = builder.data(limits).data(codec).limit_depth(query.depth);
     if !query.introspection {
         builder = builder.disable_introspection();
     }

@@ -27,6 +27,7 @@ use super::{
     error::{ApiError, ApiResult},
     limits::FieldCosts,
     node::{loader, node_id, parse_node_id},
+    nullability,
     resolve::{self, Site},
     values,
 };
@@ -80,7 +81,7 @@ pub fn types(model: &'static Model, costs: &mut FieldCosts) -> (Object, Vec<Type
                     None => format!("The created {}.", words(name)),
                 })
                 .field(
-                    Field::new(&lower, TypeRef::named_nn(name), |ctx| {
+                    nullability::field(&lower, TypeRef::named_nn(name), |ctx| {
                         FieldFuture::Value(
                             ctx.parent_value
                                 .downcast_ref::<EdgeValue>()
@@ -99,7 +100,7 @@ pub fn types(model: &'static Model, costs: &mut FieldCosts) -> (Object, Vec<Type
                 );
                 costs.object(&payload, &edge_field, &format!("{name}Edge"));
                 payload_type = payload_type.field(
-                    Field::new(&edge_field, TypeRef::named_nn(format!("{name}Edge")), |ctx| {
+                    nullability::field(&edge_field, TypeRef::named_nn(format!("{name}Edge")), |ctx| {
                         FieldFuture::Value(
                             ctx.parent_value
                                 .downcast_ref::<EdgeValue>()
@@ -149,7 +150,7 @@ pub fn types(model: &'static Model, costs: &mut FieldCosts) -> (Object, Vec<Type
             let payload_type = Object::new(&payload)
                 .description(format!("The updated {}.", words(name)))
                 .field(
-                    Field::new(&lower, TypeRef::named_nn(name), |ctx| {
+                    nullability::field(&lower, TypeRef::named_nn(name), |ctx| {
                         FieldFuture::Value(
                             ctx.parent_value
                                 .downcast_ref::<Item>()
@@ -184,7 +185,7 @@ pub fn types(model: &'static Model, costs: &mut FieldCosts) -> (Object, Vec<Type
             let payload_type = Object::new(&payload)
                 .description(format!("The deleted {}.", words(name)))
                 .field(
-                    Field::new(&deleted, TypeRef::named_nn(TypeRef::ID), |ctx| {
+                    nullability::field(&deleted, TypeRef::named_nn(TypeRef::ID), |ctx| {
                         FieldFuture::Value(
                             ctx.parent_value
                                 .downcast_ref::<String>()
@@ -235,7 +236,7 @@ fn root_field(
         Kind::Update => format!("update{name}"),
         Kind::Delete => format!("delete{name}"),
     };
-    let field = Field::new(field_name, TypeRef::named_nn(payload), move |ctx| {
+    let field = nullability::field(field_name, TypeRef::named_nn(payload), move |ctx| {
         FieldFuture::new(async move {
             Ok(Some(match kind {
                 Kind::Create => FieldValue::owned_any(create_item(&ctx, model, entity).await?),

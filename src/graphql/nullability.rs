@@ -2,203 +2,376 @@
 //! field that fails is null in the response, and when its type is non-null, that null replaces
 //! its parent instead, up to the nearest nullable position, or all of `data`.
 //!
-//! async-graphql 7.2.1 does not do this: its executors (`resolver_utils::do_resolve_container`
-//! for derived schemas, `dynamic::resolve` for dynamic ones) leave a failed field out of its
-//! parent object, and turn an object all of whose fields failed into null. [`NullPropagation`]
-//! corrects it with the `resolve` hook, which both executors call around every field and every
-//! list item, innermost first:
+//! async-graphql 7.2.1 does not do this: its dynamic executor leaves a failed field out of its
+//! parent object, turns an object all of whose fields failed into null, and gives a resolver's
+//! error no path. [`propagate`] corrects the response once execution is over, from the errors
+//! alone, so that a request in which nothing fails pays nothing for it (an async-graphql
+//! extension could do it on the way, but its hook wraps every field of every request in boxed
+//! futures, which cost about a tenth of a page's CPU):
 //!
-//! * a field or list item that fails becomes `null`, its position is marked null, and its error
-//!   is kept aside (the hook never hands an error back to the executor, so nothing is left out);
-//! * a field that became null while its type is non-null (its `return_type` ends in `!`) marks
-//!   its parent (the object or list item holding it) null too;
-//! * a field whose value is complete checks the marks below it: when its own position is marked,
-//!   or one of its list items is and every list level down to that item is non-null, it becomes
-//!   null, and marks its parent in turn when its type is non-null.
+//! * every error gets its path: a resolver's from the field it was raised in (each resolver is
+//!   made with [`field`], which records it), the executor's own errors have theirs;
+//! * the null goes to the nearest nullable position at or above the error, judged by the types
+//!   the document selects along its path, from the operation's root type through selection sets
+//!   and fragments (validation makes every selection of one response key the same shape, so any
+//!   of them tells its type);
+//! * an object async-graphql made null because all its fields failed is an object again when
+//!   only nullable fields of it failed; a list that lost its items (an item's error fails the
+//!   whole list in async-graphql) is null as if the list itself had failed.
 //!
-//! List items are judged by their field's declared type, not by their own `return_type`: the
-//! derived executor reports every item of a `Vec<T>` as non-null (`<&T>::qualified_type_name`
-//! appends `!` even for `Option<T>`), so `[Node]!` items would claim to be `Node!`.
-//!
-//! When execution ends, the `execute` hook adds the errors kept aside to the response, sorted by
-//! path, and writes null at every marked position of `data` (all of it when a root field was
-//! non-null). Writing the marks into `data` as well makes the result independent of how
-//! async-graphql merges a response key that the query selects more than once.
-//!
-//! The state lives in the extension, which async-graphql creates anew for each request. Until a
-//! field fails, the hook reads one atomic flag per field and allocates nothing; after that, a
-//! field compares its path with the marks, still without allocating.
+//! One more gap: async-graphql cannot resolve a null item in a list of an interface type (it
+//! fails the whole list). `nodes(ids:)`, whose missing ids are null items, therefore hands
+//! async-graphql only the items it found and records where the others go ([`NullItems`]);
+//! [`propagate`] puts them back, and renumbers the paths of errors inside that list.
 
 use std::{
-    cmp::Ordering as CmpOrdering,
-    sync::{
-        Arc, Mutex, PoisonError,
-        atomic::{AtomicBool, Ordering},
-    },
+    cmp::Ordering,
+    sync::{Arc, Mutex, PoisonError},
 };
 
 use async_graphql::{
-    PathSegment, QueryPathNode, QueryPathSegment, Response, ServerError, ServerResult, Value,
-    async_trait::async_trait,
-    extensions::{
-        Extension, ExtensionContext, ExtensionFactory, NextExecute, NextResolve, ResolveInfo,
+    Context, Name, PathSegment, QueryPathNode, QueryPathSegment, Response, Value,
+    dynamic::{Field, FieldFuture, ResolverContext, TypeRef},
+    parser::types::{
+        DocumentOperations, ExecutableDocument, OperationType, Selection, SelectionSet,
     },
+    registry::Registry,
 };
 
-/// The extension factory to register on a schema: `.extension(NullPropagation)`.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct NullPropagation;
-
-impl ExtensionFactory for NullPropagation {
-    fn create(&self) -> Arc<dyn Extension> {
-        Arc::new(Propagation::default())
-    }
-}
-
-/// One request's propagation state.
-#[derive(Debug, Default)]
-struct Propagation {
-    /// Set once anything failed: until then, no field needs to look at its path.
-    pending: AtomicBool,
-    state: Mutex<State>,
-}
-
-#[derive(Debug, Default)]
-struct State {
-    /// The errors the hook took from the executor.
-    errors: Vec<ServerError>,
-    /// Response positions that must be null; the empty path is `data` itself.
-    nulls: Vec<Vec<PathSegment>>,
-}
-
-impl Propagation {
-    fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Marks `path` to become null.
-    fn mark(&self, state: &mut State, path: Vec<PathSegment>) {
-        if !state.nulls.contains(&path) {
-            state.nulls.push(path);
+/// A field whose resolver's errors carry the response path of the field (see the module docs).
+/// Every field of the schema is made with this rather than `Field::new`.
+pub fn field<F>(name: impl Into<String>, ty: impl Into<TypeRef>, resolve: F) -> Field
+where
+    F: for<'a> Fn(ResolverContext<'a>) -> FieldFuture<'a> + Send + Sync + 'static,
+{
+    Field::new(name, ty, move |ctx| {
+        let context = ctx.ctx;
+        match resolve(ctx) {
+            FieldFuture::Future(future) => FieldFuture::Future(Box::pin(async move {
+                future.await.map_err(|error| raised_at(context, error))
+            })),
+            value => value,
         }
-        self.pending.store(true, Ordering::Release);
+    })
+}
+
+/// Where a resolver's error was raised: its field's response path.
+#[derive(Debug)]
+struct RaisedAt(Vec<PathSegment>);
+
+/// `error`, carrying the response path of the field `ctx` resolves.
+fn raised_at(ctx: &Context<'_>, mut error: async_graphql::Error) -> async_graphql::Error {
+    if error.source.is_none()
+        && let Some(node) = &ctx.path_node
+    {
+        error.source = Some(Arc::new(RaisedAt(path_of(node))));
+    }
+    error
+}
+
+/// Lists of an interface type from which a resolver left out null items, with where they go:
+/// one per request, as request data.
+#[derive(Debug, Default)]
+pub struct NullItems(Mutex<Vec<Compacted>>);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Compacted {
+    /// The list's response path.
+    path: Vec<PathSegment>,
+    /// Its length with the null items.
+    len: usize,
+    /// The indices of the null items, ascending.
+    nulls: Vec<usize>,
+}
+
+impl NullItems {
+    /// Records that the list resolved at `ctx` holds only its present items: `present[i]` says
+    /// whether item `i` of the full list is there.
+    pub fn record(&self, ctx: &Context<'_>, present: &[bool]) {
+        let Some(node) = &ctx.path_node else {
+            return;
+        };
+        let nulls: Vec<usize> = (0..present.len()).filter(|&i| !present[i]).collect();
+        if nulls.is_empty() {
+            return;
+        }
+        let compacted = Compacted {
+            path: path_of(node),
+            len: present.len(),
+            nulls,
+        };
+        let mut lists = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        // A response key selected twice resolves twice, into one merged list.
+        if !lists.contains(&compacted) {
+            lists.push(compacted);
+        }
     }
 
-    /// Adds the errors kept aside to `response` and writes the nulls into its `data`.
-    fn finish(&self, response: &mut Response) {
-        let State { mut errors, nulls } = std::mem::take(&mut *self.state());
-        errors.sort_by(|a, b| compare_paths(&a.path, &b.path));
-        response.errors.extend(errors);
-        for path in &nulls {
-            set_null(&mut response.data, path);
+    fn take(&self) -> Vec<Compacted> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+/// Corrects `response`, executed from `document` (and `operation_name`) against the schema of
+/// `registry`, as the spec's error handling requires; see the module docs. Does nothing to a
+/// response without errors or null items left out.
+pub fn propagate(
+    response: &mut Response,
+    registry: &Registry,
+    document: &ExecutableDocument,
+    operation_name: Option<&str>,
+    null_items: &NullItems,
+) {
+    for error in &mut response.errors {
+        if error.path.is_empty()
+            && let Some(at) = error
+                .source
+                .as_ref()
+                .and_then(|source| source.downcast_ref::<RaisedAt>())
+        {
+            error.path.clone_from(&at.0);
+        }
+    }
+    for list in null_items.take() {
+        list.restore(response);
+    }
+    if response.errors.is_empty() {
+        return;
+    }
+    response
+        .errors
+        .sort_by(|a, b| compare_paths(&a.path, &b.path));
+    // Request errors (no path) leave no data to correct.
+    if response.errors.iter().all(|error| error.path.is_empty()) {
+        return;
+    }
+    let Some(types) = Types::of(registry, document, operation_name) else {
+        return;
+    };
+    let mut nulled: Vec<Vec<PathSegment>> = Vec::new();
+    let paths: Vec<Vec<PathSegment>> = response
+        .errors
+        .iter()
+        .map(|error| error.path.clone())
+        .filter(|path| !path.is_empty())
+        .collect();
+    for path in paths {
+        let mut failed = path;
+        loop {
+            let target = types.null_target(&failed);
+            if nulled.iter().any(|done| target.starts_with(done)) {
+                break;
+            }
+            match write_null(&mut response.data, &target) {
+                Ok(()) => {
+                    nulled.push(target);
+                    break;
+                }
+                // A list on the way lost its items: that list failed.
+                Err(lost) if lost < target.len() => failed.truncate(lost),
+                Err(_) => break,
+            }
         }
     }
 }
 
-#[async_trait]
-impl Extension for Propagation {
-    async fn execute(
-        &self,
-        ctx: &ExtensionContext<'_>,
+impl Compacted {
+    /// Puts the null items back into the list and renumbers the paths of errors inside it.
+    fn restore(&self, response: &mut Response) {
+        let present: Vec<usize> = (0..self.len).filter(|i| !self.nulls.contains(i)).collect();
+        let depth = self.path.len();
+        for error in &mut response.errors {
+            if error.path.len() > depth
+                && error.path[..depth] == self.path[..]
+                && let PathSegment::Index(i) = &mut error.path[depth]
+                && let Some(&full) = present.get(*i)
+            {
+                *i = full;
+            }
+        }
+        let Some(Value::List(items)) = value_at(&mut response.data, &self.path) else {
+            return;
+        };
+        if items.len() != present.len() {
+            return;
+        }
+        for &i in &self.nulls {
+            items.insert(i, Value::Null);
+        }
+    }
+}
+
+/// The value at `path` in `data`, if there is one.
+fn value_at<'v>(data: &'v mut Value, path: &[PathSegment]) -> Option<&'v mut Value> {
+    let mut at = data;
+    for segment in path {
+        at = match (at, segment) {
+            (Value::Object(object), PathSegment::Field(name)) => object.get_mut(name.as_str())?,
+            (Value::List(list), PathSegment::Index(index)) => list.get_mut(*index)?,
+            _ => return None,
+        };
+    }
+    Some(at)
+}
+
+/// Writes null at `path` in `data`. Each object on the way must be there, or have been made
+/// null by async-graphql (all its fields failed: it becomes an object again), and each list must
+/// hold the item on the way; otherwise `Err` with the length of the first prefix of `path` that is
+/// missing: a list async-graphql dropped when one of its items failed.
+fn write_null(data: &mut Value, path: &[PathSegment]) -> Result<(), usize> {
+    let mut at = data;
+    for (i, segment) in path.iter().enumerate() {
+        if matches!((&*at, segment), (Value::Null, PathSegment::Field(_))) {
+            *at = Value::Object(Default::default());
+        }
+        at = match (at, segment) {
+            (Value::Object(object), PathSegment::Field(name)) => {
+                if i + 1 == path.len() {
+                    object.insert(Name::new(name), Value::Null);
+                    return Ok(());
+                }
+                object.get_mut(name.as_str()).ok_or(i + 1)?
+            }
+            (Value::List(list), PathSegment::Index(index)) => list.get_mut(*index).ok_or(i + 1)?,
+            _ => return Err(i + 1),
+        };
+    }
+    *at = Value::Null;
+    Ok(())
+}
+
+/// The types of the positions a document's operation selects.
+struct Types<'d> {
+    registry: &'d Registry,
+    document: &'d ExecutableDocument,
+    root: &'d SelectionSet,
+    root_type: &'d str,
+}
+
+impl<'d> Types<'d> {
+    fn of(
+        registry: &'d Registry,
+        document: &'d ExecutableDocument,
         operation_name: Option<&str>,
-        next: NextExecute<'_>,
-    ) -> Response {
-        let mut response = next.run(ctx, operation_name).await;
-        self.finish(&mut response);
-        response
-    }
-
-    async fn resolve(
-        &self,
-        ctx: &ExtensionContext<'_>,
-        info: ResolveInfo<'_>,
-        next: NextResolve<'_>,
-    ) -> ServerResult<Option<Value>> {
-        let node = info.path_node;
-        let ty = info.return_type;
-        let is_item = matches!(node.segment, QueryPathSegment::Index(_));
-        match next.run(ctx, info).await {
-            // An item's nullability is its field's business: see the module docs.
-            Ok(value) if is_item || !self.pending.load(Ordering::Acquire) => Ok(value),
-            Ok(value) => {
-                let mut state = self.state();
-                if !state.must_be_null(node, ty) {
-                    return Ok(value);
-                }
-                // Made null from below: this field's own value is complete.
-                if ty.ends_with('!') {
-                    self.mark(&mut state, parent_path(node));
-                }
-                Ok(Some(Value::Null))
-            }
-            // async-graphql's dynamic executor cannot resolve a null item of a list of an
-            // interface type (`nodes: [Node]!` for an id whose object is gone): it fails the
-            // item with this internal error instead. Such an item is null, and no error.
-            Err(error) if is_item && error.message.starts_with(NULL_INTERFACE_ITEM) => {
-                Ok(Some(Value::Null))
-            }
-            Err(mut error) => {
-                // Derived resolvers' errors carry their path; dynamic resolvers' do not.
-                if error.path.is_empty() {
-                    error.path = path_of(node);
-                }
-                let mut state = self.state();
-                state.errors.push(error);
-                // Marked even when nullable: `finish` then nulls it even when its response key
-                // was resolved more than once and merged, and its list field sees a failed item.
-                self.mark(&mut state, path_of(node));
-                if !is_item && ty.ends_with('!') {
-                    self.mark(&mut state, parent_path(node));
-                }
-                Ok(Some(Value::Null))
-            }
-        }
-    }
-}
-
-/// How async-graphql's dynamic executor fails a null item of a list of an interface type.
-const NULL_INTERFACE_ITEM: &str = "internal: invalid value for interface";
-
-impl State {
-    /// Whether the field at `node`, of declared type `ty`, must be null: it is marked, or an item
-    /// of it is marked and every list level down to that item is non-null.
-    fn must_be_null(&self, node: &QueryPathNode<'_>, ty: &str) -> bool {
-        let depth = non_null_item_depth(ty);
-        let len = path_len(node);
-        self.nulls.iter().any(|path| {
-            (len..=len + depth).contains(&path.len()) && {
-                let (own, items) = path.split_at(len);
-                items
-                    .iter()
-                    .all(|segment| matches!(segment, PathSegment::Index(_)))
-                    && same_path(node, own)
-            }
+    ) -> Option<Self> {
+        let operation = match (&document.operations, operation_name) {
+            (DocumentOperations::Single(operation), _) => operation,
+            (DocumentOperations::Multiple(operations), Some(name)) => operations.get(name)?,
+            (DocumentOperations::Multiple(_), None) => return None,
+        };
+        let root_type = match operation.node.ty {
+            OperationType::Query => registry.query_type.as_str(),
+            OperationType::Mutation => registry.mutation_type.as_deref()?,
+            OperationType::Subscription => registry.subscription_type.as_deref()?,
+        };
+        Some(Self {
+            registry,
+            document,
+            root: &operation.node.selection_set.node,
+            root_type,
         })
     }
-}
 
-/// How many list levels of `ty`, from the outside in, have non-null items: 1 for
-/// `[OrderEdge!]!`, 0 for `[Node]!`, 2 for `[[Int!]!]`, 1 for `[[Int]!]`.
-fn non_null_item_depth(ty: &str) -> usize {
-    let mut depth = 0;
-    let mut ty = ty.strip_suffix('!').unwrap_or(ty);
-    while let Some(item) = ty.strip_prefix('[').and_then(|ty| ty.strip_suffix(']')) {
-        let Some(item) = item.strip_suffix('!') else {
-            break;
-        };
-        depth += 1;
-        ty = item;
+    /// Where the null of a failure at `failed` goes: the nearest nullable position at or above
+    /// it, or the root (all of `data`).
+    fn null_target(&self, failed: &[PathSegment]) -> Vec<PathSegment> {
+        let nullable = self.nullable_along(failed);
+        let at = (0..nullable.len()).rev().find(|&i| nullable[i]);
+        at.map_or_else(Vec::new, |i| failed[..=i].to_vec())
     }
-    depth
+
+    /// For each position along `path` (`path[..=i]`), whether it is nullable. Positions the
+    /// document does not explain (which validation rules out) count as nullable, so that a null
+    /// never spreads further than it must.
+    fn nullable_along(&self, path: &[PathSegment]) -> Vec<bool> {
+        let mut nullable = Vec::with_capacity(path.len());
+        let mut sets: Vec<(&'d SelectionSet, &'d str)> = vec![(self.root, self.root_type)];
+        // The type of the current position, outer non-null marker removed.
+        let mut ty: &'d str = "";
+        for segment in path {
+            let next = match segment {
+                PathSegment::Field(key) => {
+                    let mut found: Option<&'d str> = None;
+                    let mut below = Vec::new();
+                    for &(set, parent) in &sets {
+                        self.select(set, parent, key, &mut found, &mut below);
+                    }
+                    if let Some(field_ty) = found {
+                        let named = named_type(field_ty);
+                        sets = below.into_iter().map(|set| (set, named)).collect();
+                    }
+                    found
+                }
+                PathSegment::Index(_) => {
+                    ty.strip_prefix('[').and_then(|item| item.strip_suffix(']'))
+                }
+            };
+            let Some(next) = next else {
+                nullable.resize(path.len(), true);
+                return nullable;
+            };
+            nullable.push(!next.ends_with('!'));
+            ty = next.strip_suffix('!').unwrap_or(next);
+        }
+        nullable
+    }
+
+    /// Looks for the fields of response key `key` in `set` (on `parent`), fragments included:
+    /// sets `found` to the type of the first, and adds the selection set of each to `below`.
+    fn select(
+        &self,
+        set: &'d SelectionSet,
+        parent: &'d str,
+        key: &str,
+        found: &mut Option<&'d str>,
+        below: &mut Vec<&'d SelectionSet>,
+    ) {
+        for selection in &set.items {
+            match &selection.node {
+                Selection::Field(field) => {
+                    let field = &field.node;
+                    if field.response_key().node.as_str() != key {
+                        continue;
+                    }
+                    let name = field.name.node.as_str();
+                    let ty = if name == "__typename" {
+                        Some("String!")
+                    } else {
+                        self.registry
+                            .types
+                            .get(parent)
+                            .and_then(|t| t.field_by_name(name))
+                            .map(|f| f.ty.as_str())
+                    };
+                    if let Some(ty) = ty {
+                        found.get_or_insert(ty);
+                        below.push(&field.selection_set.node);
+                    }
+                }
+                Selection::InlineFragment(fragment) => {
+                    let on = fragment
+                        .node
+                        .type_condition
+                        .as_ref()
+                        .map_or(parent, |c| c.node.on.node.as_str());
+                    self.select(&fragment.node.selection_set.node, on, key, found, below);
+                }
+                Selection::FragmentSpread(spread) => {
+                    if let Some(fragment) =
+                        self.document.fragments.get(&spread.node.fragment_name.node)
+                    {
+                        let on = fragment.node.type_condition.node.on.node.as_str();
+                        self.select(&fragment.node.selection_set.node, on, key, found, below);
+                    }
+                }
+            }
+        }
+    }
 }
 
-fn path_len(node: &QueryPathNode<'_>) -> usize {
-    std::iter::successors(Some(node), |node| node.parent).count()
-}
-
-/// The path of the object or list holding `node`; empty (all of `data`) for a root field.
-fn parent_path(node: &QueryPathNode<'_>) -> Vec<PathSegment> {
-    node.parent.map(path_of).unwrap_or_default()
+/// The named type inside list and non-null markers: `OrderEdge` for `[OrderEdge!]!`.
+fn named_type(ty: &str) -> &str {
+    ty.trim_start_matches('[').trim_end_matches(['!', ']'])
 }
 
 /// The response path of `node`, from the root.
@@ -216,31 +389,9 @@ fn path_of(node: &QueryPathNode<'_>) -> Vec<PathSegment> {
     path
 }
 
-/// Whether `node` is at `path`, compared without allocating.
-fn same_path(node: &QueryPathNode<'_>, path: &[PathSegment]) -> bool {
-    let mut current = Some(node);
-    let mut rest = path;
-    while let Some(node) = current {
-        let Some((last, init)) = rest.split_last() else {
-            return false;
-        };
-        let same = match (&node.segment, last) {
-            (QueryPathSegment::Name(name), PathSegment::Field(field)) => *name == field,
-            (QueryPathSegment::Index(index), PathSegment::Index(other)) => index == other,
-            _ => false,
-        };
-        if !same {
-            return false;
-        }
-        current = node.parent;
-        rest = init;
-    }
-    rest.is_empty()
-}
-
 /// A total order on paths, for a deterministic order of errors: segment by segment, field names
 /// before indices, a prefix first.
-fn compare_paths(a: &[PathSegment], b: &[PathSegment]) -> CmpOrdering {
+fn compare_paths(a: &[PathSegment], b: &[PathSegment]) -> Ordering {
     let rank = |segment: &PathSegment| match segment {
         PathSegment::Field(_) => 0,
         PathSegment::Index(_) => 1,
@@ -251,28 +402,11 @@ fn compare_paths(a: &[PathSegment], b: &[PathSegment]) -> CmpOrdering {
             (PathSegment::Index(x), PathSegment::Index(y)) => x.cmp(y),
             _ => rank(x).cmp(&rank(y)),
         };
-        if order != CmpOrdering::Equal {
+        if order != Ordering::Equal {
             return order;
         }
     }
     a.len().cmp(&b.len())
-}
-
-/// Writes null at `path` in `data`, if something is there.
-fn set_null(data: &mut Value, path: &[PathSegment]) {
-    let mut target = data;
-    for segment in path {
-        let next = match (target, segment) {
-            (Value::Object(object), PathSegment::Field(name)) => object.get_mut(name.as_str()),
-            (Value::List(list), PathSegment::Index(index)) => list.get_mut(*index),
-            _ => None,
-        };
-        let Some(next) = next else {
-            return;
-        };
-        target = next;
-    }
-    *target = Value::Null;
 }
 
 #[cfg(test)]
@@ -283,8 +417,12 @@ mod tests {
         PathSegment::Field(name.to_owned())
     }
 
+    fn value(json: serde_json::Value) -> Value {
+        Value::from_json(json).unwrap()
+    }
+
     #[test]
-    fn paths_compare_with_query_path_nodes_without_building_them() {
+    fn paths_come_from_query_path_nodes() {
         let root = QueryPathNode {
             parent: None,
             segment: QueryPathSegment::Name("users"),
@@ -297,55 +435,23 @@ mod tests {
             parent: Some(&edges),
             segment: QueryPathSegment::Index(3),
         };
-        let path = vec![field("users"), field("edges"), PathSegment::Index(3)];
-        assert_eq!(path_of(&item), path);
-        assert!(same_path(&item, &path));
-        assert!(!same_path(&edges, &path));
-        assert!(!same_path(&item, &path[..2]));
-        assert!(!same_path(
-            &item,
-            &[field("users"), field("edges"), field("3")]
-        ));
-        assert!(same_path(&root, &[field("users")]));
+        assert_eq!(
+            path_of(&item),
+            vec![field("users"), field("edges"), PathSegment::Index(3)]
+        );
     }
 
     #[test]
-    fn list_levels_with_non_null_items_are_counted_from_the_outside_in() {
-        for (ty, depth) in [
-            ("OrderConnection!", 0),
-            ("Customer", 0),
-            ("[Node]!", 0),
-            ("[OrderEdge!]!", 1),
-            ("[OrderEdge!]", 1),
-            ("[[Int!]!]", 2),
-            ("[[Int]!]!", 1),
-            ("[[Int!]]!", 0),
+    fn named_types_lose_their_list_and_non_null_markers() {
+        for (ty, named) in [
+            ("OrderConnection!", "OrderConnection"),
+            ("Customer", "Customer"),
+            ("[Node]!", "Node"),
+            ("[OrderEdge!]!", "OrderEdge"),
+            ("[[Int!]]", "Int"),
         ] {
-            assert_eq!(non_null_item_depth(ty), depth, "{ty}");
+            assert_eq!(named_type(ty), named, "{ty}");
         }
-    }
-
-    #[test]
-    fn a_field_must_be_null_when_it_or_a_non_null_item_chain_below_it_is_marked() {
-        let root = QueryPathNode {
-            parent: None,
-            segment: QueryPathSegment::Name("edges"),
-        };
-        let marked = |paths: &[Vec<PathSegment>]| State {
-            errors: Vec::new(),
-            nulls: paths.to_vec(),
-        };
-        let own = vec![field("edges")];
-        let item = vec![field("edges"), PathSegment::Index(0)];
-        let nested = vec![field("edges"), PathSegment::Index(0), PathSegment::Index(1)];
-        let below = vec![field("edges"), PathSegment::Index(0), field("node")];
-        assert!(marked(&[own]).must_be_null(&root, "[Node]!"));
-        assert!(marked(std::slice::from_ref(&item)).must_be_null(&root, "[OrderEdge!]!"));
-        assert!(!marked(std::slice::from_ref(&item)).must_be_null(&root, "[Node]!"));
-        assert!(marked(std::slice::from_ref(&nested)).must_be_null(&root, "[[Int!]!]"));
-        assert!(!marked(std::slice::from_ref(&nested)).must_be_null(&root, "[[Int]!]"));
-        assert!(!marked(&[below]).must_be_null(&root, "[OrderEdge!]!"));
-        assert!(!marked(&[]).must_be_null(&root, "[OrderEdge!]!"));
     }
 
     #[test]
@@ -369,22 +475,38 @@ mod tests {
     }
 
     #[test]
-    fn nulls_are_written_where_something_is_and_nowhere_else() {
-        let mut data = Value::from_json(serde_json::json!({
+    fn nulls_are_written_in_place_or_as_missing_keys() {
+        let mut data = value(serde_json::json!({
             "users": { "edges": [{ "node": { "name": "a" } }, { "node": { "name": "b" } }] }
-        }))
-        .unwrap();
-        set_null(
-            &mut data,
-            &[field("users"), field("edges"), PathSegment::Index(1)],
+        }));
+        let item = [field("users"), field("edges"), PathSegment::Index(1)];
+        assert_eq!(write_null(&mut data, &item), Ok(()));
+        // A field async-graphql left out is written as a null key.
+        let left_out = [field("users"), field("total")];
+        assert_eq!(write_null(&mut data, &left_out), Ok(()));
+        assert_eq!(
+            data.clone().into_json().unwrap(),
+            serde_json::json!({ "users": {
+                "edges": [{ "node": { "name": "a" } }, null],
+                "total": null,
+            } })
         );
-        set_null(&mut data, &[field("missing"), field("deeper")]);
+        // An object made null because all its fields failed is an object again.
+        let mut data = value(serde_json::json!({ "user": null }));
+        assert_eq!(
+            write_null(&mut data, &[field("user"), field("name")]),
+            Ok(())
+        );
         assert_eq!(
             data.into_json().unwrap(),
-            serde_json::json!({ "users": { "edges": [{ "node": { "name": "a" } }, null] } })
+            serde_json::json!({ "user": { "name": null } })
         );
-        let mut data = Value::from_json(serde_json::json!({ "user": {} })).unwrap();
-        set_null(&mut data, &[]);
+        // A list that is not there (an item of it failed) is the missing prefix.
+        let mut data = value(serde_json::json!({ "user": { "name": "a" } }));
+        let in_lost_list = [field("user"), field("tags"), PathSegment::Index(2)];
+        assert_eq!(write_null(&mut data, &in_lost_list), Err(2));
+        let mut data = value(serde_json::json!({ "user": {} }));
+        assert_eq!(write_null(&mut data, &[]), Ok(()));
         assert_eq!(data, Value::Null);
     }
 }

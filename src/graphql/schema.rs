@@ -25,6 +25,7 @@ use super::{
     limits::FieldCosts,
     mutation,
     node::{loader, parse_node_id},
+    nullability::{self, NullItems},
     resolve::{self, Args, PagesAhead, Site},
     scalars, values,
 };
@@ -197,7 +198,7 @@ fn sort_order() -> Enum {
 
 fn page_info() -> Object {
     let flag = |name: &'static str, desc: &'static str, get: fn(&PageInfo) -> bool| {
-        Field::new(name, TypeRef::named_nn(TypeRef::BOOLEAN), move |ctx| {
+        nullability::field(name, TypeRef::named_nn(TypeRef::BOOLEAN), move |ctx| {
             FieldFuture::Value(
                 ctx.parent_value
                     .downcast_ref::<PageInfo>()
@@ -207,7 +208,7 @@ fn page_info() -> Object {
         .description(desc)
     };
     let cursor = |name: &'static str, desc: &'static str, get: fn(&PageInfo) -> &Option<String>| {
-        Field::new(name, TypeRef::named(TypeRef::STRING), move |ctx| {
+        nullability::field(name, TypeRef::named(TypeRef::STRING), move |ctx| {
             FieldFuture::Value(
                 ctx.parent_value
                     .downcast_ref::<PageInfo>()
@@ -260,7 +261,7 @@ fn connection_types(
             "A page of `{name}` items: the edges with their cursors, the items alone, and where the\npage sits in its connection."
         ))
         .field(
-            Field::new("edges", TypeRef::named_nn_list_nn(&edge), |ctx| {
+            nullability::field("edges", TypeRef::named_nn_list_nn(&edge), |ctx| {
                 FieldFuture::Value(ctx.parent_value.downcast_ref::<PageValue>().map(|page| {
                     FieldValue::list(page.edges.iter().map(|e| FieldValue::borrowed_any(e)))
                 }))
@@ -268,7 +269,7 @@ fn connection_types(
             .description("The items of this page with their cursors, in connection order."),
         )
         .field(
-            Field::new("nodes", TypeRef::named_nn_list_nn(name), move |ctx| {
+            nullability::field("nodes", TypeRef::named_nn_list_nn(name), move |ctx| {
                 FieldFuture::Value(ctx.parent_value.downcast_ref::<PageValue>().map(|page| {
                     FieldValue::list(page.edges.iter().filter_map(|e| node_value(model, members, &e.item)))
                 }))
@@ -276,7 +277,7 @@ fn connection_types(
             .description("The items of this page without cursors: a shortcut for `edges { node }`."),
         )
         .field(
-            Field::new("pageInfo", TypeRef::named_nn("PageInfo"), |ctx| {
+            nullability::field("pageInfo", TypeRef::named_nn("PageInfo"), |ctx| {
                 FieldFuture::Value(
                     ctx.parent_value
                         .downcast_ref::<PageValue>()
@@ -288,7 +289,7 @@ fn connection_types(
     let edge_type = Object::new(&edge)
         .description("An edge in a connection.")
         .field(
-            Field::new("cursor", TypeRef::named_nn(TypeRef::STRING), |ctx| {
+            nullability::field("cursor", TypeRef::named_nn(TypeRef::STRING), |ctx| {
                 FieldFuture::Value(
                     ctx.parent_value
                         .downcast_ref::<EdgeValue>()
@@ -298,7 +299,7 @@ fn connection_types(
             .description("A cursor for use in pagination"),
         )
         .field(
-            Field::new("node", TypeRef::named_nn(name), move |ctx| {
+            nullability::field("node", TypeRef::named_nn(name), move |ctx| {
                 FieldFuture::Value(
                     ctx.parent_value
                         .downcast_ref::<EdgeValue>()
@@ -334,7 +335,7 @@ fn entity_object(model: &'static Model, entity: EntityId, costs: &mut FieldCosts
         object = object.description(d);
     }
     object = object.field(
-        Field::new("id", TypeRef::named_nn(TypeRef::ID), move |ctx| {
+        nullability::field("id", TypeRef::named_nn(TypeRef::ID), move |ctx| {
             let id = item(&ctx).and_then(|item| resolve::item_id(model, entity, item));
             match id {
                 Ok(id) => FieldFuture::Value(Some(FieldValue::value(id))),
@@ -346,7 +347,7 @@ fn entity_object(model: &'static Model, entity: EntityId, costs: &mut FieldCosts
         ),
     );
     for (f, field) in e.fields.iter().enumerate() {
-        let mut out = Field::new(
+        let mut out = nullability::field(
             &field.name,
             field_type(model, &field.ty, field.nullable),
             move |ctx| {
@@ -388,7 +389,7 @@ fn entity_object(model: &'static Model, entity: EntityId, costs: &mut FieldCosts
         } else {
             TypeRef::named_nn(target)
         };
-        let mut out = Field::new(&relation.name, ty, move |ctx| {
+        let mut out = nullability::field(&relation.name, ty, move |ctx| {
             FieldFuture::new(async move {
                 let item = item(&ctx)?;
                 let found = resolve::follow(&ctx, model, entity, relation, item).await?;
@@ -436,7 +437,7 @@ fn connection_field(site: Site, costs: &mut FieldCosts, parent_type: &str) -> Fi
         &format!("{node}Connection"),
         connection.page_size.map(|(default, _)| default),
     );
-    let mut field = Field::new(
+    let mut field = nullability::field(
         &connection.name,
         TypeRef::named_nn(format!("{node}Connection")),
         move |ctx| {
@@ -587,7 +588,7 @@ fn query_root(model: &'static Model, costs: &mut FieldCosts) -> Object {
         let entity = lookup.entity;
         let e = &model.entities[entity];
         costs.object("Query", &lookup.name, &e.name);
-        let mut field = Field::new(&lookup.name, TypeRef::named(&e.name), move |ctx| {
+        let mut field = nullability::field(&lookup.name, TypeRef::named(&e.name), move |ctx| {
             FieldFuture::new(async move {
                 if access::grant(&lookup.access, &access::caller(&ctx)) == Grant::Nothing {
                     return Err(access::forbidden(&format!("`Query.{}`", lookup.name)).into());
@@ -622,7 +623,7 @@ fn query_root(model: &'static Model, costs: &mut FieldCosts) -> Object {
     costs.list("Query", "nodes", "Node", "ids");
     query
         .field(
-            Field::new("node", TypeRef::named("Node"), move |ctx| {
+            nullability::field("node", TypeRef::named("Node"), move |ctx| {
                 FieldFuture::new(async move {
                     let id = ctx.args.try_get("id")?.string()?.to_owned();
                     let mut found = load_nodes(&ctx, model, std::slice::from_ref(&id)).await?;
@@ -633,7 +634,7 @@ fn query_root(model: &'static Model, costs: &mut FieldCosts) -> Object {
             .description("Refetches any object by its global `id`. Null when the object no longer exists; a\nmalformed id is an error (`BAD_USER_INPUT`)."),
         )
         .field(
-            Field::new("nodes", TypeRef::named_list_nn("Node"), move |ctx| {
+            nullability::field("nodes", TypeRef::named_list_nn("Node"), move |ctx| {
                 FieldFuture::new(async move {
                     let ids = ctx
                         .args
@@ -649,6 +650,13 @@ fn query_root(model: &'static Model, costs: &mut FieldCosts) -> Object {
                         .into());
                     }
                     let found = load_nodes(&ctx, model, &ids).await?;
+                    // async-graphql cannot resolve a null item of a list of an interface type:
+                    // the missing items are left out here and put back after execution.
+                    if let Some(null_items) = ctx.data_opt::<std::sync::Arc<NullItems>>() {
+                        let present: Vec<bool> = found.iter().map(Option::is_some).collect();
+                        null_items.record(ctx.ctx, &present);
+                        return Ok(Some(FieldValue::list(found.into_iter().flatten())));
+                    }
                     Ok(Some(FieldValue::list(
                         found.into_iter().map(|n| n.unwrap_or(FieldValue::NULL)),
                     )))

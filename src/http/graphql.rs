@@ -477,7 +477,7 @@ async fn execute(
         };
         match &document {
             None => match persisted.get(hash).await {
-                Some(registered) => document = Some(registered),
+                Some(registered) => document = Some(Arc::new(registered)),
                 None => {
                     return request_error(
                         ServerError::new("PersistedQueryNotFound", None),
@@ -496,7 +496,7 @@ async fn execute(
                         state.metrics(),
                     );
                 }
-                persisted.set(hash, parsed.clone()).await;
+                persisted.set(hash, ExecutableDocument::clone(parsed)).await;
             }
         }
     }
@@ -559,13 +559,15 @@ async fn execute(
             }
         }
     }
-    if let Some(document) = document {
-        request.set_parsed_query(document);
+    if let Some(document) = &document {
+        request.set_parsed_query(ExecutableDocument::clone(document));
     }
+    let operation_name = request.operation_name.clone();
     // Each request gets its own store, adding up what its DynamoDB calls cost, and its own
     // loader, so cached items never outlive the request.
     let usage = admission.usage();
     let store = state.store.metered(Arc::clone(&usage));
+    let null_items = Arc::new(graphql::nullability::NullItems::default());
     // Also here, for a persisted document the extension looks up itself.
     if graphql::access::grant(&state.introspection, &caller) == graphql::access::Grant::Nothing {
         request = request.disable_introspection();
@@ -574,8 +576,18 @@ async fn execute(
         .data(graphql::node::request_loader(&store))
         .data(graphql::resolve::PagesAhead::default())
         .data(store)
-        .data(caller);
+        .data(caller)
+        .data(Arc::clone(&null_items));
     let mut response = state.api.schema.execute(request).await;
+    if let Some(document) = &document {
+        graphql::nullability::propagate(
+            &mut response,
+            state.api.schema.registry(),
+            document,
+            operation_name.as_deref(),
+            &null_items,
+        );
+    }
     if state.http.cost_extension
         && let Ok(cost) = async_graphql::to_value(usage.totals())
     {

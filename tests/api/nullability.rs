@@ -168,6 +168,38 @@ async fn a_nullable_list_item_becomes_null_while_the_other_items_stay() {
     assert_eq!(nodes[2]["id"], purchase_id);
 }
 
+/// Null items of `nodes` (ids of nothing) sit beside failing ones: the missing items are null
+/// without an error, the failing one is null with its error at its own index, the rest stay.
+#[tokio::test]
+async fn missing_and_failing_items_of_nodes_are_null_each_at_its_own_index() {
+    let app = app().await;
+    let (user_id, purchase_id) = node_ids(&app).await;
+    // A well-formed id of a user that does not exist: "U" + S "nobody".
+    let nobody = "VVMABm5vYm9keQ";
+    let query = "query($ids: [ID!]!, $after: String) {
+        nodes(ids: $ids) {
+            __typename id
+            ... on User { purchases(first: 1, after: $after) { edges { cursor } } }
+        }
+    }";
+    let ids = json!([nobody, purchase_id, nobody, user_id, purchase_id]);
+    let response = check(
+        &app,
+        query,
+        json!({ "ids": ids, "after": null }),
+        json!({ "ids": ids, "after": "garbage" }),
+        json!([["nodes", 3, "purchases"]]),
+    )
+    .await;
+    let nodes = response["data"]["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 5, "{response}");
+    for i in [0, 2, 3] {
+        assert_eq!(nodes[i], Value::Null, "item {i}: {response}");
+    }
+    assert_eq!(nodes[1]["id"], purchase_id);
+    assert_eq!(nodes[4]["id"], purchase_id);
+}
+
 #[tokio::test]
 async fn an_aliased_field_propagates_its_null_under_its_alias() {
     let app = app().await;
