@@ -1122,17 +1122,8 @@ impl Server {
         env: &[(&str, &str)],
     ) -> anyhow::Result<Self> {
         let started = Instant::now();
-        let mut child = Command::new(binary)
-            .arg("serve")
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("AWS_REGION", "us-east-1")
-            .env("AWS_ACCESS_KEY_ID", "local")
-            .env("AWS_SECRET_ACCESS_KEY", "local")
-            .env("AWS_EC2_METADATA_DISABLED", "true")
-            .env("AWS_CONFIG_FILE", "/dev/null")
-            .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
-            .env("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
+        let mut command = Command::new(binary);
+        let mut child = loopback_aws(command.arg("serve"), endpoint)
             .env("DYNARELAY_TABLE_PREFIX", prefix)
             .env("DYNARELAY_MODEL", model)
             .env("DYNARELAY_CURSOR_KEYS", TEST_RING)
@@ -1870,6 +1861,21 @@ struct Peer {
     seen: LastLines,
 }
 
+/// A child process's environment for DynamoDB Local at `endpoint` and nothing else: only `PATH`
+/// kept, a region, dummy credentials, and no credential lookup on the network or in files.
+fn loopback_aws<'c>(command: &'c mut Command, endpoint: &str) -> &'c mut Command {
+    command
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "local")
+        .env("AWS_SECRET_ACCESS_KEY", "local")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env("AWS_CONFIG_FILE", "/dev/null")
+        .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+}
+
 impl Peer {
     /// Starts `node script` on a free loopback port, against DynamoDB Local at `endpoint` and
     /// the shop's tables under `prefix`, and waits until it answers a query.
@@ -1878,20 +1884,10 @@ impl Peer {
         let port = std::net::TcpListener::bind("127.0.0.1:0")?
             .local_addr()?
             .port();
-        let mut child = Command::new("node")
-            .arg(script)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        let mut command = Command::new("node");
+        let mut child = loopback_aws(command.arg(script), endpoint)
             .env("PORT", port.to_string())
             .env("TABLE_PREFIX", prefix)
-            .env("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
-            .env("AWS_REGION", "us-east-1")
-            .env("AWS_ACCESS_KEY_ID", "local")
-            .env("AWS_SECRET_ACCESS_KEY", "local")
-            // The SDK must never look for credentials on the network, nor in files.
-            .env("AWS_EC2_METADATA_DISABLED", "true")
-            .env("AWS_CONFIG_FILE", "/dev/null")
-            .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
             // As it would be deployed.
             .env("NODE_ENV", "production")
             .stdin(Stdio::null())
