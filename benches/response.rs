@@ -5,6 +5,9 @@
 //! - `page_100/fields`: the page's four selected fields converted from attributes to GraphQL
 //!   values, as the generated field resolvers do;
 //! - `page_100/serialize`: a 100-edge response to the JSON bytes sent to the client;
+//! - `page_100/type_orders`: on the single-table example, 100 orders (as `scripts/bench` seeds
+//!   them) typed among the members of the item collection `Customer.activity`, and each one's
+//!   `placedAt` read (a facet of the sort key): what a shared table adds to a page;
 //! - `document/parse` and `document/cached`: the page query of `scripts/bench` parsed and checked
 //!   against the query limits, against taken from the document cache;
 //! - `schema/build_50_entities`: a model of 50 entities and 200 connections checked and built
@@ -57,6 +60,41 @@ fn items() -> Vec<Item> {
                     AttributeValue::N(format!("{}.99", 10 + i)),
                 ),
                 ("status".to_owned(), AttributeValue::S("PAID".to_owned())),
+            ])
+        })
+        .collect()
+}
+
+fn ecommerce() -> &'static Model {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/ecommerce/dynarelay.toml"
+    );
+    Box::leak(Box::new(
+        model::load(Path::new(path)).expect("the single-table example"),
+    ))
+}
+
+/// Orders of one customer, with every attribute `scripts/bench` seeds them with.
+fn orders() -> Vec<Item> {
+    let s = |v: String| AttributeValue::S(v);
+    (0..EDGES)
+        .map(|i| {
+            let at = format!("2023-01-01T00:{:02}:{:02}.000Z", i / 60, i % 60);
+            let id = format!("O{i:06}");
+            Item::from([
+                ("PK".to_owned(), s("CUSTOMER#user-00042".to_owned())),
+                ("SK".to_owned(), s(format!("ORDER#{at}#{id}"))),
+                ("GSI1PK".to_owned(), s(format!("ORDER#{id}"))),
+                ("GSI1SK".to_owned(), s(format!("ORDER#{id}"))),
+                ("GSI2PK".to_owned(), s("STATUS#PLACED".to_owned())),
+                ("GSI2SK".to_owned(), s(format!("{at}#{id}"))),
+                ("username".to_owned(), s("user-00042".to_owned())),
+                ("orderId".to_owned(), s(id)),
+                ("placedAt".to_owned(), s(at)),
+                ("status".to_owned(), s("PLACED".to_owned())),
+                ("total".to_owned(), AttributeValue::N(format!("{i}.99"))),
+                ("itemCount".to_owned(), AttributeValue::N("1".to_owned())),
             ])
         })
         .collect()
@@ -137,6 +175,28 @@ fn bench(c: &mut Criterion) {
                 for field in &selected {
                     black_box(values::output(model, field, item.get(&field.attribute)).ok());
                 }
+            }
+        })
+    });
+
+    let shared = ecommerce();
+    let orders = orders();
+    let members: Vec<_> = ["Customer", "Address", "Order"]
+        .iter()
+        .map(|name| shared.entity_named(name).expect("a member"))
+        .collect();
+    let order = members[2];
+    let placed_at = shared.entities[order]
+        .fields
+        .iter()
+        .position(|f| f.name == "placedAt")
+        .expect("Order.placedAt");
+    c.bench_function("page_100/type_orders", |b| {
+        b.iter(|| {
+            for item in black_box(&orders) {
+                let entity = values::entity_of(shared, &members, item);
+                assert_eq!(entity, Some(order));
+                black_box(values::field_value(shared, order, placed_at, item));
             }
         })
     });

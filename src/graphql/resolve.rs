@@ -87,9 +87,9 @@ pub async fn connection_page(
 }
 
 /// The attributes a page of `site` needs for `selection`, the connection field as the query
-/// selects it: those of the selected fields (with the key a facet is read back from when the
-/// item does not hold it), the table's keys (for ids), and all that tells the connection's
-/// entities apart in a shared table. Sorted, so that equal selections give equal lists.
+/// selects it: those the selected fields are read from (see [`values::field_attributes`]), the
+/// table's keys (for ids), and all that tells the connection's entities apart in a shared table
+/// (the keys read and the type attribute). Sorted, so that equal selections give equal lists.
 ///
 /// `None`, to read whole items, when the selection reaches past the nodes' own fields:
 /// relations, nested connections, or anything else this does not know, whose resolvers look at
@@ -105,19 +105,6 @@ pub fn projection(site: Site, selection: &SelectionField<'_>) -> Option<Vec<&'st
     let keys = || connection.start_key.iter().chain(table.key.iter());
     let mut wanted: Vec<&'static str> = keys().map(|k| k.name).collect();
     wanted.extend(table.type_attribute.as_deref());
-    for &member in members {
-        let e = &model.entities[member];
-        for template in &e.templates {
-            if keys().any(|k| k.name == template.attribute) {
-                wanted.extend(
-                    template
-                        .facets
-                        .iter()
-                        .map(|&f| e.fields[f].attribute.as_str()),
-                );
-            }
-        }
-    }
     let mut nodes = Vec::new();
     for child in selection.selection_set() {
         match child.name() {
@@ -146,12 +133,10 @@ pub fn projection(site: Site, selection: &SelectionField<'_>) -> Option<Vec<&'st
                 let e = &model.entities[member];
                 if let Some(f) = e.fields.iter().position(|f| f.name == name) {
                     found = true;
-                    wanted.push(e.fields[f].attribute.as_str());
-                    wanted.extend(e.facet_source(f).map(|t| t.attribute));
+                    wanted.extend(values::field_attributes(model, member, f));
                     // The owner fields the field's own rules compare with the caller.
                     for (owner, _) in e.fields[f].access.iter().flat_map(|a| a.owners()) {
-                        wanted.push(e.fields[owner].attribute.as_str());
-                        wanted.extend(e.facet_source(owner).map(|t| t.attribute));
+                        wanted.extend(values::field_attributes(model, member, owner));
                     }
                 } else if e.relations.iter().any(|r| r.name == name)
                     || e.connections.iter().any(|c| c.name == name)

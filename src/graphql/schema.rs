@@ -362,11 +362,7 @@ fn entity_object(model: &'static Model, entity: EntityId, costs: &mut FieldCosts
                             )));
                         }
                     }
-                    let stored = match item.get(&field.attribute) {
-                        Some(value) => Some(std::borrow::Cow::Borrowed(value)),
-                        // A facet the item does not hold separately: read back from its key.
-                        None => values::field_value(model, entity, f, item),
-                    };
+                    let stored = values::field_value(model, entity, f, item);
                     values::output(model, field, stored.as_deref())
                         .map_err(|_| resolve::misfit(model, entity, field))
                 });

@@ -455,8 +455,11 @@ fn facet_value(scalar: Scalar, text: String) -> Option<AttributeValue> {
     }
 }
 
-/// The stored value of field `field` of an item of `entity`: its attribute, or, for a facet the
-/// item does not hold separately, the facet read back from the key it is part of.
+/// The stored value of field `field` of an item of `entity`. A facet of the table's key is read
+/// back from that key, which is what the item's id, its cursors and its entity are made of (the
+/// copy `create` also writes as the facet's own attribute is for other readers of the table; an
+/// item whose key does not read back has the copy, if any). Any other field is its attribute,
+/// or, for a facet of an index key the item does not hold separately, read back from that key.
 pub fn field_value<'i>(
     model: &Model,
     entity: EntityId,
@@ -465,21 +468,50 @@ pub fn field_value<'i>(
 ) -> Option<Cow<'i, AttributeValue>> {
     let e = &model.entities[entity];
     let f = &e.fields[field];
-    if let Some(value) = item.get(&f.attribute) {
-        return Some(Cow::Borrowed(value));
-    }
-    let template = e.facet_source(field)?;
-    let key = item.get(template.attribute)?.as_s().ok()?;
-    let text = template
-        .template
-        .read(key)?
-        .into_iter()
-        .find_map(|(name, text)| (name == f.name).then_some(text))?;
-    let scalar = match f.ty {
-        FieldType::Scalar(s) => s,
-        FieldType::List { .. } => return None,
+    let source = e.facet_source(field);
+    let from_key = || {
+        let template = source?;
+        let key = item.get(template.attribute)?.as_s().ok()?;
+        let at = template.facets.iter().position(|&g| g == field)?;
+        let mut text = None;
+        template
+            .template
+            .read_each(key, |i, _, value| {
+                if i == at {
+                    text = Some(value);
+                }
+                true
+            })
+            .then_some(())?;
+        let scalar = match f.ty {
+            FieldType::Scalar(s) => s,
+            FieldType::List { .. } => return None,
+        };
+        facet_value(scalar, text?.into_owned()).map(Cow::Owned)
     };
-    facet_value(scalar, text.into_owned()).map(Cow::Owned)
+    if source.is_some_and(|t| t.primary)
+        && let Some(value) = from_key()
+    {
+        return Some(value);
+    }
+    item.get(&f.attribute).map(Cow::Borrowed).or_else(from_key)
+}
+
+/// The attributes [`field_value`] reads for field `field` of `entity`: the key it reads a facet
+/// back from, and the field's own attribute unless that key is the table's.
+pub fn field_attributes(
+    model: &Model,
+    entity: EntityId,
+    field: FieldId,
+) -> impl Iterator<Item = &str> {
+    let e = &model.entities[entity];
+    let own = Some(e.fields[field].attribute.as_str());
+    let read = match e.facet_source(field) {
+        Some(t) if t.primary => [Some(t.attribute), None],
+        Some(t) => [own, Some(t.attribute)],
+        None => [own, None],
+    };
+    read.into_iter().flatten()
 }
 
 /// Renders a key template with the facet values `value` gives (by facet field).

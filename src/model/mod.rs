@@ -15,6 +15,7 @@ pub mod check;
 pub mod file;
 pub mod template;
 
+use smallvec::SmallVec;
 use std::ops::Range;
 
 use crate::{
@@ -650,9 +651,11 @@ impl Entity {
     /// Whether an item is one of this entity's, given its string attributes: its table's type
     /// attribute holds this entity's value, and each of the `keys` the item was read by (the
     /// table's, and an index's when read through one) that the entity builds from a template
-    /// reads back under it, with each facet a value of its field's type, the same in every
-    /// such key that holds it, and equal to the attribute the item stores it in, if it stores it
-    /// as a string. Other keys are not looked at: a read relies only on its own.
+    /// reads back under it, with each facet a value of its field's type and the same in every
+    /// such key that holds it. Other keys are not looked at: a read relies only on its own. The
+    /// attributes an item stores its facets in are not looked at either: the keys are what
+    /// DynamoDB files the item under, and what its id and cursors are made of, so they decide
+    /// (and a facet of the table's key is read from the key; see `values::field_value`).
     pub fn matches<'i>(
         &self,
         model: &Model,
@@ -665,7 +668,8 @@ impl Entity {
         {
             return false;
         }
-        let mut seen: Vec<(FieldId, std::borrow::Cow<'_, str>)> = Vec::new();
+        // Facets seen in earlier keys, to compare with later ones; entities have few.
+        let mut seen: SmallVec<[(FieldId, std::borrow::Cow<'i, str>); 6]> = SmallVec::new();
         for t in &self.templates {
             if !keys.iter().any(|k| k.name == t.attribute) {
                 continue;
@@ -673,26 +677,19 @@ impl Entity {
             let Some(key) = get(t.attribute) else {
                 return false;
             };
-            let Some(facets) = t.template.read(key) else {
-                return false;
-            };
-            for (&field, (_, text)) in t.facets.iter().zip(facets) {
+            let read = t.template.read_each(key, |at, _, text| {
+                let field = t.facets[at];
                 if let Some((_, earlier)) = seen.iter().find(|(f, _)| *f == field) {
-                    if *earlier != text {
-                        return false;
-                    }
-                    continue;
+                    return *earlier == text;
                 }
-                let f = &self.fields[field];
-                if !model.facet_fits(f, &text) {
-                    return false;
-                }
-                if let Some(stored) = get(&f.attribute)
-                    && stored != text.as_ref()
-                {
+                if !model.facet_fits(&self.fields[field], &text) {
                     return false;
                 }
                 seen.push((field, text));
+                true
+            });
+            if !read {
+                return false;
             }
         }
         true

@@ -251,20 +251,47 @@ impl KeyTemplate {
     /// Reads the facet values back from a key made by this template; `None` when the key does not
     /// fit it (another template's key, or a key written by hand).
     pub fn read<'k>(&self, key: &'k str) -> Option<Vec<(&str, Cow<'k, str>)>> {
-        let mut rest = key;
         let mut values = Vec::new();
+        self.read_each(key, |_, name, value| {
+            values.push((name, value));
+            true
+        })
+        .then_some(values)
+    }
+
+    /// Reads `key` back as [`read`](Self::read) does, without collecting: gives each facet, in
+    /// the template's order, to `each` (its position among the facets, its name and its value),
+    /// and stops as soon as `each` returns false. True when `key` is one the template renders
+    /// and `each` accepted every facet. Items are matched against templates on every page, so
+    /// this allocates nothing unless a value holds an escape.
+    pub fn read_each<'t, 'k>(
+        &'t self,
+        key: &'k str,
+        mut each: impl FnMut(usize, &'t str, Cow<'k, str>) -> bool,
+    ) -> bool {
+        let mut rest = key;
+        let mut facet = 0;
         for (i, part) in self.parts.iter().enumerate() {
             match part {
-                Part::Text(text) => rest = rest.strip_prefix(text.as_str())?,
+                Part::Text(text) => match rest.strip_prefix(text.as_str()) {
+                    Some(after) => rest = after,
+                    None => return false,
+                },
                 Part::Facet(name) => {
-                    let (value, after) =
-                        unescape_until(rest, self.separator_after(i), &self.separators)?;
-                    values.push((name.as_str(), value));
+                    let Some((value, after)) =
+                        unescape_until(rest, self.separator_after(i), &self.separators)
+                    else {
+                        return false;
+                    };
+                    if !each(facet, name.as_str(), value) {
+                        return false;
+                    }
+                    facet += 1;
                     rest = after;
                 }
             }
         }
-        rest.is_empty().then_some(values)
+        rest.is_empty()
     }
 
     /// Whether `key` is one this template renders.
