@@ -105,10 +105,10 @@ const SAMPLES: usize = 400;
 const CONCURRENCY: usize = 8;
 /// The higher concurrency at which the shop page's server and the Node reference are loaded too.
 const HIGH_CONCURRENCY: usize = 16;
-const CONCURRENT_PAGES: usize = 2_000;
+const CONCURRENT_PAGES: usize = 6_000;
 /// The CPU load runs in this many rounds per page, alternating between the pages (with a
 /// baseline: current, baseline, baseline, current, ...), so that drift affects all alike.
-const CPU_ROUNDS: usize = 4;
+const CPU_ROUNDS: usize = 12;
 const _: () = assert!(CONCURRENT_PAGES.is_multiple_of(CPU_ROUNDS), "whole rounds");
 const DEEP_PAGE: usize = 1_000;
 const DEEP_SAMPLES: usize = 200;
@@ -331,8 +331,12 @@ async fn run() -> anyhow::Result<()> {
             .beside(base_idle_rss.map(|kib| (mib(kib), quotient(idle_rss, kib)))),
     ];
 
+    // Connections go back after 2 s idle, before the servers' 5 s idle timeout (the default of
+    // `--idle-timeout-secs`) closes them while they wait through the other servers' rounds:
+    // a request sent on a connection just as the server closes it fails.
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(10))
+        .pool_idle_timeout(Duration::from_secs(2))
         .build()?;
     let api = Api {
         http,
@@ -378,7 +382,7 @@ async fn run() -> anyhow::Result<()> {
     });
     let base_api_present = base_api.is_some();
     // Its own client, which lets connections go before Node's 5 s keep-alive timeout would
-    // close them while it idles through the other servers' rounds.
+    // close them, as the servers' client does.
     let peer_api = match &peer {
         Some(peer) => Some(Arc::new(Api {
             http: reqwest::Client::builder()

@@ -107,6 +107,7 @@ fn rows(items: &[Item], model: &Model) -> Vec<Row<Item>> {
         .map(|item| Row {
             key: Key::from_item(item, shape).expect("key"),
             record: item.clone(),
+            kind: None,
         })
         .collect()
 }

@@ -132,8 +132,8 @@ pub struct ReadSpec<'a> {
     pub sort: Option<(&'a str, SortKeyCondition)>,
     /// Filters, all of which an item must pass.
     pub filters: Vec<(&'a str, FilterTest)>,
-    /// In a table shared by several kinds of item, which of the items read to keep (the others
-    /// are skipped as if filtered, and counted).
+    /// In a table shared by several kinds of item, which of the items read to keep, and as what
+    /// (the others are skipped as if filtered, and counted).
     pub keep: Option<Keep<'a>>,
     /// The only attributes to read of each item, besides the key attributes of `shape` (always
     /// read: cursors are made from them); `None` reads whole items. Fewer attributes cost less
@@ -145,8 +145,9 @@ pub struct ReadSpec<'a> {
 #[derive(Clone)]
 pub struct Keep<'a>(pub Arc<KeepFn<'a>>);
 
-/// What [`Keep`] holds.
-pub type KeepFn<'a> = dyn Fn(&Item) -> bool + Send + Sync + 'a;
+/// What [`Keep`] holds: the kind of an item read, an opaque number the caller gives a meaning
+/// to (it comes back as [`Row::kind`]), or `None` to skip the item.
+pub type KeepFn<'a> = dyn Fn(&Item) -> Option<u32> + Send + Sync + 'a;
 
 impl std::fmt::Debug for Keep<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -366,6 +367,8 @@ pub struct Row<T> {
     pub key: Key,
     /// The record.
     pub record: T,
+    /// The kind [`Keep`] gave the item, when the read had one.
+    pub kind: Option<u32>,
 }
 
 /// Reads and writes the dynarelay tables, recording every call in its [`Metrics`] (and in a
@@ -560,10 +563,11 @@ impl Store {
             evaluated += batch.evaluated;
             let mut skipped = 0;
             for item in batch.items {
-                if keep.is_some_and(|keep| !keep(&item)) {
+                let kind = keep.map(|keep| keep(&item));
+                if kind == Some(None) {
                     skipped += 1;
                 } else if rows.len() < read.want {
-                    rows.push(row(table, item, shape)?);
+                    rows.push(row(table, item, shape, kind.flatten())?);
                 }
             }
             matched += batch.matched.saturating_sub(skipped);
@@ -921,13 +925,19 @@ where
     }
 }
 
-fn row(table: &str, item: Item, shape: KeyShape) -> Result<Row<Item>, StoreError> {
+fn row(
+    table: &str,
+    item: Item,
+    shape: KeyShape,
+    kind: Option<u32>,
+) -> Result<Row<Item>, StoreError> {
     Ok(Row {
         key: Key::from_item(&item, shape).map_err(|source| StoreError::MissingKey {
             table: table.to_owned(),
             source,
         })?,
         record: item,
+        kind,
     })
 }
 

@@ -6,6 +6,7 @@ use super::error::{ApiError, ApiResult};
 use crate::{
     cursor::{Binding, CursorCodec, Key},
     dynamo::{Item, ReadPlan, ReadSpec, Row, Store},
+    model::EntityId,
     pagination::{Direction, Page, PageArgs, PageLimits},
 };
 
@@ -25,6 +26,8 @@ pub struct EdgeValue {
     pub cursor: String,
     /// The item.
     pub item: Item,
+    /// The item's entity, when the read already told it apart from others in a shared table.
+    pub entity: Option<EntityId>,
 }
 
 /// Where a page sits in its connection, and the cursors to continue from.
@@ -108,6 +111,7 @@ pub fn seal(
         .map(|row| EdgeValue {
             cursor: codec.encode(&row.key, binding),
             item: row.record,
+            entity: row.kind.map(|kind| kind as EntityId),
         })
         .collect();
     // With no edges and a full budget (`first: 0`), the position has not moved: the reading

@@ -550,7 +550,11 @@ async fn create_item(
         Some((parent, connection)) => edge_cursor(ctx, model, entity, (parent, connection), &item)?,
         None => String::new(),
     };
-    Ok(EdgeValue { cursor, item })
+    Ok(EdgeValue {
+        cursor,
+        item,
+        entity: Some(entity),
+    })
 }
 
 /// `fields` as a message names them: "`a`", "`a` and `b`".

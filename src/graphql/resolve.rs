@@ -390,8 +390,10 @@ fn plan<'a>(
             Some(collection) => &collection.members,
             None => std::slice::from_ref(&connection.entity),
         };
+        // The entity each item is, kept with its row so that nodes are typed once.
         spec.keep = Some(Keep(Arc::new(move |item: &Item| {
-            values::entity_of_read(model, members, connection.start_key, item).is_some()
+            values::entity_of_read(model, members, connection.start_key, item)
+                .and_then(|e| u32::try_from(e).ok())
         })));
     }
     for filter in &connection.filters {

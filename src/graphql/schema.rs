@@ -271,7 +271,7 @@ fn connection_types(
         .field(
             nullability::field("nodes", TypeRef::named_nn_list_nn(name), move |ctx| {
                 FieldFuture::Value(ctx.parent_value.downcast_ref::<PageValue>().map(|page| {
-                    FieldValue::list(page.edges.iter().filter_map(|e| node_value(model, members, &e.item)))
+                    FieldValue::list(page.edges.iter().filter_map(|e| node_value(model, members, e)))
                 }))
             })
             .description("The items of this page without cursors: a shortcut for `edges { node }`."),
@@ -303,7 +303,7 @@ fn connection_types(
                 FieldFuture::Value(
                     ctx.parent_value
                         .downcast_ref::<EdgeValue>()
-                        .and_then(|e| node_value(model, members, &e.item)),
+                        .and_then(|e| node_value(model, members, e)),
                 )
             })
             .description("The item at the end of the edge"),
@@ -311,17 +311,21 @@ fn connection_types(
     (connection_type, edge_type)
 }
 
-/// A node of a connection: the item, typed by the member entity it is for a collection.
+/// A node of a connection: the edge's item, typed by the member entity it is for a collection
+/// (as the read told, or told here).
 fn node_value<'a>(
     model: &'static Model,
     members: Option<&'static [EntityId]>,
-    item: &'a Item,
+    edge: &'a EdgeValue,
 ) -> Option<FieldValue<'a>> {
-    let value = FieldValue::borrowed_any(item);
+    let value = FieldValue::borrowed_any(&edge.item);
     match members {
         None => Some(value),
         Some(members) => {
-            let entity = values::entity_of(model, members, item)?;
+            let entity = edge
+                .entity
+                .filter(|e| members.contains(e))
+                .or_else(|| values::entity_of(model, members, &edge.item))?;
             Some(value.with_type(model.entities[entity].name.as_str()))
         }
     }
