@@ -357,16 +357,32 @@ fn escape_into(out: &mut String, value: &str, separators: &[char]) {
 }
 
 /// Reads an escaped facet value up to the first unescaped `separator` (or to the end when there
-/// is none), returning the value and what follows it. `None` for a dangling escape, or for
-/// another of the template's `separators` unescaped: [`KeyTemplate::render`] never writes one,
-/// so such a key is another template's.
+/// is none), returning the value and what follows it. `None` for a dangling escape, an escape of
+/// anything but a separator or `\`, or another of the template's `separators` unescaped:
+/// [`KeyTemplate::render`] writes none of these, so such a key is not one of this template's.
 fn unescape_until<'t>(
     text: &'t str,
     separator: Option<char>,
     separators: &[char],
 ) -> Option<(Cow<'t, str>, &'t str)> {
     // The value is borrowed from the key unless it holds an escape (most do not): items are
-    // matched against templates on every page.
+    // matched against templates on every page. With ASCII separators (the usual `#`, `|` or
+    // `:`) the end of a value without escapes is found byte by byte: in UTF-8 no byte of a
+    // longer character equals an ASCII one.
+    if ESCAPE.is_ascii() && separators.iter().all(char::is_ascii) {
+        let stop = text
+            .bytes()
+            .position(|b| b == ESCAPE as u8 || separators.iter().any(|&s| s as u8 == b));
+        match stop {
+            None => return Some((Cow::Borrowed(text), "")),
+            Some(at) if text.as_bytes()[at] != ESCAPE as u8 => {
+                let ends_here = separator == Some(char::from(text.as_bytes()[at]));
+                return ends_here.then(|| (Cow::Borrowed(&text[..at]), &text[at..]));
+            }
+            // An escape: the general loop below unescapes it.
+            Some(_) => {}
+        }
+    }
     let mut unescaped: Option<String> = None;
     let mut run = 0;
     let mut chars = text.char_indices();
@@ -380,6 +396,9 @@ fn unescape_until<'t>(
     while let Some((at, c)) = chars.next() {
         if c == ESCAPE {
             let (escaped_at, escaped) = chars.next()?;
+            if escaped != ESCAPE && !separators.contains(&escaped) {
+                return None;
+            }
             let so_far = unescaped.get_or_insert_with(String::new);
             so_far.push_str(&text[run..at]);
             so_far.push(escaped);
@@ -520,15 +539,32 @@ mod tests {
     }
 
     proptest! {
-        /// Any values, separators and escapes included, render to a key that reads back to them.
+        /// Any values, separators and escapes included, render to a key that reads back to them,
+        /// with ASCII separators (found byte by byte) and others (character by character).
         #[test]
-        fn any_values_round_trip(a in "\\PC*", b in "[#\\\\a-zé]*") {
-            let t = KeyTemplate::parse("CUSTOMER#{a}#ORDER#{b}").unwrap();
-            let pairs = [("a", a.as_str()), ("b", b.as_str())];
-            let key = t.render(values(&pairs)).unwrap();
-            let read = t.read(&key).unwrap();
-            prop_assert_eq!(&read[0].1, &a);
-            prop_assert_eq!(&read[1].1, &b);
+        fn any_values_round_trip(a in "\\PC*", b in "[#§·\\\\a-zé]*") {
+            for text in ["CUSTOMER#{a}#ORDER#{b}", "KUNDE§{a}·{b}"] {
+                let t = KeyTemplate::parse(text).unwrap();
+                let pairs = [("a", a.as_str()), ("b", b.as_str())];
+                let key = t.render(values(&pairs)).unwrap();
+                let read = t.read(&key).unwrap();
+                prop_assert_eq!(&read[0].1, &a);
+                prop_assert_eq!(&read[1].1, &b);
+            }
+        }
+
+        /// Any string that reads back under a template is the key its values render to: no
+        /// other text passes for a key of the template.
+        #[test]
+        fn only_rendered_keys_read_back(key in "(X#|[#\\\\ab§]){0,12}") {
+            for text in ["X#{p}#{q}", "X#{p}§{q}"] {
+                let t = KeyTemplate::parse(text).unwrap();
+                if let Some(read) = t.read(&key) {
+                    let pairs: Vec<(&str, &str)> =
+                        read.iter().map(|(name, value)| (*name, value.as_ref())).collect();
+                    prop_assert_eq!(t.render(values(&pairs)).unwrap(), key.clone());
+                }
+            }
         }
 
         /// Different values never make the same key.
