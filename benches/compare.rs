@@ -91,6 +91,9 @@ use serde_json::{Value, json};
 #[path = "../tests/api/issuer.rs"]
 #[allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 mod issuer;
+/// The tests' environment for child processes that talk only to DynamoDB Local.
+#[path = "../tests/api/local_aws.rs"]
+mod local_aws;
 
 const LONG_USER: &str = "bench-long";
 const LONG_PURCHASES: i64 = 20_100;
@@ -1865,19 +1868,10 @@ struct Peer {
     seen: LastLines,
 }
 
-/// A child process's environment for DynamoDB Local at `endpoint` and nothing else: only `PATH`
-/// kept, a region, dummy credentials, and no credential lookup on the network or in files.
+/// A child process's environment for DynamoDB Local at `endpoint` and nothing else (see
+/// [`local_aws::local_aws_env`]).
 fn loopback_aws<'c>(command: &'c mut Command, endpoint: &str) -> &'c mut Command {
-    command
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_ACCESS_KEY_ID", "local")
-        .env("AWS_SECRET_ACCESS_KEY", "local")
-        .env("AWS_EC2_METADATA_DISABLED", "true")
-        .env("AWS_CONFIG_FILE", "/dev/null")
-        .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+    command.env_clear().envs(local_aws::local_aws_env(endpoint))
 }
 
 impl Peer {

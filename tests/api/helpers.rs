@@ -668,14 +668,7 @@ pub fn user_item(user_id: &str) -> Item {
 pub fn dynarelay_command(endpoint: &str) -> std::process::Command {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_dynarelay"));
     cmd.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_ACCESS_KEY_ID", "local")
-        .env("AWS_SECRET_ACCESS_KEY", "local")
-        .env("AWS_EC2_METADATA_DISABLED", "true")
-        .env("AWS_CONFIG_FILE", "/dev/null")
-        .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
-        .env("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
+        .envs(crate::local_aws::local_aws_env(endpoint))
         .env("DYNARELAY_CURSOR_KEYS", TEST_RING)
         .env(
             "DYNARELAY_MODEL",

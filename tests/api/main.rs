@@ -25,6 +25,7 @@ mod http;
 mod issuer;
 mod limits;
 mod load;
+mod local_aws;
 mod model;
 mod model_file;
 mod mutations;
