@@ -38,6 +38,7 @@ pub struct Metrics {
     items_evaluated: Family<TableLabels, Counter>,
     items_returned: Family<TableLabels, Counter>,
     items_unmatched: Family<TableLabels, Counter>,
+    direct_executions: Family<OutcomeLabels, Counter>,
     connections_open: Family<ListenerLabels, Gauge>,
     connections_timed_out: Family<TimeoutLabels, Counter>,
     connection_cap_reached: Family<ListenerLabels, Counter>,
@@ -88,6 +89,11 @@ struct RouteLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct CodeLabels {
     code: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabels {
+    outcome: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -269,6 +275,13 @@ impl Metrics {
              asked for (matching no key template or type), skipped, by table",
             items_unmatched.clone(),
         );
+        let direct_executions = Family::<OutcomeLabels, Counter>::default();
+        registry.register(
+            "graphql_direct_executions",
+            "Queries of documents executed before that the direct executor took: answered \
+             (outcome=\"answered\") or given way to the general executor (outcome=\"gave_way\")",
+            direct_executions.clone(),
+        );
         let connections_open = Family::<ListenerLabels, Gauge>::default();
         registry.register(
             "http_connections_open",
@@ -304,6 +317,7 @@ impl Metrics {
             items_evaluated,
             items_returned,
             items_unmatched,
+            direct_executions,
             connections_open,
             connections_timed_out,
             connection_cap_reached,
@@ -409,6 +423,15 @@ impl Metrics {
         self.graphql_errors
             .get_or_create(&CodeLabels {
                 code: code.to_owned(),
+            })
+            .inc();
+    }
+
+    /// Records a query the direct executor answered, or gave way to the general executor.
+    pub fn direct_execution(&self, answered: bool) {
+        self.direct_executions
+            .get_or_create(&OutcomeLabels {
+                outcome: if answered { "answered" } else { "gave_way" },
             })
             .inc();
     }

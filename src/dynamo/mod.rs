@@ -10,7 +10,8 @@ use aws_config::{BehaviorVersion, Region, retry::RetryConfig, timeout::TimeoutCo
 use aws_sdk_dynamodb::{Client, config::Credentials};
 
 pub use store::{
-    FilterTest, Keep, ReadPlan, ReadSpec, Row, SortKeyCondition, Store, StoreError, Updated,
+    Failures, FilterTest, Keep, ReadPlan, ReadSpec, Row, SortKeyCondition, Store, StoreError,
+    Updated,
 };
 pub use tables::Tables;
 

@@ -71,6 +71,14 @@ pub enum StoreError {
         /// The table.
         table: String,
     },
+    /// The same call failed earlier in the same request (see [`Failures`]): not sent again.
+    #[error("{call} failed earlier in this request (unavailable: {unavailable})")]
+    Repeated {
+        /// The call, as [`Failures`] names it.
+        call: String,
+        /// Whether the earlier failure was DynamoDB being unavailable.
+        unavailable: bool,
+    },
 }
 
 impl StoreError {
@@ -98,6 +106,7 @@ impl StoreError {
             ),
             Self::Unprocessed { .. } => true,
             Self::MissingKey { .. } => false,
+            Self::Repeated { unavailable, .. } => *unavailable,
         }
     }
 }
@@ -379,6 +388,36 @@ pub struct Store {
     tables: Arc<Tables>,
     metrics: Arc<Metrics>,
     usage: Option<Arc<Usage>>,
+    failures: Option<Arc<Failures>>,
+}
+
+/// The reads that failed in one request, so that the request does not send them again when it
+/// is executed a second time (the GraphQL direct executor gives way to the general one after a
+/// failure): a read that failed fails again at once, with the same outcome, and is not counted
+/// twice. Named by their operation and inputs, which are formatted only when the list is not
+/// empty or a read fails.
+#[derive(Debug, Default)]
+pub struct Failures(std::sync::Mutex<Vec<(String, bool)>>);
+
+impl Failures {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(String, bool)>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The earlier failure of the call `name` names, if it failed before.
+    fn repeated(&self, name: impl FnOnce() -> String) -> Option<StoreError> {
+        let failed = self.lock();
+        if failed.is_empty() {
+            return None;
+        }
+        let call = name();
+        let unavailable = failed.iter().find(|(c, _)| *c == call)?.1;
+        Some(StoreError::Repeated { call, unavailable })
+    }
+
+    fn record(&self, call: String, err: &StoreError) {
+        self.lock().push((call, err.is_unavailable()));
+    }
 }
 
 impl Store {
@@ -389,6 +428,7 @@ impl Store {
             tables: Arc::new(tables),
             metrics: Arc::new(Metrics::new()),
             usage: None,
+            failures: None,
         }
     }
 
@@ -396,6 +436,15 @@ impl Store {
     pub fn metered(&self, usage: Arc<Usage>) -> Self {
         Self {
             usage: Some(usage),
+            ..self.clone()
+        }
+    }
+
+    /// The same store, remembering its failed reads in `failures` and failing them again at
+    /// once when they are asked for a second time (see [`Failures`]).
+    pub fn remembering(&self, failures: Arc<Failures>) -> Self {
+        Self {
+            failures: Some(failures),
             ..self.clone()
         }
     }
@@ -491,6 +540,20 @@ impl Store {
     #[instrument(level = "debug", skip(self, key), fields(table = self.tables.name(table)))]
     pub async fn get(&self, table: TableId, key: &Key) -> Result<Option<Item>, StoreError> {
         let name = self.tables.name(table);
+        let call = || format!("GetItem {name} {:?}", key.to_bytes());
+        if let Some(failures) = &self.failures
+            && let Some(err) = failures.repeated(call)
+        {
+            return Err(err);
+        }
+        let out = self.get_item(name, key).await;
+        if let (Err(err), Some(failures)) = (&out, &self.failures) {
+            failures.record(call(), err);
+        }
+        out
+    }
+
+    async fn get_item(&self, name: &str, key: &Key) -> Result<Option<Item>, StoreError> {
         let call = Box::pin(
             self.client
                 .get_item()
@@ -521,15 +584,26 @@ impl Store {
         spec: ReadSpec<'_>,
         read: ReadPlan,
     ) -> Result<Fetched<Row<Item>, Key>, StoreError> {
+        let call = |spec: &ReadSpec<'_>, read: &ReadPlan| format!("read {spec:?} {read:?}");
+        if let Some(failures) = &self.failures
+            && let Some(err) = failures.repeated(|| call(&spec, &read))
+        {
+            return Err(err);
+        }
         let request = spec.build(&self.client, read.ascending);
-        self.collect(
-            spec.table,
-            request,
-            (!spec.filters.is_empty(), spec.keep.as_ref().map(|k| &*k.0)),
-            read,
-            spec.shape,
-        )
-        .await
+        let out = self
+            .collect(
+                spec.table,
+                request,
+                (!spec.filters.is_empty(), spec.keep.as_ref().map(|k| &*k.0)),
+                &read,
+                spec.shape,
+            )
+            .await;
+        if let (Err(err), Some(failures)) = (&out, &self.failures) {
+            failures.record(call(&spec, &read), err);
+        }
+        out
     }
 
     /// Sends `request` page after page until `read.want` rows match, the data ends, or DynamoDB has
@@ -541,7 +615,7 @@ impl Store {
         table: &str,
         request: Request,
         (mut filtered, keep): (bool, Option<&KeepFn<'_>>),
-        read: ReadPlan,
+        read: &ReadPlan,
         shape: KeyShape,
     ) -> Result<Fetched<Row<Item>, Key>, StoreError> {
         let mut rows = Vec::with_capacity(read.want.min(128));

@@ -4,10 +4,10 @@
 
 use super::error::{ApiError, ApiResult};
 use crate::{
-    cursor::{Binding, CursorCodec, Key},
+    cursor::{Binding, CursorCodec, Key, KeyShape},
     dynamo::{Item, ReadPlan, ReadSpec, Row, Store},
     model::EntityId,
-    pagination::{Direction, Page, PageArgs, PageLimits},
+    pagination::{Direction, Page, PageArgs, PageLimits, PagePlan},
 };
 
 /// A page as the `…Connection` object type resolves it.
@@ -54,6 +54,22 @@ pub struct Reader<'a> {
     pub store: &'a Store,
 }
 
+/// A page whose arguments and cursor were accepted, ready to be read.
+#[derive(Debug)]
+pub struct Opened {
+    plan: PagePlan,
+    start: Option<Key>,
+}
+
+/// Why a page was refused before anything was read.
+#[derive(Debug)]
+pub enum Refused {
+    /// The page arguments (sizes, both directions at once, ...).
+    Args(ApiError),
+    /// The cursor is malformed, forged, expired or from another connection.
+    Cursor,
+}
+
 impl Reader<'_> {
     /// Serves one page of the connection `binding` names, reading with `spec`. `descending` is
     /// the connection's order; backward pages read the other way.
@@ -64,17 +80,53 @@ impl Reader<'_> {
         descending: bool,
         spec: ReadSpec<'_>,
     ) -> ApiResult<PageValue> {
-        let plan = self.limits.plan(args)?;
+        match self.open(args, binding, spec.shape) {
+            Ok(opened) => self.read(opened, binding, descending, spec).await,
+            Err(refused) => Err(self.refusal(refused, binding)),
+        }
+    }
+
+    /// Checks the page arguments and opens the cursor against the connection's binding, with
+    /// no side effect: nothing is read or counted.
+    pub fn open(
+        &self,
+        args: PageArgs,
+        binding: &Binding,
+        shape: KeyShape,
+    ) -> Result<Opened, Refused> {
+        let plan = self
+            .limits
+            .plan(args)
+            .map_err(|err| Refused::Args(err.into()))?;
         let start = plan
             .cursor
             .as_deref()
-            .map(|c| {
-                self.codec.decode(c, spec.shape, binding).map_err(|_| {
-                    self.store.metrics().cursor_rejected(binding.connection());
-                    ApiError::invalid_cursor()
-                })
-            })
-            .transpose()?;
+            .map(|c| self.codec.decode(c, shape, binding))
+            .transpose()
+            .map_err(|_| Refused::Cursor)?;
+        Ok(Opened { plan, start })
+    }
+
+    /// The error for a refused page, counting a rejected cursor.
+    pub fn refusal(&self, refused: Refused, binding: &Binding) -> ApiError {
+        match refused {
+            Refused::Args(err) => err,
+            Refused::Cursor => {
+                self.store.metrics().cursor_rejected(binding.connection());
+                ApiError::invalid_cursor()
+            }
+        }
+    }
+
+    /// Reads an opened page and seals its cursors.
+    pub async fn read(
+        &self,
+        opened: Opened,
+        binding: &Binding,
+        descending: bool,
+        spec: ReadSpec<'_>,
+    ) -> ApiResult<PageValue> {
+        let Opened { plan, start } = opened;
         let fetched = self
             .store
             .read_page(

@@ -9,7 +9,10 @@
 //! counted) again each time. Memory is bounded by the total length of the cached texts, least
 //! recently used first out.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{
+    Arc, Mutex, MutexGuard, OnceLock,
+    atomic::{AtomicBool, Ordering},
+};
 
 use async_graphql::{
     ServerError,
@@ -17,7 +20,10 @@ use async_graphql::{
 };
 use lru::LruCache;
 
-use super::limits::{LimitExceeded, QueryLimits};
+use super::{
+    direct::Plan,
+    limits::{LimitExceeded, QueryLimits},
+};
 
 /// Why a document was refused before execution.
 #[derive(Debug)]
@@ -38,7 +44,7 @@ pub struct Documents {
 
 #[derive(Debug)]
 struct Cache {
-    entries: LruCache<Box<str>, Arc<ExecutableDocument>>,
+    entries: LruCache<Box<str>, Arc<Prepared>>,
     /// Bytes of text held, at most `budget`.
     bytes: usize,
     budget: usize,
@@ -62,7 +68,7 @@ impl Documents {
 
     /// The parsed document for `query`, from the cache or parsed and checked now. Shared: the
     /// executor takes a copy, and the handler keeps it to correct the response's nulls.
-    pub fn prepare(&self, query: &str) -> Result<Arc<ExecutableDocument>, Rejected> {
+    pub fn prepare(&self, query: &str) -> Result<Arc<Prepared>, Rejected> {
         if let Some(document) = self.cached(query) {
             return Ok(document);
         }
@@ -71,7 +77,7 @@ impl Documents {
         self.limits
             .check_document(&document)
             .map_err(Rejected::Limit)?;
-        let document = Arc::new(document);
+        let document = Arc::new(Prepared::new(document));
         self.remember(query, &document);
         Ok(document)
     }
@@ -91,11 +97,11 @@ impl Documents {
         self.cache.as_ref()?.lock().ok()
     }
 
-    fn cached(&self, query: &str) -> Option<Arc<ExecutableDocument>> {
+    fn cached(&self, query: &str) -> Option<Arc<Prepared>> {
         self.lock()?.entries.get(query).cloned()
     }
 
-    fn remember(&self, query: &str, document: &Arc<ExecutableDocument>) {
+    fn remember(&self, query: &str, document: &Arc<Prepared>) {
         let Some(mut cache) = self.lock() else {
             return;
         };
@@ -111,6 +117,50 @@ impl Documents {
             };
             cache.bytes -= text.len();
         }
+    }
+}
+
+/// A parsed, limit-checked document, with what its executions taught: whether async-graphql
+/// has executed it without request errors (so it is valid, whatever the variables), and its
+/// plan for the direct executor.
+#[derive(Debug)]
+pub struct Prepared {
+    document: ExecutableDocument,
+    validated: AtomicBool,
+    plan: OnceLock<Option<Plan>>,
+}
+
+impl Prepared {
+    /// A document not yet executed.
+    pub fn new(document: ExecutableDocument) -> Self {
+        Self {
+            document,
+            validated: AtomicBool::new(false),
+            plan: OnceLock::new(),
+        }
+    }
+
+    /// Whether async-graphql has executed the document without request errors.
+    pub fn validated(&self) -> bool {
+        self.validated.load(Ordering::Relaxed)
+    }
+
+    /// Records that async-graphql executed the document without request errors.
+    pub fn mark_validated(&self) {
+        self.validated.store(true, Ordering::Relaxed);
+    }
+
+    /// The direct executor's plan, made by `plan` the first time it is asked for.
+    pub fn plan(&self, plan: impl FnOnce() -> Option<Plan>) -> Option<&Plan> {
+        self.plan.get_or_init(plan).as_ref()
+    }
+}
+
+impl std::ops::Deref for Prepared {
+    type Target = ExecutableDocument;
+
+    fn deref(&self) -> &ExecutableDocument {
+        &self.document
     }
 }
 

@@ -4,6 +4,7 @@
 
 pub mod access;
 pub mod connection;
+pub mod direct;
 pub mod documents;
 pub mod error;
 pub mod limits;
@@ -34,6 +35,10 @@ pub struct Api {
     pub schema: Schema,
     /// The cost of each field, for the complexity limit.
     pub costs: std::sync::Arc<FieldCosts>,
+    /// The model the schema serves.
+    pub model: &'static Model,
+    /// Seals and opens cursors (the schema holds the same codec).
+    pub codec: CursorCodec,
 }
 
 impl std::fmt::Debug for Api {
@@ -52,7 +57,10 @@ pub fn build_schema(
     query: QueryLimits,
 ) -> Result<Api, SchemaError> {
     let (builder, costs) = schema::builder(model);
-    let mut builder = builder.data(limits).data(codec).limit_depth(query.depth);
+    let mut builder = builder
+        .data(limits)
+        .data(codec.clone())
+        .limit_depth(query.depth);
     if !query.introspection {
         builder = builder.disable_introspection();
     }
@@ -62,6 +70,8 @@ pub fn build_schema(
     Ok(Api {
         schema: builder.finish()?,
         costs: std::sync::Arc::new(costs),
+        model,
+        codec,
     })
 }
 

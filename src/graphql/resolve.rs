@@ -13,7 +13,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::{
     access::{self, Grant},
-    connection::{PageValue, Reader},
+    connection::{Opened, PageValue, Reader, Refused},
     error::{ApiError, ApiResult, check_key_value},
     node::loader,
     values::{self, canonical, key_value},
@@ -55,8 +55,78 @@ impl Site {
     }
 }
 
-/// Reads one page of `site` for a parent item (entity connections) with `args`, reading only
-/// the attributes of `projection` (see [`projection`]) besides the keys; `None` reads whole items.
+/// What reading a page needs from the request: its store, the cursor codec, the page limits
+/// and the caller.
+#[derive(Debug, Clone, Copy)]
+pub struct Env<'a> {
+    /// The request's store.
+    pub store: &'a Store,
+    /// Seals and opens cursors.
+    pub codec: &'a CursorCodec,
+    /// The server's page limits.
+    pub limits: &'a PageLimits,
+    /// Who asks.
+    pub caller: &'a Caller,
+}
+
+/// A page of a connection, planned and with its cursor opened, not yet read.
+#[derive(Debug)]
+pub struct PreparedPage<'a> {
+    limits: PageLimits,
+    binding: Binding,
+    descending: bool,
+    spec: ReadSpec<'a>,
+    opened: Opened,
+}
+
+/// Plans a page of `site` for a parent item (entity connections) with `args`, reading only the
+/// attributes of `projection` (see [`projection`]) besides the keys, `None` reading whole
+/// items; and opens its cursor. Nothing is read or counted: a refused page has no side effect.
+pub fn prepare_page<'a>(
+    env: Env<'a>,
+    site: Site,
+    parent: Option<&Item>,
+    args: &Args,
+    projection: Option<Vec<&'static str>>,
+) -> Result<PreparedPage<'a>, Refused> {
+    let limits = site
+        .connection
+        .page_size
+        .and_then(|(default, max)| {
+            PageLimits::new(default, max, (env.limits.read_budget() as u32).max(max + 1)).ok()
+        })
+        .unwrap_or(*env.limits);
+    let mut plan = plan(site, parent, args, env.store, env.caller).map_err(Refused::Args)?;
+    plan.spec.projection = projection;
+    let reader = Reader {
+        limits: &limits,
+        codec: env.codec,
+        store: env.store,
+    };
+    let opened = reader.open(plan.page, &plan.binding, plan.spec.shape)?;
+    Ok(PreparedPage {
+        limits,
+        binding: plan.binding,
+        descending: plan.descending,
+        spec: plan.spec,
+        opened,
+    })
+}
+
+/// Reads a prepared page.
+pub async fn read_prepared(env: Env<'_>, page: PreparedPage<'_>) -> ApiResult<PageValue> {
+    let reader = Reader {
+        limits: &page.limits,
+        codec: env.codec,
+        store: env.store,
+    };
+    reader
+        .read(page.opened, &page.binding, page.descending, page.spec)
+        .await
+}
+
+/// Reads one page of `site` for a parent item (entity connections) with `args` (see
+/// [`prepare_page`]); a refused cursor is counted.
 pub async fn connection_page(
     ctx: &Context<'_>,
     site: Site,
@@ -66,24 +136,27 @@ pub async fn connection_page(
 ) -> ApiResult<PageValue> {
     let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
     let codec = ctx.data::<CursorCodec>().map_err(|_| ApiError::Internal)?;
-    let global = ctx.data::<PageLimits>().map_err(|_| ApiError::Internal)?;
-    let limits = site
-        .connection
-        .page_size
-        .and_then(|(default, max)| {
-            PageLimits::new(default, max, (global.read_budget() as u32).max(max + 1)).ok()
-        })
-        .unwrap_or(*global);
-    let mut plan = plan(site, parent, args, store, &access::caller(ctx))?;
-    plan.spec.projection = projection;
-    let reader = Reader {
-        limits: &limits,
-        codec,
+    let limits = ctx.data::<PageLimits>().map_err(|_| ApiError::Internal)?;
+    let caller = access::caller(ctx);
+    let env = Env {
         store,
+        codec,
+        limits,
+        caller: &caller,
     };
-    reader
-        .page(plan.page, &plan.binding, plan.descending, plan.spec)
-        .await
+    match prepare_page(env, site, parent, args, projection) {
+        Ok(page) => read_prepared(env, page).await,
+        Err(refused) => {
+            let label = site.label();
+            Err(match refused {
+                Refused::Args(err) => err,
+                Refused::Cursor => {
+                    store.metrics().cursor_rejected(label);
+                    ApiError::invalid_cursor()
+                }
+            })
+        }
+    }
 }
 
 /// The attributes a page of `site` needs for `selection`, the connection field as the query
@@ -95,16 +168,6 @@ pub async fn connection_page(
 /// relations, nested connections, or anything else this does not know, whose resolvers look at
 /// the item as a whole.
 pub fn projection(site: Site, selection: &SelectionField<'_>) -> Option<Vec<&'static str>> {
-    let model = site.model;
-    let connection = site.connection;
-    let members: &'static [EntityId] = match &connection.collection {
-        Some(collection) => &collection.members,
-        None => std::slice::from_ref(&connection.entity),
-    };
-    let table = model.table_of(connection.entity);
-    let keys = || connection.start_key.iter().chain(table.key.iter());
-    let mut wanted: Vec<&'static str> = keys().map(|k| k.name).collect();
-    wanted.extend(table.type_attribute.as_deref());
     let mut nodes = Vec::new();
     for child in selection.selection_set() {
         match child.name() {
@@ -122,31 +185,52 @@ pub fn projection(site: Site, selection: &SelectionField<'_>) -> Option<Vec<&'st
             _ => return None,
         }
     }
-    for node in nodes {
-        for field in node.selection_set() {
-            let name = field.name();
-            if name == "__typename" || name == "id" {
-                continue;
-            }
-            let mut found = false;
-            for &member in members {
-                let e = &model.entities[member];
-                if let Some(f) = e.fields.iter().position(|f| f.name == name) {
-                    found = true;
-                    wanted.extend(values::field_attributes(model, member, f));
-                    // The owner fields the field's own rules compare with the caller.
-                    for (owner, _) in e.fields[f].access.iter().flat_map(|a| a.owners()) {
-                        wanted.extend(values::field_attributes(model, member, owner));
-                    }
-                } else if e.relations.iter().any(|r| r.name == name)
-                    || e.connections.iter().any(|c| c.name == name)
-                {
-                    return None;
+    projection_of(
+        site,
+        nodes
+            .iter()
+            .flat_map(|node| node.selection_set().map(|field| field.name())),
+    )
+}
+
+/// [`projection`] from the names of the fields selected on the connection's nodes (under
+/// `edges { node }` and `nodes`, from every fragment).
+pub fn projection_of<'n>(
+    site: Site,
+    node_fields: impl IntoIterator<Item = &'n str>,
+) -> Option<Vec<&'static str>> {
+    let model = site.model;
+    let connection = site.connection;
+    let members: &'static [EntityId] = match &connection.collection {
+        Some(collection) => &collection.members,
+        None => std::slice::from_ref(&connection.entity),
+    };
+    let table = model.table_of(connection.entity);
+    let keys = || connection.start_key.iter().chain(table.key.iter());
+    let mut wanted: Vec<&'static str> = keys().map(|k| k.name).collect();
+    wanted.extend(table.type_attribute.as_deref());
+    for name in node_fields {
+        if name == "__typename" || name == "id" {
+            continue;
+        }
+        let mut found = false;
+        for &member in members {
+            let e = &model.entities[member];
+            if let Some(f) = e.fields.iter().position(|f| f.name == name) {
+                found = true;
+                wanted.extend(values::field_attributes(model, member, f));
+                // The owner fields the field's own rules compare with the caller.
+                for (owner, _) in e.fields[f].access.iter().flat_map(|a| a.owners()) {
+                    wanted.extend(values::field_attributes(model, member, owner));
                 }
-            }
-            if !found {
+            } else if e.relations.iter().any(|r| r.name == name)
+                || e.connections.iter().any(|c| c.name == name)
+            {
                 return None;
             }
+        }
+        if !found {
+            return None;
         }
     }
     wanted.sort_unstable();

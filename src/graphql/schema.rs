@@ -322,13 +322,18 @@ fn node_value<'a>(
     match members {
         None => Some(value),
         Some(members) => {
-            let entity = edge
-                .entity
-                .filter(|e| members.contains(e))
-                .or_else(|| values::entity_of(model, members, &edge.item))?;
+            let entity = node_entity(model, members, edge)?;
             Some(value.with_type(model.entities[entity].name.as_str()))
         }
     }
+}
+
+/// The member entity of a collection's node: as the read told, or told here; `None` for an
+/// item of none of them.
+pub fn node_entity(model: &Model, members: &[EntityId], edge: &EdgeValue) -> Option<EntityId> {
+    edge.entity
+        .filter(|e| members.contains(e))
+        .or_else(|| values::entity_of(model, members, &edge.item))
 }
 
 /// The object type of an entity.
@@ -562,8 +567,7 @@ fn connection_arguments(model: &Model, connection: &Connection) -> Vec<InputValu
             filter.argument.description.as_deref(),
         ));
     }
-    if let Some(order) = &connection.order {
-        let default = if order.default_desc { "DESC" } else { "ASC" };
+    if let (Some(order), Some((_, default))) = (&connection.order, order_default(connection)) {
         let description = order.description.clone().unwrap_or_else(|| {
             format!("`ASC` or `DESC` by the sort key; `{default}` when omitted or null.")
         });
@@ -573,10 +577,17 @@ fn connection_arguments(model: &Model, connection: &Connection) -> Vec<InputValu
                 TypeRef::named(SORT_ORDER),
                 Some(&description),
             )
-            .default_value(Value::Enum(Name::new(default))),
+            .default_value(default),
         );
     }
     args
+}
+
+/// The default of a connection's `order` argument, with its name: the only argument with one.
+pub fn order_default(connection: &Connection) -> Option<(Name, Value)> {
+    let order = connection.order.as_ref()?;
+    let default = if order.default_desc { "DESC" } else { "ASC" };
+    Some((Name::new(SORT_ORDER_ARG), Value::Enum(Name::new(default))))
 }
 
 const SORT_ORDER_ARG: &str = "order";

@@ -45,7 +45,11 @@ use super::{
 };
 use crate::{
     auth::Caller,
-    graphql::{self, documents::Rejected},
+    graphql::{
+        self, direct,
+        documents::{Prepared, Rejected},
+        resolve::Env,
+    },
     metrics::Metrics,
 };
 
@@ -477,7 +481,7 @@ async fn execute(
         };
         match &document {
             None => match persisted.get(hash).await {
-                Some(registered) => document = Some(Arc::new(registered)),
+                Some(registered) => document = Some(Arc::new(Prepared::new(registered))),
                 None => {
                     return request_error(
                         ServerError::new("PersistedQueryNotFound", None),
@@ -559,14 +563,52 @@ async fn execute(
             }
         }
     }
+    // Each request gets its own store, adding up what its DynamoDB calls cost, and its own
+    // loader, so cached items never outlive the request.
+    let usage = admission.usage();
+    let mut store = state.store.metered(Arc::clone(&usage));
+    // A document async-graphql has executed before goes to the direct executor when it can
+    // answer it (see `graphql::direct`); when it gives way, async-graphql answers.
+    if let Some(document) = &document
+        && document.validated()
+        && let Some(plan) = document.plan(|| {
+            direct::plan(
+                state.api.model,
+                state.api.schema.registry(),
+                document,
+                request.operation_name.as_deref(),
+            )
+        })
+        && plan.is_for(request.operation_name.as_deref())
+    {
+        // What fails here fails again at once if async-graphql asks for it, unsent.
+        store = store.remembering(Arc::default());
+        let inputs = direct::Inputs {
+            model: state.api.model,
+            env: Env {
+                store: &store,
+                codec: &state.api.codec,
+                limits: &state.limits,
+                caller: &caller,
+            },
+            variables: &request.variables,
+        };
+        let answered = direct::execute(plan, &inputs).await;
+        state.metrics().direct_execution(answered.is_some());
+        if let Some(data) = answered {
+            let mut response = async_graphql::Response::new(data);
+            if state.http.cost_extension
+                && let Ok(cost) = async_graphql::to_value(usage.totals())
+            {
+                response.extensions.insert("cost".to_owned(), cost);
+            }
+            return graphql_response(response, format, state.metrics());
+        }
+    }
     if let Some(document) = &document {
         request.set_parsed_query(ExecutableDocument::clone(document));
     }
     let operation_name = request.operation_name.clone();
-    // Each request gets its own store, adding up what its DynamoDB calls cost, and its own
-    // loader, so cached items never outlive the request.
-    let usage = admission.usage();
-    let store = state.store.metered(Arc::clone(&usage));
     let null_items = Arc::new(graphql::nullability::NullItems::default());
     // Also here, for a persisted document the extension looks up itself.
     if graphql::access::grant(&state.introspection, &caller) == graphql::access::Grant::Nothing {
@@ -579,6 +621,11 @@ async fn execute(
         .data(caller)
         .data(Arc::clone(&null_items));
     let mut response = state.api.schema.execute(request).await;
+    if let Some(document) = &document
+        && !is_request_error(&response)
+    {
+        document.mark_validated();
+    }
     if let Some(document) = &document {
         graphql::nullability::propagate(
             &mut response,
@@ -638,9 +685,7 @@ fn graphql_response(
     format: Format,
     metrics: &Metrics,
 ) -> Response {
-    let request_error = response.data == async_graphql::Value::Null
-        && !response.errors.is_empty()
-        && response.errors.iter().all(|error| error.path.is_empty());
+    let request_error = is_request_error(&response);
     for error in &mut response.errors {
         // Resolver errors carry their own codes; the rest are about the request as sent. These
         // messages are async-graphql's own (pinned by tests/api/limits.rs).
@@ -687,6 +732,14 @@ fn graphql_response(
     headers.insert(header::CONTENT_TYPE, format.content_type());
     headers.insert(header::VARY, HeaderValue::from_static("accept"));
     http
+}
+
+/// Whether a response answers a request error: one raised before execution (the document,
+/// validation, variables, a persisted query), leaving no `data` and errors without a `path`.
+fn is_request_error(response: &async_graphql::Response) -> bool {
+    response.data == async_graphql::Value::Null
+        && !response.errors.is_empty()
+        && response.errors.iter().all(|error| error.path.is_empty())
 }
 
 /// A response to a request error: no `data` entry at all.

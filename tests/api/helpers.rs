@@ -272,7 +272,20 @@ pub fn model_state(
 
 /// POSTs a GraphQL request through `router` and returns the response body.
 pub async fn post_graphql(router: &Router, query: &str, variables: Value) -> Value {
-    let body = json!({ "query": query, "variables": variables }).to_string();
+    let text = post_graphql_text(router, query, variables, None).await;
+    serde_json::from_str(&text).expect("JSON response")
+}
+
+/// POSTs a GraphQL request (with `operationName`, if given) through `router` and returns the
+/// response body as sent, byte for byte.
+pub async fn post_graphql_text(
+    router: &Router,
+    query: &str,
+    variables: Value,
+    operation_name: Option<&str>,
+) -> String {
+    let body = json!({ "query": query, "variables": variables, "operationName": operation_name })
+        .to_string();
     let request = Request::post("/graphql")
         .header(header::CONTENT_TYPE, "application/json")
         .body(Body::from(body))
@@ -284,7 +297,7 @@ pub async fn post_graphql(router: &Router, query: &str, variables: Value) -> Val
     let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
         .await
         .expect("body");
-    serde_json::from_slice(&bytes).expect("JSON response")
+    String::from_utf8(bytes.to_vec()).expect("UTF-8 response")
 }
 
 /// An HTTP answer: status, headers and the JSON body.

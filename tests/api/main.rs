@@ -11,6 +11,7 @@ mod binary;
 mod browser;
 mod connections;
 mod cursors;
+mod direct;
 mod ecommerce;
 #[path = "../../examples/ecommerce/data.rs"]
 mod ecommerce_data;
