@@ -3,10 +3,13 @@
 //! executor, and gives way to it for everything else.
 //!
 //! Hand-written because async-graphql's dynamic executor spends, for every field of every edge,
-//! a boxed future, a context, an argument map and two formatted type names, about a tenth of a
-//! page's CPU, and offers no way to resolve a list of objects as ready values. This executor
-//! walks a plan compiled once per document and builds the same response from the same
-//! resolution code ([`resolve`], [`values`], [`access`]).
+//! a boxed future, a context, an argument map and two formatted type names, and validates every
+//! request, and offers no way to resolve a list of objects as ready values: the shop's page took
+//! 0.78 and 0.84 of its server CPU without them (`scripts/bench`, README "Benchmarks"). This
+//! executor walks a plan compiled once per document and builds the same response from the same
+//! resolution code ([`resolve`], [`values`], [`access`]). One difference on purpose: several
+//! root fields come back in the document's order, as the spec asks, where async-graphql puts
+//! them in the order their reads end.
 //!
 //! It is sound by construction rather than by completeness:
 //! - a document is planned only after async-graphql has executed it once without request
