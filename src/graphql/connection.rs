@@ -6,6 +6,7 @@ use super::error::{ApiError, ApiResult};
 use crate::{
     cursor::{Binding, CursorCodec, Key, KeyShape},
     dynamo::{Item, ReadPlan, ReadSpec, Row, Store},
+    metrics::Metrics,
     model::EntityId,
     pagination::{Direction, Page, PageArgs, PageLimits, PagePlan},
 };
@@ -70,22 +71,20 @@ pub enum Refused {
     Cursor,
 }
 
-impl Reader<'_> {
-    /// Serves one page of the connection `binding` names, reading with `spec`. `descending` is
-    /// the connection's order; backward pages read the other way.
-    pub async fn page(
-        &self,
-        args: PageArgs,
-        binding: &Binding,
-        descending: bool,
-        spec: ReadSpec<'_>,
-    ) -> ApiResult<PageValue> {
-        match self.open(args, binding, spec.shape) {
-            Ok(opened) => self.read(opened, binding, descending, spec).await,
-            Err(refused) => Err(self.refusal(refused, binding)),
+impl Refused {
+    /// The error for the client, counting a rejected cursor on `connection` in `metrics`.
+    pub fn into_error(self, metrics: &Metrics, connection: &'static str) -> ApiError {
+        match self {
+            Refused::Args(err) => err,
+            Refused::Cursor => {
+                metrics.cursor_rejected(connection);
+                ApiError::invalid_cursor()
+            }
         }
     }
+}
 
+impl Reader<'_> {
     /// Checks the page arguments and opens the cursor against the connection's binding, with
     /// no side effect: nothing is read or counted.
     pub fn open(
@@ -105,17 +104,6 @@ impl Reader<'_> {
             .transpose()
             .map_err(|_| Refused::Cursor)?;
         Ok(Opened { plan, start })
-    }
-
-    /// The error for a refused page, counting a rejected cursor.
-    pub fn refusal(&self, refused: Refused, binding: &Binding) -> ApiError {
-        match refused {
-            Refused::Args(err) => err,
-            Refused::Cursor => {
-                self.store.metrics().cursor_rejected(binding.connection());
-                ApiError::invalid_cursor()
-            }
-        }
     }
 
     /// Reads an opened page and seals its cursors.

@@ -93,7 +93,7 @@ struct Object {
 enum Leaf {
     Typename,
     Id,
-    Scalar(usize, OutType),
+    Scalar(usize, Ty),
     Connection(ConnectionPlan),
 }
 
@@ -140,22 +140,15 @@ enum Nodes {
 struct Arg {
     name: Name,
     value: async_graphql_value::Value,
-    check: Check,
+    check: Ty,
 }
 
-/// An input type, as validation checks values against it.
-enum Check {
-    NonNull(Box<Check>),
-    List(Box<Check>),
-    Scalar(Option<ScalarValidatorFn>),
-    Enum(Vec<String>),
-}
-
-/// An output type, as async-graphql's executor checks resolved values against it.
-enum OutType {
-    NonNull(Box<OutType>),
-    List(Box<OutType>),
-    /// A scalar with its validator (the built-in ones have none at execution).
+/// A type as values are checked against it: an argument's as validation checks it, or a
+/// field's as async-graphql's executor checks what its resolver gave.
+enum Ty {
+    NonNull(Box<Ty>),
+    List(Box<Ty>),
+    /// A scalar with its validator, if it has one.
     Scalar(Option<ScalarValidatorFn>),
     Enum(Vec<String>),
 }
@@ -351,41 +344,28 @@ impl<'d> Planner<'d> {
                 Some(Arg {
                     name: name.node.clone(),
                     value: value.node.clone(),
-                    check: self.check(ty)?,
+                    check: self.ty(ty, false)?,
                 })
             })
             .collect()
     }
 
-    fn check(&self, ty: &str) -> Option<Check> {
+    /// `ty` from the registry; `output`: as the executor checks output, where the built-in
+    /// scalars have no validator (async-graphql's dynamic schema makes them with none), while
+    /// validation uses the registry's.
+    fn ty(&self, ty: &str, output: bool) -> Option<Ty> {
         Some(match MetaTypeName::create(ty) {
-            MetaTypeName::NonNull(inner) => Check::NonNull(Box::new(self.check(inner)?)),
-            MetaTypeName::List(inner) => Check::List(Box::new(self.check(inner)?)),
+            MetaTypeName::NonNull(inner) => Ty::NonNull(Box::new(self.ty(inner, output)?)),
+            MetaTypeName::List(inner) => Ty::List(Box::new(self.ty(inner, output)?)),
             MetaTypeName::Named(name) => match self.registry.types.get(name)? {
-                MetaType::Scalar { is_valid, .. } => Check::Scalar(is_valid.clone()),
-                MetaType::Enum { enum_values, .. } => {
-                    Check::Enum(enum_values.keys().cloned().collect())
-                }
-                _ => return None,
-            },
-        })
-    }
-
-    fn out_type(&self, ty: &str) -> Option<OutType> {
-        Some(match MetaTypeName::create(ty) {
-            MetaTypeName::NonNull(inner) => OutType::NonNull(Box::new(self.out_type(inner)?)),
-            MetaTypeName::List(inner) => OutType::List(Box::new(self.out_type(inner)?)),
-            MetaTypeName::Named(name) => match self.registry.types.get(name)? {
-                // The executor's built-in scalars have no validator (async-graphql's dynamic
-                // schema makes them with none).
                 MetaType::Scalar { .. }
-                    if matches!(name, "Int" | "Float" | "Boolean" | "String" | "ID") =>
+                    if output && matches!(name, "Int" | "Float" | "Boolean" | "String" | "ID") =>
                 {
-                    OutType::Scalar(None)
+                    Ty::Scalar(None)
                 }
-                MetaType::Scalar { is_valid, .. } => OutType::Scalar(is_valid.clone()),
+                MetaType::Scalar { is_valid, .. } => Ty::Scalar(is_valid.clone()),
                 MetaType::Enum { enum_values, .. } => {
-                    OutType::Enum(enum_values.keys().cloned().collect())
+                    Ty::Enum(enum_values.keys().cloned().collect())
                 }
                 _ => return None,
             },
@@ -432,7 +412,7 @@ impl<'d> Planner<'d> {
                         return None;
                     }
                     let ty = &self.registry.types.get(&e.name)?.field_by_name(name)?.ty;
-                    Leaf::Scalar(f, self.out_type(ty)?)
+                    Leaf::Scalar(f, self.ty(ty, true)?)
                 }
             };
             fields.push((node.response_key().node.clone(), leaf));
@@ -811,31 +791,31 @@ fn object_or_null(map: IndexMap<Name, Value>) -> Value {
 
 /// A resolved value as async-graphql's executor passes it on for an output type, or `None`
 /// where it would fail.
-fn output(ty: &OutType, value: Option<&Value>) -> Option<Value> {
+fn output(ty: &Ty, value: Option<&Value>) -> Option<Value> {
     match (ty, value) {
-        (OutType::NonNull(_), None) => None,
-        (OutType::NonNull(inner), value) => output(inner, value),
+        (Ty::NonNull(_), None) => None,
+        (Ty::NonNull(inner), value) => output(inner, value),
         (_, None) => Some(Value::Null),
-        (OutType::List(inner), Some(Value::List(items))) => Some(Value::List(
+        (Ty::List(inner), Some(Value::List(items))) => Some(Value::List(
             items
                 .iter()
                 .map(|item| output(inner, Some(item)))
                 .collect::<Option<_>>()?,
         )),
-        (OutType::List(_), Some(_)) => None,
-        (OutType::Scalar(validator), Some(value)) => validator
+        (Ty::List(_), Some(_)) => None,
+        (Ty::Scalar(validator), Some(value)) => validator
             .as_ref()
             .is_none_or(|valid| valid(value))
             .then(|| value.clone()),
-        (OutType::Enum(names), Some(Value::Enum(name))) => names
+        (Ty::Enum(names), Some(Value::Enum(name))) => names
             .iter()
             .any(|n| n == name.as_str())
             .then(|| Value::Enum(name.clone())),
-        (OutType::Enum(names), Some(Value::String(name))) => names
+        (Ty::Enum(names), Some(Value::String(name))) => names
             .iter()
             .any(|n| n == name)
             .then(|| Value::Enum(Name::new(name))),
-        (OutType::Enum(_), Some(_)) => None,
+        (Ty::Enum(_), Some(_)) => None,
     }
 }
 
@@ -850,19 +830,22 @@ fn bind(
 ) -> Option<Args> {
     let mut bound = Args::with_capacity(args.len() + 1);
     for arg in args {
-        if let Ok(given) = arg
+        // With every variable it names given, the value is the one validation checks and the
+        // one execution uses (a validated document declares every variable it uses); with one
+        // left out, validation skips it and execution takes the default.
+        let value = match arg
             .value
             .clone()
             .into_const_with(|name| inputs.variables.get(&name).cloned().ok_or(()))
-            && !valid(&arg.check, &given)
         {
-            return None;
-        }
-        let value = arg
-            .value
-            .clone()
-            .into_const_with(|name| var_value(plan, inputs, &name).ok_or(()))
-            .ok()?;
+            Ok(given) if valid(&arg.check, &given) => given,
+            Ok(_) => return None,
+            Err(()) => arg
+                .value
+                .clone()
+                .into_const_with(|name| var_value(plan, inputs, &name).ok_or(()))
+                .ok()?,
+        };
         bound.insert(arg.name.clone(), value);
     }
     if let Some((name, value)) = defaults
@@ -881,17 +864,17 @@ fn var_value(plan: &Plan, inputs: &Inputs<'_>, name: &Name) -> Option<ConstValue
 }
 
 /// async-graphql's `is_valid_input_value`, without the message.
-fn valid(check: &Check, value: &ConstValue) -> bool {
+fn valid(check: &Ty, value: &ConstValue) -> bool {
     match (check, value) {
-        (Check::NonNull(_), ConstValue::Null) => false,
-        (Check::NonNull(inner), value) => valid(inner, value),
-        (Check::List(inner), ConstValue::List(items)) => items.iter().all(|i| valid(inner, i)),
-        (Check::List(_), ConstValue::Null) => true,
-        (Check::List(inner), value) => valid(inner, value),
+        (Ty::NonNull(_), ConstValue::Null) => false,
+        (Ty::NonNull(inner), value) => valid(inner, value),
+        (Ty::List(inner), ConstValue::List(items)) => items.iter().all(|i| valid(inner, i)),
+        (Ty::List(_), ConstValue::Null) => true,
+        (Ty::List(inner), value) => valid(inner, value),
         (_, ConstValue::Null) => true,
-        (Check::Scalar(validator), value) => validator.as_ref().is_none_or(|v| v(value)),
-        (Check::Enum(names), ConstValue::Enum(name)) => names.iter().any(|n| n == name.as_str()),
-        (Check::Enum(names), ConstValue::String(name)) => names.iter().any(|n| n == name),
-        (Check::Enum(_), _) => false,
+        (Ty::Scalar(validator), value) => validator.as_ref().is_none_or(|v| v(value)),
+        (Ty::Enum(names), ConstValue::Enum(name)) => names.iter().any(|n| n == name.as_str()),
+        (Ty::Enum(names), ConstValue::String(name)) => names.iter().any(|n| n == name),
+        (Ty::Enum(_), _) => false,
     }
 }

@@ -146,16 +146,7 @@ pub async fn connection_page(
     };
     match prepare_page(env, site, parent, args, projection) {
         Ok(page) => read_prepared(env, page).await,
-        Err(refused) => {
-            let label = site.label();
-            Err(match refused {
-                Refused::Args(err) => err,
-                Refused::Cursor => {
-                    store.metrics().cursor_rejected(label);
-                    ApiError::invalid_cursor()
-                }
-            })
-        }
+        Err(refused) => Err(refused.into_error(store.metrics(), site.label())),
     }
 }
 
