@@ -1,20 +1,24 @@
 //! A loopback HTTP proxy between the server and DynamoDB Local that injects faults on demand:
-//! added latency, throttling answers, and connections reset without an answer. Faults change at
+//! added latency, throttling answers, connections reset without an answer, and answers whose
+//! body stops half way. Faults change at
 //! run time through its methods, and it counts what it did. It stops when dropped.
 
 use std::{
+    convert::Infallible,
     net::SocketAddr,
+    pin::Pin,
     sync::{
         Arc, Mutex,
         atomic::{AtomicU64, Ordering},
     },
+    task::{Context, Poll},
     time::Duration,
 };
 
-use http_body_util::{BodyExt, Full};
+use http_body_util::{BodyExt, Either, Full};
 use hyper::{
     Request, Response, StatusCode,
-    body::{Bytes, Incoming},
+    body::{Body, Bytes, Frame, Incoming, SizeHint},
     header::{self, HeaderName},
     server::conn::http1,
     service::service_fn,
@@ -89,12 +93,14 @@ struct Faults {
     throttle_all: bool,
     reset_next: u64,
     reset_all: bool,
+    stall_all: bool,
     /// The mix and its generator's state.
     chaos: Option<(ChaosMix, u64)>,
 }
 
 enum Action {
     Forward,
+    Stall,
     Throttle(Throttle),
     Reset,
 }
@@ -109,6 +115,8 @@ impl Faults {
         } else if self.reset_next > 0 {
             self.reset_next -= 1;
             Action::Reset
+        } else if self.stall_all {
+            Action::Stall
         } else if self.throttle_all {
             Action::Throttle(self.throttle)
         } else if self.throttle_next > 0 {
@@ -248,6 +256,13 @@ impl FaultProxy {
         self.faults().reset_all = true;
     }
 
+    /// Forwards every request until [`clear`](Self::clear), but relays only the first half of
+    /// each answer's body, then sends nothing more: the connection stays open, the rest never
+    /// comes (a stalled stream).
+    pub fn stall_all(&self) {
+        self.faults().stall_all = true;
+    }
+
     /// Draws a fault for every request from `mix` (after any scripted faults).
     pub fn chaos(&self, mix: ChaosMix) {
         self.faults().chaos = Some((mix, mix.seed));
@@ -306,10 +321,40 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
     }
 }
 
+/// A response body: whole, or stalled after its first part.
+type ProxyBody = Either<Full<Bytes>, Stalled>;
+
+/// A body that yields its first part and then never finishes (and never wakes its reader).
+#[derive(Debug)]
+struct Stalled(Option<Bytes>);
+
+impl Body for Stalled {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        match self.0.take() {
+            Some(first) => Poll::Ready(Some(Ok(Frame::data(first)))),
+            None => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        false
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::default()
+    }
+}
+
 async fn handle(
     shared: Arc<Shared>,
     request: Request<Incoming>,
-) -> Result<Response<Full<Bytes>>, ResetConnection> {
+) -> Result<Response<ProxyBody>, ResetConnection> {
     shared.received.fetch_add(1, Ordering::SeqCst);
     // Decided on arrival, so that "the next n" means the next n to arrive.
     let (action, delay) = shared.faults.lock().unwrap().decide();
@@ -324,11 +369,22 @@ async fn handle(
         }
         Action::Throttle(kind) => {
             shared.throttled.fetch_add(1, Ordering::SeqCst);
-            Ok(throttled(kind))
+            Ok(throttled(kind).map(Either::Left))
         }
         Action::Forward => {
             shared.forwarded.fetch_add(1, Ordering::SeqCst);
-            forward(&shared, request).await
+            Ok(forward(&shared, request)
+                .await?
+                .map(|body| Either::Left(Full::new(body))))
+        }
+        Action::Stall => {
+            shared.forwarded.fetch_add(1, Ordering::SeqCst);
+            // The answer's headers (its Content-Length included) and half its body.
+            let response = forward(&shared, request).await?;
+            Ok(
+                response
+                    .map(|mut body| Either::Right(Stalled(Some(body.split_to(body.len() / 2))))),
+            )
         }
     }
 }
@@ -352,7 +408,7 @@ fn throttled(kind: Throttle) -> Response<Full<Bytes>> {
 async fn forward(
     shared: &Shared,
     request: Request<Incoming>,
-) -> Result<Response<Full<Bytes>>, ResetConnection> {
+) -> Result<Response<Bytes>, ResetConnection> {
     let (parts, body) = request.into_parts();
     let body = body
         .collect()
@@ -372,7 +428,7 @@ async fn forward(
     let Ok(upstream) = outgoing.send().await else {
         return Ok(Response::builder()
             .status(StatusCode::BAD_GATEWAY)
-            .body(Full::new(Bytes::new()))
+            .body(Bytes::new())
             .unwrap());
     };
     let mut response = Response::builder().status(upstream.status());
@@ -384,5 +440,5 @@ async fn forward(
     let Ok(bytes) = upstream.bytes().await else {
         return Err(ResetConnection);
     };
-    Ok(response.body(Full::new(bytes)).unwrap())
+    Ok(response.body(bytes).unwrap())
 }

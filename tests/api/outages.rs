@@ -286,6 +286,39 @@ async fn latency_over_the_attempt_timeout_is_a_bounded_masked_unavailable() {
     );
 }
 
+/// An answer whose body stops half way (its headers and first half sent, the connection left
+/// open) ends the attempt at the attempt timeout like any slow answer: the server turns off the
+/// SDK's stalled-stream protection (a per-call cost on every page, see `dynamo::SdkSettings`), so
+/// the attempt timeout is what bounds a stalled body. The client gets a masked
+/// SERVICE_UNAVAILABLE at the operation timeout, after `max_attempts` attempts.
+#[tokio::test]
+async fn a_stalled_answer_body_is_cut_by_the_attempt_timeout() {
+    let app = TestApp::spawn().await;
+    app.put_user("ivy").await;
+    let (proxy, server) = through_proxy(&app, &TIMED).await;
+    let (_, body) = user_name(&server, "ivy").await;
+    assert_eq!(body["data"]["user"]["name"], "User ivy", "{body}");
+
+    proxy.stall_all();
+    let before = proxy.counts();
+    let started = Instant::now();
+    let (status, body) = user_name(&server, "ivy").await;
+    let elapsed = started.elapsed();
+    assert_masked_unavailable(status, &body);
+    let during = proxy.counts() - before;
+    assert_eq!(during.received, u64::from(TIMED.max_attempts));
+    assert_eq!(during.forwarded, during.received);
+    assert!(elapsed >= TIMED.operation_timeout, "{elapsed:?}");
+    assert!(
+        elapsed < TIMED.operation_timeout + Duration::from_millis(400),
+        "{elapsed:?}"
+    );
+
+    proxy.clear();
+    let (_, body) = user_name(&server, "ivy").await;
+    assert_eq!(body["data"]["user"]["name"], "User ivy", "{body}");
+}
+
 /// `epoch_ms` as the API writes a `DateTime`.
 fn iso(epoch_ms: i64) -> String {
     DateTime::from_timestamp_millis(epoch_ms)
