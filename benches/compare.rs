@@ -721,7 +721,12 @@ async fn run() -> anyhow::Result<()> {
     drop((peer_api, peer));
     // The SDK floor, with every server idle: the page's DynamoDB calls from this process alone.
     let mut floors = Vec::new();
-    for flavor in [FloorRuntime::CurrentThread, FloorRuntime::MultiThread] {
+    let per_core = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    for flavor in [
+        FloorRuntime::CurrentThread,
+        FloorRuntime::MultiThread,
+        FloorRuntime::PerCore(per_core),
+    ] {
         let ticks = sdk_floor(flavor, &endpoint, &names).await?;
         floors.push((
             flavor,
@@ -1957,14 +1962,20 @@ impl Drop for Peer {
 /// The runtime the SDK floor runs on.
 #[derive(Debug, Clone, Copy)]
 enum FloorRuntime {
+    /// One current-thread runtime: one thread, all the tasks.
     CurrentThread,
+    /// One multi-thread runtime with 2 workers.
     MultiThread,
+    /// This many threads, each a current-thread runtime with a client of its own and its share
+    /// of the tasks: the shape of dynarelay's server, which by default serves on one such thread
+    /// per CPU (`--threads`), as many as this machine has.
+    PerCore(usize),
 }
 
 impl FloorRuntime {
     fn build(self) -> std::io::Result<tokio::runtime::Runtime> {
         match self {
-            Self::CurrentThread => tokio::runtime::Builder::new_current_thread()
+            Self::CurrentThread | Self::PerCore(_) => tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build(),
             Self::MultiThread => tokio::runtime::Builder::new_multi_thread()
@@ -1974,10 +1985,13 @@ impl FloorRuntime {
         }
     }
 
-    fn describe(self) -> &'static str {
+    fn describe(self) -> String {
         match self {
-            Self::CurrentThread => "current-thread tokio runtime",
-            Self::MultiThread => "multi-thread tokio runtime, 2 workers",
+            Self::CurrentThread => "current-thread tokio runtime".to_owned(),
+            Self::MultiThread => "multi-thread tokio runtime, 2 workers".to_owned(),
+            Self::PerCore(threads) => format!(
+                "a current-thread tokio runtime and a client on each of {threads} threads (the server's shape)"
+            ),
         }
     }
 }
@@ -2000,15 +2014,18 @@ async fn sdk_floor(flavor: FloorRuntime, endpoint: &str, names: &ShopNames) -> a
     let (endpoint, names) = (endpoint.to_owned(), names.clone());
     // On a thread outside the bench's runtime, where a runtime may block and be dropped.
     let thread = std::thread::spawn(move || -> anyhow::Result<u64> {
+        if let FloorRuntime::PerCore(threads) = flavor {
+            return per_core_floor(threads, &endpoint, &names);
+        }
         flavor.build()?.block_on(async move {
             let direct = Arc::new(Direct {
                 client: dynamo::client_for_local(&endpoint),
                 names,
             });
-            direct_load(&direct, WARM_UP * CONCURRENCY).await?;
+            direct_load(&direct, WARM_UP * CONCURRENCY, CONCURRENCY).await?;
             let pid = std::process::id();
             let before = cpu_ticks(pid)?;
-            direct_load(&direct, FLOOR_PAGES).await?;
+            direct_load(&direct, FLOOR_PAGES, CONCURRENCY).await?;
             Ok(cpu_ticks(pid)? - before)
         })
     });
@@ -2017,13 +2034,59 @@ async fn sdk_floor(flavor: FloorRuntime, endpoint: &str, names: &ShopNames) -> a
         .map_err(|_| anyhow::anyhow!("the SDK floor's thread panicked"))?
 }
 
+/// [`sdk_floor`] on `threads` threads, each a current-thread runtime with a client of its own,
+/// sending its share of the pages from its share of the [`CONCURRENCY`] tasks. The process's CPU
+/// is read once every thread has warmed up, and again once every thread is done.
+fn per_core_floor(threads: usize, endpoint: &str, names: &ShopNames) -> anyhow::Result<u64> {
+    let threads = threads.clamp(1, CONCURRENCY);
+    let start = Arc::new(std::sync::Barrier::new(threads + 1));
+    let done = Arc::new(std::sync::Barrier::new(threads + 1));
+    let workers: Vec<_> = (0..threads)
+        .map(|thread| {
+            let (start, done) = (Arc::clone(&start), Arc::clone(&done));
+            let (endpoint, names) = (endpoint.to_owned(), names.clone());
+            let pages = FLOOR_PAGES / threads + usize::from(thread < FLOOR_PAGES % threads);
+            let tasks = CONCURRENCY / threads + usize::from(thread < CONCURRENCY % threads);
+            std::thread::spawn(move || -> anyhow::Result<()> {
+                let runtime = FloorRuntime::PerCore(threads).build();
+                let result = runtime.map_err(anyhow::Error::from).and_then(|runtime| {
+                    let direct = Arc::new(Direct {
+                        client: dynamo::client_for_local(&endpoint),
+                        names,
+                    });
+                    runtime.block_on(direct_load(&direct, WARM_UP * tasks, tasks))?;
+                    Ok((runtime, direct))
+                });
+                // Every thread passes both barriers, failed or not, so that none waits forever.
+                start.wait();
+                let result = result.and_then(|(runtime, direct)| {
+                    runtime.block_on(direct_load(&direct, pages, tasks))
+                });
+                done.wait();
+                result
+            })
+        })
+        .collect();
+    let pid = std::process::id();
+    start.wait();
+    let before = cpu_ticks(pid);
+    done.wait();
+    let after = cpu_ticks(pid);
+    for worker in workers {
+        worker
+            .join()
+            .map_err(|_| anyhow::anyhow!("an SDK floor thread panicked"))??;
+    }
+    Ok(after? - before?)
+}
+
 /// `pages` of the user's GetItem and the page's Query at the same time, sent directly from
-/// [`CONCURRENCY`] tasks at once.
-async fn direct_load(direct: &Arc<Direct>, pages: usize) -> anyhow::Result<()> {
+/// `concurrency` tasks at once.
+async fn direct_load(direct: &Arc<Direct>, pages: usize, concurrency: usize) -> anyhow::Result<()> {
     let mut tasks = tokio::task::JoinSet::new();
-    for client in 0..CONCURRENCY {
+    for client in 0..concurrency {
         let direct = Arc::clone(direct);
-        let share = pages / CONCURRENCY + usize::from(client < pages % CONCURRENCY);
+        let share = pages / concurrency + usize::from(client < pages % concurrency);
         tasks.spawn(async move {
             for _ in 0..share {
                 direct.get_with_query_timed(LONG_USER).await?;

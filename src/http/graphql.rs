@@ -676,6 +676,9 @@ fn set_code(error: &mut ServerError, code: &str) {
     }
 }
 
+/// Bytes first set aside for a response's JSON.
+const RESPONSE_CAPACITY: usize = 8 * 1024;
+
 /// Status, media type and body for a GraphQL response.
 ///
 /// A request error (one raised before execution: the document, validation, variables, a
@@ -709,16 +712,21 @@ fn graphql_response(
         _ => StatusCode::OK,
     };
     // Serialized directly (not through `serde_json::Value`, whose maps sort their keys), so
-    // fields come back in the order the query asked for them.
-    let body = if request_error {
-        serde_json::to_string(&RequestErrors {
-            errors: &response.errors,
-            extensions: &response.extensions,
-        })
+    // fields come back in the order the query asked for them; into a buffer that holds a page
+    // of a few dozen edges without growing (and copying) as it fills.
+    let mut body = Vec::with_capacity(RESPONSE_CAPACITY);
+    let written = if request_error {
+        serde_json::to_writer(
+            &mut body,
+            &RequestErrors {
+                errors: &response.errors,
+                extensions: &response.extensions,
+            },
+        )
     } else {
-        serde_json::to_string(&response)
+        serde_json::to_writer(&mut body, &response)
     };
-    let Ok(body) = body else {
+    let Ok(()) = written else {
         tracing::error!("a GraphQL response could not be serialized");
         return HttpError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
