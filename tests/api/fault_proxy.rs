@@ -18,7 +18,7 @@ use std::{
 use http_body_util::{BodyExt, Either, Full};
 use hyper::{
     Request, Response, StatusCode,
-    body::{Body, Bytes, Frame, Incoming, SizeHint},
+    body::{Body, Bytes, Frame, Incoming},
     header::{self, HeaderName},
     server::conn::http1,
     service::service_fn,
@@ -340,14 +340,6 @@ impl Body for Stalled {
             Some(first) => Poll::Ready(Some(Ok(Frame::data(first)))),
             None => Poll::Pending,
         }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        false
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        SizeHint::default()
     }
 }
 
