@@ -6,8 +6,8 @@
 //! a boxed future, a context, an argument map and two formatted type names, and validates every
 //! request, and offers no way to resolve a list of objects as ready values: the shop's page took
 //! 0.78 and 0.84 of its server CPU without them (`scripts/bench`, README "Benchmarks"). This
-//! executor walks a plan compiled once per document and builds the same response from the same
-//! resolution code ([`resolve`], [`values`], [`access`]). One difference on purpose: several
+//! executor walks a plan compiled once per document and writes the same response's JSON from
+//! the same resolution code ([`resolve`], [`values`], [`access`]). One difference on purpose: several
 //! root fields come back in the document's order, as the spec asks, where async-graphql puts
 //! them in the order their reads end.
 //!
@@ -30,7 +30,6 @@ use std::{collections::HashMap, sync::Arc};
 use async_graphql::futures_util::future::{join, join_all};
 use async_graphql::{
     Name, Positioned, Value, Variables,
-    indexmap::IndexMap,
     parser::types::{
         DocumentOperations, ExecutableDocument, Field, OperationDefinition, OperationType,
         Selection, SelectionSet,
@@ -47,7 +46,7 @@ use super::{
 };
 use crate::{
     dynamo::Item,
-    model::{Connection, EntityId, Model, PartitionFrom, Read},
+    model::{self, Connection, EntityId, Model, PartitionFrom},
 };
 
 /// An operation of a document, planned for the direct executor.
@@ -559,26 +558,65 @@ fn all_fields<'d>(
     out
 }
 
-/// Executes `plan`: the response's `data`, or `None` when async-graphql must answer instead.
-pub async fn execute(plan: &Plan, inputs: &Inputs<'_>) -> Option<Value> {
-    let fields = join_all(plan.root.iter().map(|(key, root)| async move {
-        let value = match root {
-            Root::Typename => Some(Value::String("Query".to_owned())),
-            Root::Lookup {
-                lookup,
-                args,
-                object,
-            } => lookup_value(plan, inputs, lookup, args, object).await,
-            Root::Connection(connection) => {
-                let prepared = prepare(plan, inputs, connection, None)?;
-                let page = resolve::read_prepared(inputs.env, prepared).await.ok()?;
-                connection_value(inputs, connection, &page)
-            }
-        };
-        Some((key.clone(), value?))
-    }))
+/// Executes `plan`: appends the response's `data`, as JSON, to `out`, or returns `None` (what
+/// it appended then means nothing) when async-graphql must answer instead.
+///
+/// The reads come first, all at once; then the JSON is written straight from the plan and what
+/// was read, with the bytes serde_json writes for async-graphql's response (no value tree in
+/// between: no maps, no copied keys or cursors).
+pub async fn execute(plan: &Plan, inputs: &Inputs<'_>, out: &mut Vec<u8>) -> Option<()> {
+    let read = join_all(
+        plan.root
+            .iter()
+            .map(|(_, root)| read_root(plan, inputs, root)),
+    )
     .await;
-    Some(Value::Object(fields.into_iter().collect::<Option<_>>()?))
+    let mut json = Json(out);
+    json.0.push(b'{');
+    for (at, ((key, root), read)) in plan.root.iter().zip(read).enumerate() {
+        json.key(at, key);
+        match (root, read?) {
+            (Root::Typename, _) => json.str("Query"),
+            (Root::Lookup { object, .. }, Read::Item(item, pages)) => {
+                object_json(&mut json, inputs, object, &item, Some(&pages))?;
+            }
+            (Root::Connection(connection), Read::Page(page)) => {
+                connection_json(&mut json, inputs, connection, &page)?;
+            }
+            (_, Read::Null) => json.0.extend_from_slice(b"null"),
+            _ => return None,
+        }
+    }
+    json.0.push(b'}');
+    Some(())
+}
+
+/// What a root field read: `None` (of the `Option` around it) to give way.
+enum Read {
+    /// Nothing to read (`__typename`).
+    Nothing,
+    /// A lookup that found nothing the caller may see.
+    Null,
+    /// A lookup's item and the pages of its connections, by field position.
+    Item(Item, HashMap<usize, PageValue>),
+    /// A root connection's page.
+    Page(PageValue),
+}
+
+async fn read_root(plan: &Plan, inputs: &Inputs<'_>, root: &Root) -> Option<Read> {
+    match root {
+        Root::Typename => Some(Read::Nothing),
+        Root::Lookup {
+            lookup,
+            args,
+            object,
+        } => read_lookup(plan, inputs, lookup, args, object).await,
+        Root::Connection(connection) => {
+            let prepared = prepare(plan, inputs, connection, None)?;
+            let page = resolve::read_prepared(inputs.env, prepared).await.ok()?;
+            Some(Read::Page(page))
+        }
+    }
 }
 
 /// A page of `connection` planned for this request, its cursor opened; `None` when refused.
@@ -601,13 +639,13 @@ fn prepare<'a>(
 
 /// A lookup and the pages of its connections, read at the same time when they do not depend on
 /// the item (as `schema::lookup_item` reads them).
-async fn lookup_value(
+async fn read_lookup(
     plan: &Plan,
     inputs: &Inputs<'_>,
     lookup: &'static crate::model::Lookup,
     args: &[Arg],
     object: &Object,
-) -> Option<Value> {
+) -> Option<Read> {
     let env = inputs.env;
     let model = inputs.model;
     let entity = lookup.entity;
@@ -618,14 +656,14 @@ async fn lookup_value(
     let key = resolve::key_from_args(model, entity, &args).ok()?;
     let partial: Item = key.to_attribute_map();
     if access::may_see_key(model, entity, &partial, env.caller) == Some(false) {
-        return Some(Value::Null);
+        return Some(Read::Null);
     }
     let e = &model.entities[entity];
     let ahead = |c: &Connection| match &c.read {
-        Read::Query { partition, .. } => {
+        model::Read::Query { partition, .. } => {
             matches!(partition.from, PartitionFrom::Parent(f) if e.key_fields.contains(&f))
         }
-        Read::Scan => false,
+        model::Read::Scan => false,
     };
     let mut early = Vec::new();
     for (at, (_, leaf)) in object.fields.iter().enumerate() {
@@ -649,7 +687,7 @@ async fn lookup_value(
             && access::may_see(model, entity, item, env.caller)
     });
     let Some(item) = found else {
-        return Some(Value::Null);
+        return Some(Read::Null);
     };
     let mut pages: HashMap<usize, PageValue> = HashMap::with_capacity(read.len());
     for (at, page) in read {
@@ -663,24 +701,78 @@ async fn lookup_value(
             pages.insert(at, resolve::read_prepared(env, prepared).await.ok()?);
         }
     }
-    object_value(inputs, object, &item, Some(&pages))
+    Some(Read::Item(item, pages))
 }
 
-/// An entity object's value; `pages`: the pages of its connections, by field position.
-fn object_value(
+/// A response's JSON being written, compact, as serde_json writes async-graphql's values
+/// (strings escaped by serde_json itself).
+///
+/// Hand-written rather than serialized from a value tree: building the tree (maps of copied
+/// keys, copied cursors) and dropping it cost more than writing the bytes (`scripts/profile`).
+struct Json<'o>(&'o mut Vec<u8>);
+
+impl Json<'_> {
+    /// A JSON string.
+    fn str(&mut self, s: &str) {
+        // Writing a string into a `Vec` cannot fail.
+        let _ = serde_json::to_writer(&mut *self.0, s);
+    }
+
+    fn bool(&mut self, b: bool) {
+        self.0.extend_from_slice(if b { b"true" } else { b"false" });
+    }
+
+    /// The key of the `at`th entry of an object (`{` written before the first).
+    fn key(&mut self, at: usize, key: &Name) {
+        if at > 0 {
+            self.0.push(b',');
+        }
+        self.str(key.as_str());
+        self.0.push(b':');
+    }
+
+    /// A value as async-graphql's response writes it; `None` if serde_json refuses it.
+    fn value(&mut self, value: &Value) -> Option<()> {
+        serde_json::to_writer(&mut *self.0, value).ok()
+    }
+
+    /// An object of `len` entries written by `entry(self, at)`, or `null` when nothing was
+    /// selected on it (its fragments were all for other types), as async-graphql answers.
+    fn object(
+        &mut self,
+        len: usize,
+        mut entry: impl FnMut(&mut Self, usize) -> Option<()>,
+    ) -> Option<()> {
+        if len == 0 {
+            self.0.extend_from_slice(b"null");
+            return Some(());
+        }
+        self.0.push(b'{');
+        for at in 0..len {
+            entry(self, at)?;
+        }
+        self.0.push(b'}');
+        Some(())
+    }
+}
+
+/// An entity object; `pages`: the pages of its connections, by field position.
+fn object_json(
+    json: &mut Json<'_>,
     inputs: &Inputs<'_>,
     object: &Object,
     item: &Item,
     pages: Option<&HashMap<usize, PageValue>>,
-) -> Option<Value> {
+) -> Option<()> {
     let model = inputs.model;
     let entity = object.entity;
     let e = &model.entities[entity];
-    let mut map = IndexMap::with_capacity(object.fields.len());
-    for (at, (key, leaf)) in object.fields.iter().enumerate() {
-        let value = match leaf {
-            Leaf::Typename => Value::String(e.name.clone()),
-            Leaf::Id => Value::String(resolve::item_id(model, entity, item).ok()?),
+    json.object(object.fields.len(), |json, at| {
+        let (key, leaf) = &object.fields[at];
+        json.key(at, key);
+        match leaf {
+            Leaf::Typename => json.str(&e.name),
+            Leaf::Id => json.str(&resolve::item_id(model, entity, item).ok()?),
             Leaf::Scalar(f, ty) => {
                 let field = &e.fields[*f];
                 if let Some(rules) = &field.access {
@@ -691,131 +783,137 @@ fn object_value(
                 }
                 let stored = values::field_value(model, entity, *f, item);
                 let value = values::output(model, field, stored.as_deref()).ok()?;
-                output(ty, value.as_ref())?
+                if !fits(ty, value.as_ref()) {
+                    return None;
+                }
+                match &value {
+                    Some(value) => json.value(value)?,
+                    None => json.0.extend_from_slice(b"null"),
+                }
             }
-            Leaf::Connection(connection) => connection_value(inputs, connection, pages?.get(&at)?)?,
-        };
-        map.insert(key.clone(), value);
-    }
-    Some(object_or_null(map))
+            Leaf::Connection(connection) => {
+                connection_json(json, inputs, connection, pages?.get(&at)?)?;
+            }
+        }
+        Some(())
+    })
 }
 
-fn connection_value(
+fn connection_json(
+    json: &mut Json<'_>,
     inputs: &Inputs<'_>,
     connection: &ConnectionPlan,
     page: &PageValue,
-) -> Option<Value> {
-    let mut map = IndexMap::with_capacity(connection.fields.len());
-    for (key, leaf) in &connection.fields {
-        let value = match leaf {
-            ConnectionLeaf::Typename => Value::String(connection.typename.to_string()),
+) -> Option<()> {
+    json.object(connection.fields.len(), |json, at| {
+        let (key, leaf) = &connection.fields[at];
+        json.key(at, key);
+        match leaf {
+            ConnectionLeaf::Typename => json.str(&connection.typename),
             ConnectionLeaf::Edges(typename, fields) => {
-                let mut edges = Vec::with_capacity(page.edges.len());
-                for edge in &page.edges {
-                    let mut map = IndexMap::with_capacity(fields.len());
-                    for (key, leaf) in fields {
-                        let value = match leaf {
-                            EdgeLeaf::Typename => Value::String(typename.to_string()),
-                            EdgeLeaf::Cursor => Value::String(edge.cursor.clone()),
-                            EdgeLeaf::Node(nodes) => {
-                                node_value(inputs, connection.site, nodes, edge)??
-                            }
-                        };
-                        map.insert(key.clone(), value);
+                json.0.push(b'[');
+                for (n, edge) in page.edges.iter().enumerate() {
+                    if n > 0 {
+                        json.0.push(b',');
                     }
-                    edges.push(object_or_null(map));
+                    json.object(fields.len(), |json, at| {
+                        let (key, leaf) = &fields[at];
+                        json.key(at, key);
+                        match leaf {
+                            EdgeLeaf::Typename => json.str(typename),
+                            EdgeLeaf::Cursor => json.str(&edge.cursor),
+                            // An edge whose item is of no member entity: its node is null,
+                            // which the schema does not allow, so async-graphql answers.
+                            EdgeLeaf::Node(nodes) => {
+                                if !node_json(json, inputs, connection.site, nodes, edge)? {
+                                    return None;
+                                }
+                            }
+                        }
+                        Some(())
+                    })?;
                 }
-                Value::List(edges)
+                json.0.push(b']');
             }
             ConnectionLeaf::Nodes(nodes) => {
-                let mut list = Vec::with_capacity(page.edges.len());
+                json.0.push(b'[');
+                let mut first = true;
                 for edge in &page.edges {
+                    let mark = json.0.len();
+                    if !first {
+                        json.0.push(b',');
+                    }
                     // An item of no member entity is left out, as `schema::node_value` does.
-                    if let Some(value) = node_value(inputs, connection.site, nodes, edge)? {
-                        list.push(value);
+                    if node_json(json, inputs, connection.site, nodes, edge)? {
+                        first = false;
+                    } else {
+                        json.0.truncate(mark);
                     }
                 }
-                Value::List(list)
+                json.0.push(b']');
             }
             ConnectionLeaf::PageInfo(fields) => {
                 let info = &page.page_info;
-                let cursor = |c: &Option<String>| c.clone().map_or(Value::Null, Value::String);
-                let mut map = IndexMap::with_capacity(fields.len());
-                for (key, leaf) in fields {
-                    let value = match leaf {
-                        PageInfoLeaf::Typename => Value::String("PageInfo".to_owned()),
-                        PageInfoLeaf::HasNextPage => Value::Boolean(info.has_next_page),
-                        PageInfoLeaf::HasPreviousPage => Value::Boolean(info.has_previous_page),
-                        PageInfoLeaf::StartCursor => cursor(&info.start_cursor),
-                        PageInfoLeaf::EndCursor => cursor(&info.end_cursor),
+                json.object(fields.len(), |json, at| {
+                    let (key, leaf) = &fields[at];
+                    json.key(at, key);
+                    let cursor = |json: &mut Json<'_>, c: &Option<String>| match c {
+                        Some(c) => json.str(c),
+                        None => json.0.extend_from_slice(b"null"),
                     };
-                    map.insert(key.clone(), value);
-                }
-                object_or_null(map)
+                    match leaf {
+                        PageInfoLeaf::Typename => json.str("PageInfo"),
+                        PageInfoLeaf::HasNextPage => json.bool(info.has_next_page),
+                        PageInfoLeaf::HasPreviousPage => json.bool(info.has_previous_page),
+                        PageInfoLeaf::StartCursor => cursor(json, &info.start_cursor),
+                        PageInfoLeaf::EndCursor => cursor(json, &info.end_cursor),
+                    }
+                    Some(())
+                })?;
             }
-        };
-        map.insert(key.clone(), value);
-    }
-    Some(object_or_null(map))
+        }
+        Some(())
+    })
 }
 
-/// A node's value: `Some(None)` for an item of no member entity, `None` to give way.
-fn node_value(
+/// Writes a node: `Some(false)` (nothing written) for an item of no member entity, `None` to
+/// give way.
+fn node_json(
+    json: &mut Json<'_>,
     inputs: &Inputs<'_>,
     site: Site,
     nodes: &Nodes,
     edge: &EdgeValue,
-) -> Option<Option<Value>> {
-    match nodes {
-        Nodes::One(object) => object_value(inputs, object, &edge.item, None).map(Some),
+) -> Option<bool> {
+    let object = match nodes {
+        Nodes::One(object) => object,
         Nodes::Members(objects) => {
             let members = &site.connection.collection.as_ref()?.members;
             let Some(entity) = schema::node_entity(site.model, members, edge) else {
-                return Some(None);
+                return Some(false);
             };
-            let object = objects.iter().find(|o| o.entity == entity)?;
-            object_value(inputs, object, &edge.item, None).map(Some)
+            objects.iter().find(|o| o.entity == entity)?
         }
-    }
+    };
+    object_json(json, inputs, object, &edge.item, None)?;
+    Some(true)
 }
 
-/// An object's value: null when nothing was selected on it (its fragments were all for other
-/// types), as async-graphql answers.
-fn object_or_null(map: IndexMap<Name, Value>) -> Value {
-    if map.is_empty() {
-        Value::Null
-    } else {
-        Value::Object(map)
-    }
-}
-
-/// A resolved value as async-graphql's executor passes it on for an output type, or `None`
-/// where it would fail.
-fn output(ty: &Ty, value: Option<&Value>) -> Option<Value> {
+/// Whether async-graphql's executor passes on a resolved value for an output type (where it
+/// does not, it fails the field).
+fn fits(ty: &Ty, value: Option<&Value>) -> bool {
     match (ty, value) {
-        (Ty::NonNull(_), None) => None,
-        (Ty::NonNull(inner), value) => output(inner, value),
-        (_, None) => Some(Value::Null),
-        (Ty::List(inner), Some(Value::List(items))) => Some(Value::List(
-            items
-                .iter()
-                .map(|item| output(inner, Some(item)))
-                .collect::<Option<_>>()?,
-        )),
-        (Ty::List(_), Some(_)) => None,
-        (Ty::Scalar(validator), Some(value)) => validator
-            .as_ref()
-            .is_none_or(|valid| valid(value))
-            .then(|| value.clone()),
-        (Ty::Enum(names), Some(Value::Enum(name))) => names
-            .iter()
-            .any(|n| n == name.as_str())
-            .then(|| Value::Enum(name.clone())),
-        (Ty::Enum(names), Some(Value::String(name))) => names
-            .iter()
-            .any(|n| n == name)
-            .then(|| Value::Enum(Name::new(name))),
-        (Ty::Enum(_), Some(_)) => None,
+        (Ty::NonNull(_), None) => false,
+        (Ty::NonNull(inner), value) => fits(inner, value),
+        (_, None) => true,
+        (Ty::List(inner), Some(Value::List(items))) => {
+            items.iter().all(|item| fits(inner, Some(item)))
+        }
+        (Ty::List(_), Some(_)) => false,
+        (Ty::Scalar(validator), Some(value)) => validator.as_ref().is_none_or(|valid| valid(value)),
+        (Ty::Enum(names), Some(Value::Enum(name))) => names.iter().any(|n| n == name.as_str()),
+        (Ty::Enum(names), Some(Value::String(name))) => names.iter().any(|n| n == name),
+        (Ty::Enum(_), Some(_)) => false,
     }
 }
 

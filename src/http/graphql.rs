@@ -593,16 +593,26 @@ async fn execute(
             },
             variables: &request.variables,
         };
-        let answered = direct::execute(plan, &inputs).await;
+        // The bytes async-graphql's `Response` serializes to: `data`, then `extensions`.
+        let mut body = Vec::with_capacity(RESPONSE_CAPACITY);
+        body.extend_from_slice(b"{\"data\":");
+        let answered = direct::execute(plan, &inputs, &mut body).await;
         state.metrics().direct_execution(answered.is_some());
-        if let Some(data) = answered {
-            let mut response = async_graphql::Response::new(data);
+        if answered.is_some() {
+            let mut extensions = BTreeMap::new();
             if state.http.cost_extension
                 && let Ok(cost) = async_graphql::to_value(usage.totals())
             {
-                response.extensions.insert("cost".to_owned(), cost);
+                extensions.insert("cost", cost);
             }
-            return graphql_response(response, format, state.metrics());
+            if !extensions.is_empty() {
+                body.extend_from_slice(b",\"extensions\":");
+                if serde_json::to_writer(&mut body, &extensions).is_err() {
+                    return unserializable(format);
+                }
+            }
+            body.push(b'}');
+            return json_response(StatusCode::OK, body, format);
         }
     }
     if let Some(document) = &document {
@@ -726,20 +736,30 @@ fn graphql_response(
     } else {
         serde_json::to_writer(&mut body, &response)
     };
-    let Ok(()) = written else {
-        tracing::error!("a GraphQL response could not be serialized");
-        return HttpError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "Internal server error.",
-            "INTERNAL_SERVER_ERROR",
-        )
-        .into_response(format);
-    };
+    match written {
+        Ok(()) => json_response(status, body, format),
+        Err(_) => unserializable(format),
+    }
+}
+
+/// A GraphQL response's status and JSON body, with its media type.
+fn json_response(status: StatusCode, body: Vec<u8>, format: Format) -> Response {
     let mut http = (status, body).into_response();
     let headers = http.headers_mut();
     headers.insert(header::CONTENT_TYPE, format.content_type());
     headers.insert(header::VARY, HeaderValue::from_static("accept"));
     http
+}
+
+/// The answer when a response could not be serialized (a value serde_json refuses).
+fn unserializable(format: Format) -> Response {
+    tracing::error!("a GraphQL response could not be serialized");
+    HttpError::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "Internal server error.",
+        "INTERNAL_SERVER_ERROR",
+    )
+    .into_response(format)
 }
 
 /// Whether a response answers a request error: one raised before execution (the document,

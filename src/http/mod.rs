@@ -23,6 +23,7 @@ use axum::{
     routing::get,
 };
 use serde_json::json;
+use tower::ServiceBuilder;
 use tower_http::{
     LatencyUnit,
     limit::RequestBodyLimitLayer,
@@ -49,9 +50,22 @@ use crate::{
     pagination::PageLimits,
 };
 
-/// Everything the handlers need.
+/// Everything the handlers need, shared: a request's layers and handler each take a copy, which
+/// costs one reference count.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+/// What an [`AppState`] shares.
+#[derive(Clone)]
+pub struct Shared {
     /// The executable schema.
     pub api: Api,
     /// Page sizes and the read budget.
@@ -71,6 +85,12 @@ pub struct AppState {
 }
 
 impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::fmt::Debug for Shared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AppState")
             .field("store", &self.store)
@@ -96,7 +116,7 @@ impl AppState {
             &http.rate_limits,
             store.metrics(),
         ));
-        Ok(Self {
+        Ok(Self(Arc::new(Shared {
             api: build_schema(model, limits, codec, http.query_limits)?,
             limits,
             rate_limiter,
@@ -105,16 +125,16 @@ impl AppState {
             http,
             persisted,
             introspection: model.introspection.clone(),
-        })
+        })))
     }
 
     /// The same application over a DynamoDB client with a connection pool of its own, for a
     /// worker thread (see [`ServeSettings::workers`]); everything else is shared.
     pub fn with_own_connections(&self) -> Self {
-        Self {
+        Self(Arc::new(Shared {
             store: self.store.with_own_connections(),
-            ..self.clone()
-        }
+            ..Shared::clone(&self.0)
+        }))
     }
 
     /// The metrics every request and DynamoDB call is recorded in.
@@ -197,21 +217,15 @@ fn routes(state: AppState, api: bool) -> Router {
     if state.http.metrics {
         router = router.route("/metrics", get(metrics));
     }
-    router = router
-        .layer(RequestBodyLimitLayer::new(state.http.max_body_bytes))
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::GATEWAY_TIMEOUT,
-            state.http.request_timeout,
-        ))
-        .layer(map_response(coded_layer_rejections));
-    // Outside the routes, so that preflight requests are answered here.
-    if let Some(cors) = state.http.cors_origins.layer() {
-        router = router.layer(cors);
-    }
-    // Outermost first on the way in: a request id (the client's, if usable, or a new UUID), a
-    // tracing span carrying it (so every log line of the request does), then metrics.
-    router
-        .layer(from_fn_with_state(state.clone(), track))
+    // One stack of layers around the routes, outermost first on the way in: a request id (the
+    // client's, if usable, or a new UUID), a tracing span carrying it (so every log line of the
+    // request does), metrics, CORS (outside the routes, so that preflight requests are answered
+    // here), coded rejections, the timeout and the body limit. One `Router::layer` call boxes
+    // the whole stack once; a call per layer would box (and clone, on every request) each.
+    let layers = ServiceBuilder::new()
+        .layer(map_request(drop_unusable_request_id))
+        .layer(SetRequestIdLayer::new(REQUEST_ID.clone(), MakeRequestUuid))
+        .layer(PropagateRequestIdLayer::new(REQUEST_ID.clone()))
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(request_span)
@@ -221,10 +235,17 @@ fn routes(state: AppState, api: bool) -> Router {
                         .latency_unit(LatencyUnit::Millis),
                 ),
         )
-        .layer(PropagateRequestIdLayer::new(REQUEST_ID.clone()))
-        .layer(SetRequestIdLayer::new(REQUEST_ID.clone(), MakeRequestUuid))
-        .layer(map_request(drop_unusable_request_id))
-        .with_state(state)
+        .layer(from_fn_with_state(state.clone(), track))
+        .option_layer(state.http.cors_origins.layer())
+        .layer(map_response(coded_layer_rejections))
+        .map_response(IntoResponse::into_response)
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::GATEWAY_TIMEOUT,
+            state.http.request_timeout,
+        ))
+        .map_response(IntoResponse::into_response)
+        .layer(RequestBodyLimitLayer::new(state.http.max_body_bytes));
+    router.layer(layers).with_state(state)
 }
 
 /// The header carrying each request's id, in both directions.
