@@ -50,7 +50,7 @@ use crate::{
         documents::{Prepared, Rejected},
         resolve::Env,
     },
-    metrics::Metrics,
+    metrics::{Metrics, Usage},
 };
 
 /// The two response media types of GraphQL over HTTP.
@@ -599,17 +599,12 @@ async fn execute(
         let answered = direct::execute(plan, &inputs, &mut body).await;
         state.metrics().direct_execution(answered.is_some());
         if answered.is_some() {
-            let mut extensions = BTreeMap::new();
-            if state.http.cost_extension
-                && let Ok(cost) = async_graphql::to_value(usage.totals())
-            {
-                extensions.insert("cost", cost);
-            }
-            if !extensions.is_empty() {
-                body.extend_from_slice(b",\"extensions\":");
-                if serde_json::to_writer(&mut body, &extensions).is_err() {
+            if let Some(cost) = cost_extension(state, &usage) {
+                body.extend_from_slice(b",\"extensions\":{\"cost\":");
+                if serde_json::to_writer(&mut body, &cost).is_err() {
                     return unserializable(format);
                 }
+                body.push(b'}');
             }
             body.push(b'}');
             return json_response(StatusCode::OK, body, format);
@@ -645,12 +640,18 @@ async fn execute(
             &null_items,
         );
     }
-    if state.http.cost_extension
-        && let Ok(cost) = async_graphql::to_value(usage.totals())
-    {
+    if let Some(cost) = cost_extension(state, &usage) {
         response.extensions.insert("cost".to_owned(), cost);
     }
     graphql_response(response, format, state.metrics())
+}
+
+/// `extensions.cost`: what the request's DynamoDB calls cost, when the server adds it.
+fn cost_extension(state: &AppState, usage: &Usage) -> Option<async_graphql::Value> {
+    if !state.http.cost_extension {
+        return None;
+    }
+    async_graphql::to_value(usage.totals()).ok()
 }
 
 /// A request error found before execution, with its code.
