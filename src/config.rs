@@ -216,6 +216,14 @@ pub struct ServeArgs {
     #[arg(long, env = "DYNARELAY_COST_EXTENSION", default_value_t = true, action = ArgAction::Set)]
     pub cost_extension: bool,
 
+    /// Refuse GET requests a browser could send from another site without a CORS preflight
+    /// (true or false): every GET must then carry the header `apollo-require-preflight` (any
+    /// value) or `x-apollo-operation-name`, as Apollo Server's CSRF prevention asks. Turn on when
+    /// a gateway in front adds cookies that authenticate callers; mutations never run from a GET
+    /// or from a POST without `Content-Type: application/json` either way.
+    #[arg(long, env = "DYNARELAY_REQUIRE_PREFLIGHT", default_value_t = false, action = ArgAction::Set)]
+    pub require_preflight: bool,
+
     /// Longest time one request may take, in seconds; slower requests get 504 with
     /// REQUEST_TIMEOUT.
     #[arg(long, env = "DYNARELAY_REQUEST_TIMEOUT_SECS", default_value_t = 15)]
@@ -378,6 +386,7 @@ impl ServeArgs {
             request_timeout: Duration::from_secs(self.request_timeout_secs.max(1)),
             metrics: self.metrics,
             cost_extension: self.cost_extension,
+            require_preflight: self.require_preflight,
             query_limits: QueryLimits {
                 depth: self.max_depth,
                 complexity: self.max_complexity,

@@ -9,7 +9,7 @@
 //! | [`config`] | the command line: commands and flags (each also a `DYNARELAY_*` variable) |
 //! | [`http`] | axum router: `/graphql`, GraphiQL, `/health`, `/ready`; layers; graceful `serve` |
 //! | [`auth`] | `Authorization: Bearer` JWT -> verified caller (JWKS or shared secret, token cache) |
-//! | [`graphql`] | schema, root and object types, connections, scalars, query limits and the document cache, the error boundary |
+//! | [`graphql`] | the one choice of operation a request runs, schema, root and object types, connections, scalars, query limits and the document cache, null propagation and field order, the error boundary |
 //! | [`pagination`] | Relay arguments -> page plan; fetched rows -> page with exact `hasNextPage` |
 //! | [`cursor`] | DynamoDB key <-> sealed, connection-bound cursor string; key ring; pure |
 //! | [`dynamo`] | client construction, table layout and creation, item <-> record, the store |

@@ -19,17 +19,22 @@ const MAX_EXPONENT: i64 = 125;
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct DynamoNumber(String);
 
+/// Longest text [`DynamoNumber::normalize`] reads: past this it is not a number anyone meant.
+const MAX_INPUT_LEN: usize = 1024;
+
 /// Why a string is not a DynamoDB number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum NumberError {
-    /// Not of the form `-?digits(.digits)?`.
-    #[error("a number must be written as plain decimal digits, such as 19.99 or -3")]
+    /// Not digits with an optional sign, decimal point and exponent.
+    #[error(
+        "a number is decimal digits with an optional sign, decimal point and exponent, such as 19.99, -3 or 2.5E1"
+    )]
     Syntax,
     /// More than 38 significant digits.
     #[error("a number may have at most 38 significant digits")]
     TooPrecise,
     /// Outside 1E-130 ..= 9.99…E+125 in magnitude.
-    #[error("a number must lie between 1E-130 and 1E+126 in magnitude")]
+    #[error("a number must be 0 or lie between 1E-130 and 1E+126 in magnitude")]
     OutOfRange,
 }
 
@@ -38,6 +43,79 @@ impl DynamoNumber {
     pub fn parse(s: &str) -> Result<Self, NumberError> {
         validate(s)?;
         Ok(Self(s.to_owned()))
+    }
+
+    /// Reads `s` in any form DynamoDB accepts as a number (a sign, `+` included, leading and
+    /// trailing zeros, a point with digits on either side or both, an exponent such as `2.5E1`)
+    /// and keeps it as DynamoDB stores and returns it: plain decimal digits, no leading or trailing
+    /// zeros, no exponent, `0` for every zero (`2.5E1` is `25`, `-0.50` is `-0.5`, `+007` is `7`).
+    pub fn normalize(s: &str) -> Result<Self, NumberError> {
+        if s.len() > MAX_INPUT_LEN {
+            return Err(NumberError::Syntax);
+        }
+        let (negative, unsigned) = match s.as_bytes().first() {
+            Some(b'-') => (true, &s[1..]),
+            Some(b'+') => (false, &s[1..]),
+            _ => (false, s),
+        };
+        let (mantissa, exponent) = match unsigned.split_once(['e', 'E']) {
+            Some((mantissa, exponent)) => (mantissa, Some(exponent)),
+            None => (unsigned, None),
+        };
+        let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+        let all_digits = |part: &str| part.bytes().all(|b| b.is_ascii_digit());
+        if (int.is_empty() && frac.is_empty()) || !all_digits(int) || !all_digits(frac) {
+            return Err(NumberError::Syntax);
+        }
+        let exponent = match exponent {
+            None => 0,
+            Some(text) => {
+                let digits = text.strip_prefix(['+', '-']).unwrap_or(text);
+                if digits.is_empty() || !all_digits(digits) {
+                    return Err(NumberError::Syntax);
+                }
+                // DynamoDB refuses exponents past a 32-bit integer, even on zero.
+                text.parse::<i32>().map_err(|_| NumberError::OutOfRange)?
+            }
+        };
+        let digits: Vec<u8> = int.bytes().chain(frac.bytes()).collect();
+        let Some(first) = digits.iter().position(|&b| b != b'0') else {
+            return Ok(Self("0".to_owned()));
+        };
+        let last = digits.len() - 1 - digits.iter().rev().position(|&b| b != b'0').unwrap_or(0);
+        let significant = &digits[first..=last];
+        if significant.len() > MAX_SIGNIFICANT_DIGITS {
+            return Err(NumberError::TooPrecise);
+        }
+        // The decimal exponent of the leading significant digit.
+        let leading = int.len() as i64 - 1 - first as i64 + i64::from(exponent);
+        if !(MIN_EXPONENT..=MAX_EXPONENT).contains(&leading) {
+            return Err(NumberError::OutOfRange);
+        }
+        // Digits before the point, counted from the first significant one.
+        let before = leading + 1;
+        let mut text = String::with_capacity(significant.len() + 140);
+        if negative {
+            text.push('-');
+        }
+        let significant = std::str::from_utf8(significant).map_err(|_| NumberError::Syntax)?;
+        match usize::try_from(before) {
+            Err(_) | Ok(0) => {
+                text.push_str("0.");
+                text.extend(std::iter::repeat_n('0', before.unsigned_abs() as usize));
+                text.push_str(significant);
+            }
+            Ok(before) if before >= significant.len() => {
+                text.push_str(significant);
+                text.extend(std::iter::repeat_n('0', before - significant.len()));
+            }
+            Ok(before) => {
+                text.push_str(&significant[..before]);
+                text.push('.');
+                text.push_str(&significant[before..]);
+            }
+        }
+        Ok(Self(text))
     }
 
     /// The number from an integer; always valid.
@@ -250,6 +328,44 @@ mod tests {
                 std::cmp::Ordering::Equal,
                 "{a} = {b}"
             );
+        }
+    }
+
+    #[test]
+    fn every_form_dynamodb_accepts_is_read_and_normalised_as_dynamodb_does() {
+        // What DynamoDB Local stored for each (tests/api/numbers.rs checks a longer table
+        // against DynamoDB Local itself).
+        for (input, stored) in [
+            ("2.5E1", "25"),
+            ("+5", "5"),
+            ("007", "7"),
+            ("-0.50", "-0.5"),
+            (".5", "0.5"),
+            ("5.", "5"),
+            ("-0", "0"),
+            ("0E+999", "0"),
+            ("1e-2", "0.01"),
+            ("100E-5", "0.001"),
+        ] {
+            assert_eq!(
+                DynamoNumber::normalize(input).map(DynamoNumber::into_string),
+                Ok(stored.to_owned()),
+                "{input:?}"
+            );
+        }
+        for (input, why) in [
+            ("", NumberError::Syntax),
+            ("+-1", NumberError::Syntax),
+            ("1e", NumberError::Syntax),
+            (" 5", NumberError::Syntax),
+            ("1E-131", NumberError::OutOfRange),
+            ("1E+126", NumberError::OutOfRange),
+            (
+                "123456789012345678901234567890123456789",
+                NumberError::TooPrecise,
+            ),
+        ] {
+            assert_eq!(DynamoNumber::normalize(input), Err(why), "{input:?}");
         }
     }
 

@@ -179,10 +179,26 @@ pub async fn verify(
             };
             let kind = if index.local { "local" } else { "global" };
             let Some((key_schema, projection)) = found else {
-                report(
-                    format!("table `{name}` has no {kind} index `{}`", index.name),
-                    &index.span,
-                );
+                // The same name as the other kind of index: say so, and how to declare it.
+                let other = if index.local {
+                    live.global_secondary_indexes()
+                        .iter()
+                        .any(|i| i.index_name() == Some(index.name.as_str()))
+                        .then_some("global index: leave out `kind = \"local\"`")
+                } else {
+                    live.local_secondary_indexes()
+                        .iter()
+                        .any(|i| i.index_name() == Some(index.name.as_str()))
+                        .then_some("local index: declare it with `kind = \"local\"`")
+                };
+                let message = match other {
+                    Some(other) => format!(
+                        "table `{name}` has no {kind} index `{}`, but it has a {other}",
+                        index.name
+                    ),
+                    None => format!("table `{name}` has no {kind} index `{}`", index.name),
+                };
+                report(message, &index.span);
                 continue;
             };
             if !key_schema_matches(key_schema, index.key) {

@@ -31,8 +31,7 @@ use async_graphql::futures_util::future::{join, join_all};
 use async_graphql::{
     Name, Positioned, Value, Variables,
     parser::types::{
-        DocumentOperations, ExecutableDocument, Field, OperationDefinition, OperationType,
-        Selection, SelectionSet,
+        ExecutableDocument, Field, OperationDefinition, OperationType, Selection, SelectionSet,
     },
     registry::{MetaType, MetaTypeName, Registry, ScalarValidatorFn},
 };
@@ -41,6 +40,7 @@ use async_graphql_value::ConstValue;
 use super::{
     access::{self, Grant},
     connection::{EdgeValue, PageValue},
+    operation::Operation,
     resolve::{self, Args, Env, Site},
     schema, values,
 };
@@ -67,9 +67,10 @@ impl std::fmt::Debug for Plan {
 }
 
 impl Plan {
-    /// Whether the plan answers a request for `operation_name`.
-    pub fn is_for(&self, operation_name: Option<&str>) -> bool {
-        self.operation_name.as_deref() == operation_name
+    /// Whether the plan answers `operation` (a document with several operations is planned for
+    /// the first one asked for).
+    pub fn is_for(&self, operation: Operation<'_>) -> bool {
+        self.operation_name.as_deref() == operation.name
     }
 }
 
@@ -163,26 +164,20 @@ pub struct Inputs<'a> {
     pub variables: &'a Variables,
 }
 
-/// Plans `operation_name` of `document` (validated before), or `None` when the direct executor
-/// does not answer it.
+/// Plans `operation` of `document` (validated before), or `None` when the direct executor does
+/// not answer it.
 pub fn plan(
     model: &'static Model,
     registry: &Registry,
     document: &ExecutableDocument,
-    operation_name: Option<&str>,
+    operation: Operation<'_>,
 ) -> Option<Plan> {
-    let operation = match (&document.operations, operation_name) {
-        (DocumentOperations::Multiple(ops), Some(name)) => ops.get(name)?,
-        (DocumentOperations::Single(op), None) => op,
-        (DocumentOperations::Multiple(ops), None) if ops.len() == 1 => ops.values().next()?,
-        _ => return None,
-    };
     let OperationDefinition {
         ty,
         variable_definitions,
         directives,
         selection_set,
-    } = &operation.node;
+    } = &operation.definition.node;
     if *ty != OperationType::Query || !directives.is_empty() {
         return None;
     }
@@ -228,7 +223,7 @@ pub fn plan(
         root.push((node.response_key().node.clone(), leaf));
     }
     Some(Plan {
-        operation_name: operation_name.map(str::to_owned),
+        operation_name: operation.name.map(str::to_owned),
         variables,
         root,
     })

@@ -8,11 +8,11 @@ use std::collections::HashMap;
 
 use async_graphql::{
     Name, Positioned, Value, Variables,
-    parser::types::{
-        DocumentOperations, ExecutableDocument, OperationType, Selection, SelectionSet,
-    },
+    parser::types::{ExecutableDocument, OperationType, Selection, SelectionSet},
 };
 use async_graphql_value::Value as ParserValue;
+
+use super::operation::Operation;
 
 /// The limits, each configurable on `serve`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,18 +154,11 @@ impl FieldCosts {
     pub fn complexity(
         &self,
         document: &ExecutableDocument,
-        operation_name: Option<&str>,
+        operation: Operation<'_>,
         variables: &Variables,
         default_page: u32,
     ) -> usize {
-        let operation = match (&document.operations, operation_name) {
-            (DocumentOperations::Single(op), _) => Some(op),
-            (DocumentOperations::Multiple(ops), Some(name)) => ops.get(name),
-            (DocumentOperations::Multiple(ops), None) => ops.values().next(),
-        };
-        let Some(operation) = operation else {
-            return 0;
-        };
+        let operation = operation.definition;
         let root = match operation.node.ty {
             OperationType::Query => "Query",
             OperationType::Mutation => "Mutation",

@@ -11,6 +11,8 @@ pub mod limits;
 pub mod mutation;
 pub mod node;
 pub mod nullability;
+pub mod operation;
+pub mod order;
 pub mod resolve;
 pub mod scalars;
 pub mod schema;
@@ -18,7 +20,7 @@ pub mod values;
 
 use async_graphql::{
     SDLExportOptions,
-    dynamic::{Schema, SchemaError},
+    dynamic::{Schema, SchemaBuilder, SchemaError},
     extensions::apollo_persisted_queries::LruCacheStorage,
 };
 
@@ -33,12 +35,27 @@ pub type PersistedQueries = LruCacheStorage;
 pub struct Api {
     /// The schema.
     pub schema: Schema,
+    /// The same schema without field and argument suggestions ("Did you mean ...?") in its
+    /// validation errors, for callers who may not introspect (suggestions would spell out the
+    /// schema that introspection hides); `None` when everyone may introspect, or nobody, or
+    /// suggestions are off for everyone, so that `schema` serves everyone.
+    quiet: Option<Schema>,
     /// The cost of each field, for the complexity limit.
     pub costs: std::sync::Arc<FieldCosts>,
     /// The model the schema serves.
     pub model: &'static Model,
     /// Seals and opens cursors (the schema holds the same codec).
     pub codec: CursorCodec,
+}
+
+impl Api {
+    /// The schema to execute a request with: suggestions only for callers who may introspect.
+    pub fn schema_for(&self, may_introspect: bool) -> &Schema {
+        match &self.quiet {
+            Some(quiet) if !may_introspect => quiet,
+            _ => &self.schema,
+        }
+    }
 }
 
 impl std::fmt::Debug for Api {
@@ -57,6 +74,27 @@ pub fn build_schema(
     query: QueryLimits,
 ) -> Result<Api, SchemaError> {
     let (builder, costs) = schema::builder(model);
+    // Suggestions follow introspection: nobody gets them when nobody may introspect.
+    let suggestions = query.suggestions && query.introspection;
+    let quiet = (suggestions && !model.introspection.is_public())
+        .then(|| configure(schema::builder(model).0, limits, &codec, query, false).finish())
+        .transpose()?;
+    Ok(Api {
+        schema: configure(builder, limits, &codec, query, suggestions).finish()?,
+        quiet,
+        costs: std::sync::Arc::new(costs),
+        model,
+        codec,
+    })
+}
+
+fn configure(
+    builder: SchemaBuilder,
+    limits: PageLimits,
+    codec: &CursorCodec,
+    query: QueryLimits,
+    suggestions: bool,
+) -> SchemaBuilder {
     let mut builder = builder
         .data(limits)
         .data(codec.clone())
@@ -64,15 +102,10 @@ pub fn build_schema(
     if !query.introspection {
         builder = builder.disable_introspection();
     }
-    if !query.suggestions {
+    if !suggestions {
         builder = builder.disable_suggestions();
     }
-    Ok(Api {
-        schema: builder.finish()?,
-        costs: std::sync::Arc::new(costs),
-        model,
-        codec,
-    })
+    builder
 }
 
 /// The schema of `model` in SDL, sorted so that it is stable (for the demo model: `schema.graphql`).

@@ -343,8 +343,8 @@ fn check(field: &ModelField, value: &Value) -> ApiResult<()> {
     }
     if checks.min.is_some() || checks.max.is_some() {
         let number = match value {
-            Value::Number(n) => DynamoNumber::parse(&n.to_string()).ok(),
-            Value::String(s) => DynamoNumber::parse(s).ok(),
+            Value::Number(n) => DynamoNumber::normalize(&n.to_string()).ok(),
+            Value::String(s) => DynamoNumber::normalize(s).ok(),
             _ => None,
         };
         if let Some(number) = number {

@@ -15,6 +15,8 @@
 //!   the document selects along its path, from the operation's root type through selection sets
 //!   and fragments (validation makes every selection of one response key the same shape, so any
 //!   of them tells its type);
+//! * one error per response position: when the nulls of several errors come up to the same
+//!   position (the items of a list failing alike), only the first error, in path order, stays;
 //! * an object async-graphql made null because all its fields failed is an object again when
 //!   only nullable fields of it failed; a list that lost its items (an item's error fails the
 //!   whole list in async-graphql) is null as if the list itself had failed.
@@ -32,11 +34,11 @@ use std::{
 use async_graphql::{
     Context, Name, PathSegment, QueryPathNode, QueryPathSegment, Response, Value,
     dynamic::{Field, FieldFuture, ResolverContext, TypeRef},
-    parser::types::{
-        DocumentOperations, ExecutableDocument, OperationType, Selection, SelectionSet,
-    },
+    parser::types::{ExecutableDocument, OperationType, Selection, SelectionSet},
     registry::Registry,
 };
+
+use super::operation::Operation;
 
 /// A field whose resolver's errors carry the response path of the field (see the module docs).
 /// Every field of the schema is made with this rather than `Field::new`.
@@ -112,14 +114,14 @@ impl NullItems {
     }
 }
 
-/// Corrects `response`, executed from `document` (and `operation_name`) against the schema of
+/// Corrects `response`, executed from `operation` of `document` against the schema of
 /// `registry`, as the spec's error handling requires; see the module docs. Does nothing to a
 /// response without errors or null items left out.
 pub fn propagate(
     response: &mut Response,
     registry: &Registry,
     document: &ExecutableDocument,
-    operation_name: Option<&str>,
+    operation: Operation<'_>,
     null_items: &NullItems,
 ) {
     for error in &mut response.errors {
@@ -145,34 +147,49 @@ pub fn propagate(
     if response.errors.iter().all(|error| error.path.is_empty()) {
         return;
     }
-    let Some(types) = Types::of(registry, document, operation_name) else {
+    let Some(types) = Types::of(registry, document, operation) else {
         return;
     };
     let mut nulled: Vec<Vec<PathSegment>> = Vec::new();
-    let paths: Vec<Vec<PathSegment>> = response
-        .errors
-        .iter()
-        .map(|error| error.path.clone())
-        .filter(|path| !path.is_empty())
-        .collect();
-    for path in paths {
-        let mut failed = path;
-        loop {
+    // The positions that an error's null came up to from beneath: one error each.
+    let mut came_up_to: Vec<Vec<PathSegment>> = Vec::new();
+    let mut keep = Vec::with_capacity(response.errors.len());
+    for index in 0..response.errors.len() {
+        let path = response.errors[index].path.clone();
+        if path.is_empty() {
+            keep.push(true);
+            continue;
+        }
+        let mut failed = path.clone();
+        let target = loop {
             let target = types.null_target(&failed);
             if nulled.iter().any(|done| target.starts_with(done)) {
-                break;
+                break target;
             }
             match write_null(&mut response.data, &target) {
                 Ok(()) => {
-                    nulled.push(target);
-                    break;
+                    nulled.push(target.clone());
+                    break target;
                 }
                 // A list on the way lost its items: that list failed.
                 Err(lost) if lost < target.len() => failed.truncate(lost),
-                Err(_) => break,
+                Err(_) => break target,
             }
+        };
+        // Only one error per response position (the spec's "Handling Execution Errors", and
+        // graphql-js): of the errors whose nulls came up to the same position, the first in
+        // path order stays.
+        if target == path {
+            keep.push(true);
+        } else if came_up_to.contains(&target) {
+            keep.push(false);
+        } else {
+            came_up_to.push(target);
+            keep.push(true);
         }
     }
+    let mut keep = keep.into_iter();
+    response.errors.retain(|_| keep.next().unwrap_or(true));
 }
 
 impl Compacted {
@@ -252,13 +269,9 @@ impl<'d> Types<'d> {
     fn of(
         registry: &'d Registry,
         document: &'d ExecutableDocument,
-        operation_name: Option<&str>,
+        operation: Operation<'d>,
     ) -> Option<Self> {
-        let operation = match (&document.operations, operation_name) {
-            (DocumentOperations::Single(operation), _) => operation,
-            (DocumentOperations::Multiple(operations), Some(name)) => operations.get(name)?,
-            (DocumentOperations::Multiple(_), None) => return None,
-        };
+        let operation = operation.definition;
         let root_type = match operation.node.ty {
             OperationType::Query => registry.query_type.as_str(),
             OperationType::Mutation => registry.mutation_type.as_deref()?,

@@ -7,6 +7,24 @@ use base64::{Engine, engine::general_purpose::STANDARD};
 
 use super::values;
 
+/// What a `Decimal` may look like, added to validation errors about one.
+const DECIMAL_RULE: &str = "A Decimal is a string holding a number as DynamoDB reads it: decimal digits with an optional sign, point and exponent (\"19.99\", \"-3\", \"2.5E1\"), at most 38 significant digits, 0 or between 1E-130 and 1E+126 in magnitude.";
+
+/// What a `BigInt` may look like, added to validation errors about one.
+const BIG_INT_RULE: &str = "A BigInt is a JSON integer or a string holding a whole number (\"42\", \"-7\", \"4.2E1\") from -9223372036854775808 to 9223372036854775807.";
+
+/// The rule for a value of one of our number scalars, for a validation error that names only
+/// its type (async-graphql's `Invalid value for argument "x", expected type "Decimal"`).
+pub fn input_rule(message: &str) -> Option<&'static str> {
+    if message.ends_with("expected type \"Decimal\"") {
+        Some(DECIMAL_RULE)
+    } else if message.ends_with("expected type \"BigInt\"") {
+        Some(BIG_INT_RULE)
+    } else {
+        None
+    }
+}
+
 /// The scalar type called `name`, if it is one of ours.
 pub fn scalar(name: &str) -> Option<Scalar> {
     Some(match name {
@@ -18,7 +36,7 @@ pub fn scalar(name: &str) -> Option<Scalar> {
             .validator(|value| values::date_time(value).is_ok()),
         "Decimal" => Scalar::new("Decimal")
             .description(
-                "An exact decimal number, always sent and received as a string such as `\"19.99\"`, with up to\n38 significant digits. It is never rounded through a floating-point type: use a decimal\nlibrary on the client if you compute with it.",
+                "An exact decimal number, always sent and received as a string such as `\"19.99\"`, with up to\n38 significant digits. It is never rounded through a floating-point type: use a decimal\nlibrary on the client if you compute with it. Inputs may take any form DynamoDB reads as a\nnumber (`\"2.5E1\"`, `\"+7\"`, `\"0.50\"`); answers are DynamoDB's own form (`\"25\"`, `\"7\"`, `\"0.5\"`).",
             )
             .validator(|value| values::decimal(value).is_ok()),
         "BigInt" => Scalar::new("BigInt")

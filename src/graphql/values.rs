@@ -329,22 +329,24 @@ fn enum_value(model: &Model, e: usize, v: &str) -> Option<AttributeValue> {
         .then(|| AttributeValue::S(v.to_owned()))
 }
 
-/// A `BigInt` input: an integer, or a string holding one.
+/// A `BigInt` input: an integer, or a string holding one in any form DynamoDB reads as a number
+/// (`"2.5E1"` is 25; `"2.5"` is not an integer).
 pub fn big_int(value: &Value) -> Option<i64> {
     match value {
         Value::Number(n) => n.as_i64(),
-        Value::String(s) => s.parse().ok(),
+        Value::String(s) => DynamoNumber::normalize(s).ok()?.to_i64(),
         _ => None,
     }
 }
 
-/// A `Decimal` input: a string, or an integer (exact in JSON). Fractions sent as JSON numbers
-/// are refused: the client may already have rounded them.
+/// A `Decimal` input: a string in any form DynamoDB reads as a number, kept as DynamoDB would
+/// store it, or an integer (exact in JSON). Fractions sent as JSON numbers are refused: the
+/// client may already have rounded them.
 pub fn decimal(value: &Value) -> Result<DynamoNumber, String> {
     match value {
-        Value::String(s) => DynamoNumber::parse(s).map_err(|e| e.to_string()),
+        Value::String(s) => DynamoNumber::normalize(s).map_err(|e| e.to_string()),
         Value::Number(n) if n.is_i64() || n.is_u64() => {
-            DynamoNumber::parse(&n.to_string()).map_err(|e| e.to_string())
+            DynamoNumber::normalize(&n.to_string()).map_err(|e| e.to_string())
         }
         Value::Number(_) => {
             Err("send Decimal values as strings, such as \"19.99\", so they stay exact".to_owned())
@@ -577,4 +579,45 @@ pub fn entity_of_read(
             .and_then(|v| v.as_s().ok())
             .map(String::as_str)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn big_ints_take_every_form_dynamodb_reads_that_is_a_whole_number() {
+        let string = |s: &str| Value::String(s.to_owned());
+        for (input, expected) in [
+            ("42", Some(42)),
+            ("4.2E1", Some(42)),
+            ("+42", Some(42)),
+            ("0042", Some(42)),
+            ("-7.0", Some(-7)),
+            ("9223372036854775807", Some(i64::MAX)),
+            ("-9223372036854775808", Some(i64::MIN)),
+            ("9223372036854775808", None),
+            ("4.25E1", None),
+            ("2.5", None),
+            ("forty", None),
+        ] {
+            assert_eq!(big_int(&string(input)), expected, "{input}");
+        }
+        assert_eq!(big_int(&Value::from(42)), Some(42));
+    }
+
+    #[test]
+    fn decimals_are_kept_as_dynamodb_stores_them() {
+        let decimal_text = |s: &str| decimal(&Value::String(s.to_owned())).map(|n| n.into_string());
+        assert_eq!(decimal_text("1.999E1"), Ok("19.99".to_owned()));
+        assert_eq!(decimal_text("-0.50"), Ok("-0.5".to_owned()));
+        assert!(decimal_text("1E+126").is_err_and(|e| e.contains("1E+126")));
+        assert!(decimal_text("1.2.3").is_err_and(|e| e.contains("such as 19.99")));
+        // A fraction as a JSON number may already be rounded: refused, with a hint.
+        assert!(decimal(&Value::from(1.5)).is_err());
+        assert_eq!(
+            decimal(&Value::from(7)).map(DynamoNumber::into_string),
+            Ok("7".to_owned())
+        );
+    }
 }

@@ -165,6 +165,12 @@ pub struct HttpSettings {
     pub metrics: bool,
     /// Add `extensions.cost` (DynamoDB calls, capacity, items) to every GraphQL response.
     pub cost_extension: bool,
+    /// Refuse GET requests that a browser could send cross-site without a CORS preflight: a GET
+    /// must carry `apollo-require-preflight` or `x-apollo-operation-name`, or a content type
+    /// other than the three a form may send (Apollo Server's CSRF prevention). For deployments
+    /// that authenticate with cookies; POST always needs `application/json`, so it is never such
+    /// a request.
+    pub require_preflight: bool,
     /// Verifies `Authorization: Bearer` tokens on GraphQL requests: a request with a bad one is
     /// refused with 401 before any other work. `None`: every request is anonymous.
     pub auth: Option<crate::auth::Authenticator>,
@@ -185,6 +191,7 @@ impl Default for HttpSettings {
             request_timeout: Duration::from_secs(15),
             metrics: true,
             cost_extension: true,
+            require_preflight: false,
             auth: None,
             rate_limits: RateLimitSettings::default(),
         }

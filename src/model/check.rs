@@ -2171,7 +2171,7 @@ fn decimal(value: &toml::Value) -> Result<DynamoNumber, String> {
         toml::Value::String(s) => s.clone(),
         other => return Err(format!("{} is not a number", describe(other))),
     };
-    DynamoNumber::parse(&text).map_err(|e| format!("`{text}`: {e}"))
+    DynamoNumber::normalize(&text).map_err(|e| format!("`{text}`: {e}"))
 }
 
 /// A scalar field's storage: only `DateTime` has a choice.

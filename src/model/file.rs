@@ -88,8 +88,8 @@ pub struct AuthFile {
     /// The longest wait for `jwks_url` to answer, in milliseconds. Default 3000.
     #[schemars(with = "Option<u32>")]
     pub jwks_timeout_ms: Option<Spanned<u32>>,
-    /// Who may introspect the schema (and so use GraphiQL's documentation and completion).
-    /// Default: everyone.
+    /// Who may introspect the schema (and so use GraphiQL's documentation and completion) and
+    /// get field suggestions ("Did you mean ...?") in validation errors. Default: everyone.
     #[schemars(with = "Option<Vec<RuleFile>>")]
     pub introspection: Option<Spanned<Vec<Spanned<RuleFile>>>>,
 }

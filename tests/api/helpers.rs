@@ -656,6 +656,19 @@ pub fn purchase_item(user_id: &str, purchased_at: &str, amount: &str) -> Item {
     ])
 }
 
+/// A `Products` item as another program would write it.
+pub fn product_item(sku: &str, name: &str, category: &str, price: &str) -> Item {
+    Item::from([
+        ("sku".to_owned(), AttributeValue::S(sku.to_owned())),
+        ("name".to_owned(), AttributeValue::S(name.to_owned())),
+        (
+            "category".to_owned(),
+            AttributeValue::S(category.to_owned()),
+        ),
+        ("price".to_owned(), AttributeValue::N(price.to_owned())),
+    ])
+}
+
 /// A user item as the tests write it: `User {id}`, `{id}@example.com`.
 pub fn user_item(user_id: &str) -> Item {
     Item::from([
@@ -1228,4 +1241,91 @@ pub fn dynamodb_calls(exposition: &str, prefix: &str) -> BTreeMap<String, f64> {
         *calls.entry(key).or_insert(0.0) += value.parse::<f64>().expect("a sample value");
     }
     calls
+}
+
+/// One request to `/graphql` and what must come back.
+pub struct Exchange {
+    pub case: &'static str,
+    pub method: &'static str,
+    pub accept: Option<&'static str>,
+    pub content_type: Option<&'static str>,
+    pub body: String,
+    pub status: u16,
+    pub media: &'static str,
+    pub data: bool,
+    pub code: Option<&'static str>,
+}
+
+/// Sends `e` to `server` and checks its status, media type, `data` and first error code.
+pub async fn exchange(http: &reqwest::Client, server: &Running, e: &Exchange) -> Value {
+    let mut request = match e.method {
+        "GET" => http.get(format!("{}?{}", server.url("/graphql"), e.body)),
+        _ => http.post(server.url("/graphql")).body(e.body.clone()),
+    };
+    if let Some(accept) = e.accept {
+        request = request.header("accept", accept);
+    }
+    if let Some(content_type) = e.content_type {
+        request = request.header("content-type", content_type);
+    }
+    let response = request.send().await.unwrap();
+    assert_eq!(response.status(), e.status, "{}", e.case);
+    let media = response.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        media.starts_with(e.media),
+        "{}: content-type {media}",
+        e.case
+    );
+    assert!(media.contains("charset=utf-8"), "{}: {media}", e.case);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body.get("data").is_some(), e.data, "{}: {body}", e.case);
+    assert_eq!(
+        body["errors"][0]["extensions"]["code"].as_str(),
+        e.code,
+        "{}: {body}",
+        e.case
+    );
+    body
+}
+
+pub const GQL: &str = "application/graphql-response+json";
+pub const JSON: &str = "application/json";
+pub const APOLLO_ACCEPT: &str = "application/graphql-response+json,application/json;q=0.9";
+
+/// A POST of `body` under `accept` that must answer 200 with data and no error.
+pub fn post(case: &'static str, accept: &'static str, body: Value) -> Exchange {
+    Exchange {
+        case,
+        method: "POST",
+        accept: Some(accept),
+        content_type: Some("application/json"),
+        body: body.to_string(),
+        status: 200,
+        media: if accept == JSON { JSON } else { GQL },
+        data: true,
+        code: None,
+    }
+}
+
+/// The SHA-256 of `text` in lower-case hex, as Apollo persisted queries name documents.
+pub fn sha256_hex(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+/// An Apollo persisted-query extension naming `hash`.
+pub fn persisted(hash: &str) -> Value {
+    json!({ "persistedQuery": { "version": 1, "sha256Hash": hash } })
+}
+
+/// `name=value`, URL-encoded.
+pub fn query_string(name: &str, value: &str) -> String {
+    let url = reqwest::Url::parse_with_params("http://localhost/", [(name, value)]).unwrap();
+    url.query().unwrap_or_default().to_owned()
 }

@@ -7,7 +7,10 @@ use dynarelay::{
 };
 use serde_json::{Value, json};
 
-use crate::helpers::{Running, TestApp, shop, unique_prefix};
+use crate::helpers::{
+    APOLLO_ACCEPT, Exchange, GQL, JSON, Running, TestApp, exchange, persisted, post, query_string,
+    sha256_hex, shop, unique_prefix,
+};
 
 async fn start(store: Store) -> Running {
     Running::start(store, small_body_limit()).await
@@ -223,71 +226,6 @@ async fn health_is_always_ok_and_ready_follows_dynamodb() {
     assert_eq!(response.status(), 503);
 }
 
-/// One request to `/graphql` and what must come back.
-struct Exchange {
-    case: &'static str,
-    method: &'static str,
-    accept: Option<&'static str>,
-    content_type: Option<&'static str>,
-    body: String,
-    status: u16,
-    media: &'static str,
-    data: bool,
-    code: Option<&'static str>,
-}
-
-async fn exchange(http: &reqwest::Client, server: &Running, e: &Exchange) -> Value {
-    let mut request = match e.method {
-        "GET" => http.get(format!("{}?{}", server.url("/graphql"), e.body)),
-        _ => http.post(server.url("/graphql")).body(e.body.clone()),
-    };
-    if let Some(accept) = e.accept {
-        request = request.header("accept", accept);
-    }
-    if let Some(content_type) = e.content_type {
-        request = request.header("content-type", content_type);
-    }
-    let response = request.send().await.unwrap();
-    assert_eq!(response.status(), e.status, "{}", e.case);
-    let media = response.headers()["content-type"]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    assert!(
-        media.starts_with(e.media),
-        "{}: content-type {media}",
-        e.case
-    );
-    assert!(media.contains("charset=utf-8"), "{}: {media}", e.case);
-    let body: Value = response.json().await.unwrap();
-    assert_eq!(body.get("data").is_some(), e.data, "{}: {body}", e.case);
-    assert_eq!(
-        body["errors"][0]["extensions"]["code"].as_str(),
-        e.code,
-        "{}: {body}",
-        e.case
-    );
-    body
-}
-
-const GQL: &str = "application/graphql-response+json";
-const JSON: &str = "application/json";
-const APOLLO_ACCEPT: &str = "application/graphql-response+json,application/json;q=0.9";
-
-fn post(case: &'static str, accept: &'static str, body: Value) -> Exchange {
-    Exchange {
-        case,
-        method: "POST",
-        accept: Some(accept),
-        content_type: Some("application/json"),
-        body: body.to_string(),
-        status: 200,
-        media: if accept == JSON { JSON } else { GQL },
-        data: true,
-        code: None,
-    }
-}
-
 /// The status-code rules of GraphQL over HTTP: under `application/graphql-response+json`, a
 /// request error is a 400 without `data`; under `application/json` it is a 200; field errors are
 /// always 200 with `data`. Seen failing: with request errors answered 200 under
@@ -443,18 +381,6 @@ async fn status_codes_and_media_types_follow_graphql_over_http() {
     }
 }
 
-fn sha256_hex(text: &str) -> String {
-    use sha2::{Digest, Sha256};
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
-}
-
-fn persisted(hash: &str) -> Value {
-    json!({ "persistedQuery": { "version": 1, "sha256Hash": hash } })
-}
-
 /// Apollo Automatic Persisted Queries at the protocol level: an unknown hash gets
 /// PERSISTED_QUERY_NOT_FOUND; once registered with its text, the hash alone runs the query, over
 /// POST or GET; a persisted mutation still may not run over GET. Seen failing: with the
@@ -570,12 +496,6 @@ async fn persisted_queries_register_by_hash_and_never_run_mutations_over_get() {
         },
     )
     .await;
-}
-
-/// `name=value`, URL-encoded.
-fn query_string(name: &str, value: &str) -> String {
-    let url = reqwest::Url::parse_with_params("http://localhost/", [(name, value)]).unwrap();
-    url.query().unwrap_or_default().to_owned()
 }
 
 /// CORS: with no allowed origins (the default) a browser gets no CORS headers, so it refuses to

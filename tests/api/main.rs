@@ -11,6 +11,7 @@ mod binary;
 mod browser;
 mod connections;
 mod cursors;
+mod differential;
 mod direct;
 mod ecommerce;
 #[path = "../../examples/ecommerce/data.rs"]
@@ -33,6 +34,7 @@ mod mutations;
 mod nodes;
 mod nullability;
 mod observability;
+mod operations;
 mod outages;
 mod overlap;
 mod purchases;

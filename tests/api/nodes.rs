@@ -2,21 +2,12 @@
 //! `nodes`, and related objects of a whole page load in one BatchGetItem.
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use dynarelay::dynamo::Item;
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, error_code, purchase_item};
+use crate::helpers::{TestApp, error_code, product_item, purchase_item};
 
 async fn with_product(app: &TestApp, sku: &str) {
-    let item = Item::from([
-        ("sku".to_owned(), AttributeValue::S(sku.to_owned())),
-        (
-            "name".to_owned(),
-            AttributeValue::S(format!("Product {sku}")),
-        ),
-        ("category".to_owned(), AttributeValue::S("books".to_owned())),
-        ("price".to_owned(), AttributeValue::N("19.99".to_owned())),
-    ]);
+    let item = product_item(sku, &format!("Product {sku}"), "books", "19.99");
     app.put_items(&app.tables().products.clone(), vec![item])
         .await;
 }

@@ -6,12 +6,11 @@
 //! them in a temporary directory and, given a server, walks each connection with the generated
 //! page and pagination queries as `usePaginationFragment` would.
 
-use aws_sdk_dynamodb::types::AttributeValue;
 use chrono::{DateTime, SecondsFormat};
 use dynarelay::{dynamo::Item, http::HttpSettings};
 use serde_json::{Value, json};
 
-use crate::helpers::{Running, TestApp, run_node};
+use crate::helpers::{Running, TestApp, product_item, run_node};
 
 const CATEGORY: &str = "relay-books";
 
@@ -23,15 +22,7 @@ fn iso(epoch_ms: i64) -> String {
 }
 
 fn product(sku: &str, name: &str, price: &str) -> Item {
-    Item::from([
-        ("sku".to_owned(), AttributeValue::S(sku.to_owned())),
-        ("name".to_owned(), AttributeValue::S(name.to_owned())),
-        (
-            "category".to_owned(),
-            AttributeValue::S(CATEGORY.to_owned()),
-        ),
-        ("price".to_owned(), AttributeValue::N(price.to_owned())),
-    ])
+    product_item(sku, name, CATEGORY, price)
 }
 
 #[tokio::test]

@@ -183,9 +183,9 @@ async fn live_table(
     client: &aws_sdk_dynamodb::Client,
     name: &str,
     key: &[(&str, ScalarAttributeType)],
-    globals: &[(&str, &[&str], aws_sdk_dynamodb::types::ProjectionType)],
+    indexes: &[(&str, &[&str], aws_sdk_dynamodb::types::ProjectionType)],
 ) {
-    use aws_sdk_dynamodb::types::{GlobalSecondaryIndex, Projection};
+    use aws_sdk_dynamodb::types::{GlobalSecondaryIndex, LocalSecondaryIndex, Projection};
     let element = |i: usize, attr: &str| {
         KeySchemaElement::builder()
             .attribute_name(attr)
@@ -210,7 +210,7 @@ async fn live_table(
                 .unwrap(),
         );
     }
-    for (index, keys, projection) in globals {
+    for (index, keys, projection) in indexes {
         for attr in *keys {
             if !key.iter().any(|(a, _)| a == attr) {
                 request = request.attribute_definitions(
@@ -222,23 +222,34 @@ async fn live_table(
                 );
             }
         }
-        request = request.global_secondary_indexes(
-            GlobalSecondaryIndex::builder()
-                .index_name(*index)
-                .set_key_schema(Some(
-                    keys.iter()
-                        .enumerate()
-                        .map(|(i, a)| element(i, a))
-                        .collect(),
-                ))
-                .projection(
-                    Projection::builder()
-                        .projection_type(projection.clone())
-                        .build(),
-                )
-                .build()
-                .unwrap(),
-        );
+        let key_schema = keys
+            .iter()
+            .enumerate()
+            .map(|(i, a)| element(i, a))
+            .collect();
+        let projection = Projection::builder()
+            .projection_type(projection.clone())
+            .build();
+        // An index named `Lsi…` is made local; every other one global.
+        request = if index.starts_with("Lsi") {
+            request.local_secondary_indexes(
+                LocalSecondaryIndex::builder()
+                    .index_name(*index)
+                    .set_key_schema(Some(key_schema))
+                    .projection(projection)
+                    .build()
+                    .unwrap(),
+            )
+        } else {
+            request.global_secondary_indexes(
+                GlobalSecondaryIndex::builder()
+                    .index_name(*index)
+                    .set_key_schema(Some(key_schema))
+                    .projection(projection)
+                    .build()
+                    .unwrap(),
+            )
+        };
     }
     request.send().await.unwrap();
 }
@@ -278,8 +289,15 @@ partition_key = "g"
 partition_key = "id"
 sort_key = "s"
 attributes = { id = "S", s = "S", t = "S" }
-[tables.Kind.indexes.Lsi]
+[tables.Kind.indexes.Gsi]
 kind = "local"
+sort_key = "t"
+[tables.GlobalKind]
+partition_key = "id"
+sort_key = "s"
+attributes = { id = "S", s = "S", t = "S" }
+[tables.GlobalKind.indexes.LsiByT]
+partition_key = "id"
 sort_key = "t"
 [tables.Fine]
 partition_key = "id"
@@ -311,7 +329,14 @@ attributes = { id = "S" }
         &client,
         &t("Kind"),
         &[("id", S), ("s", S)],
-        &[("Lsi", &["id", "t"], All)],
+        &[("Gsi", &["id", "t"], All)],
+    )
+    .await;
+    live_table(
+        &client,
+        &t("GlobalKind"),
+        &[("id", S), ("s", S)],
+        &[("LsiByT", &["id", "t"], All)],
     )
     .await;
     live_table(&client, &t("Fine"), &[("id", S)], &[]).await;
@@ -359,8 +384,18 @@ attributes = { id = "S" }
             24,
         ),
         (
-            format!("table `{}` has no local index `Lsi`", t("Kind")),
+            format!(
+                "table `{}` has no local index `Gsi`, but it has a global index: leave out `kind = \"local\"`",
+                t("Kind")
+            ),
             30,
+        ),
+        (
+            format!(
+                "table `{}` has no global index `LsiByT`, but it has a local index: declare it with `kind = \"local\"`",
+                t("GlobalKind")
+            ),
+            37,
         ),
     ];
     assert_eq!(found.len(), expected.len(), "{found:#?}");
