@@ -88,8 +88,8 @@ pub enum TablesCommand {
 /// The model file, and the tables it is served from.
 #[derive(Debug, Clone, Args)]
 pub struct ModelArgs {
-    /// The model file (TOML) describing the tables and the API: see the README's "Serve your
-    /// own tables". The demo: examples/shop/dynarelay.toml.
+    /// The model file (TOML) describing the tables and the API: see
+    /// docs/src/guides/your-own-tables.md. The demo: examples/shop/dynarelay.toml.
     #[arg(long, env = "DYNARELAY_MODEL")]
     pub model: PathBuf,
     /// Prefix for every table name of the model: `t42_` serves t42_Users for a model table
@@ -202,7 +202,9 @@ pub struct ServeArgs {
     #[arg(long, env = "DYNARELAY_INTROSPECTION", default_value_t = true, action = ArgAction::Set)]
     pub introspection: bool,
 
-    /// Suggest similar field names in validation errors (true or false).
+    /// Suggest similar field and argument names ("Did you mean ...?") in validation errors (true
+    /// or false), to callers who may introspect: everyone, unless `[auth] introspection` or
+    /// `--introspection false` says otherwise.
     #[arg(long, env = "DYNARELAY_SUGGESTIONS", default_value_t = true, action = ArgAction::Set)]
     pub suggestions: bool,
 

@@ -807,7 +807,7 @@ mod tests {
                 "cursor reveals a key value"
             );
         }
-        // 2 header + 24 nonce + 16 tag + 16 plaintext bytes; the README quotes this length.
+        // 2 header + 24 nonce + 16 tag + 16 plaintext bytes; the docs quote this length.
         assert_eq!(
             cursor.len(),
             78,

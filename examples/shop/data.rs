@@ -467,7 +467,7 @@ mod tests {
     }
 
     #[test]
-    fn the_example_user_in_graphiql_and_the_readme_has_21_demo_purchases() {
+    fn the_example_user_in_graphiql_and_the_quick_start_has_21_demo_purchases() {
         let data = generate(&SeedSpec::DEMO);
         let user = &data.users[3].user_id;
         assert_eq!(SPECIAL_COUNTS[3], 21);
@@ -480,8 +480,12 @@ mod tests {
             "init.js"
         );
         assert!(
-            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).contains(user.as_str()),
-            "README.md"
+            include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/docs/src/guides/quick-start.md"
+            ))
+            .contains(user.as_str()),
+            "docs/src/guides/quick-start.md"
         );
     }
 

@@ -30,8 +30,8 @@ pub type Item = std::collections::HashMap<String, aws_sdk_dynamodb::types::Attri
 /// The SDK's stalled-stream protection is turned off: DynamoDB's answers are small JSON bodies
 /// read whole inside each attempt, so `attempt_timeout` already ends an attempt whose answer
 /// stops coming (tests/api/outages.rs, `a_stalled_answer_body_is_cut_by_the_attempt_timeout`),
-/// and the protection's interceptor and body wrapper cost every call CPU (see the README's
-/// Benchmarks).
+/// and the protection's interceptor and body wrapper cost every call CPU (git history of
+/// docs/src/benchmarks.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SdkSettings {
     /// Attempts per call, the first included (1 disables retries).

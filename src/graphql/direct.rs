@@ -5,7 +5,7 @@
 //! Hand-written because async-graphql's dynamic executor spends, for every field of every edge,
 //! a boxed future, a context, an argument map and two formatted type names, and validates every
 //! request, and offers no way to resolve a list of objects as ready values: the shop's page took
-//! 0.78 and 0.84 of its server CPU without them (`scripts/bench`, README "Benchmarks"). This
+//! 0.78 and 0.84 of its server CPU without them (`scripts/bench`, docs/src/benchmarks.md). This
 //! executor walks a plan compiled once per document and writes the same response's JSON from
 //! the same resolution code ([`resolve`], [`values`], [`access`]). One difference on purpose: several
 //! root fields come back in the document's order, as the spec asks, where async-graphql puts

@@ -1,7 +1,7 @@
 //! Query documents by their text, parsed and checked against the document limits once: clients
 //! send the same few documents again and again (every page of a walk repeats its query), and
 //! parsing was the largest piece of per-request work that did not depend on the request's
-//! variables (see the README's profile). Validation still runs on every request, because depth
+//! variables (see the profile in docs/src/benchmarks.md). Validation still runs on every request, because depth
 //! and complexity depend on the variables (`first: $n`).
 //!
 //! The cache holds documents that passed [`QueryLimits::check_text`] and

@@ -17,7 +17,7 @@ use super::operation::Operation;
 /// The limits, each configurable on `serve`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QueryLimits {
-    /// Deepest nesting of selections.
+    /// Deepest nesting of selections, introspection left out (see [`depth`]).
     pub depth: usize,
     /// Largest complexity: each field costs 1, and a connection costs its page size times the
     /// cost of its children, so this bounds the objects one request can return.
@@ -363,6 +363,43 @@ pub fn count_aliases(document: &ExecutableDocument) -> usize {
             |selection| matches!(selection, Selection::Field(field) if field.node.alias.is_some()),
         )
         .count()
+}
+
+/// The depth of `operation`: the most fields nested in one another, fragments counted inline
+/// (as async-graphql counts it), leaving out the introspection fields `__schema` and `__type` and
+/// what they select. Introspection's depth is the schema's shape, not the caller's choice:
+/// graphql-js's introspection query, which GraphiQL, Apollo's and Relay's tools send, is 14 deep,
+/// and it is bounded by the document limits anyway (graphql-armor leaves it out likewise).
+pub fn depth(document: &ExecutableDocument, operation: Operation<'_>) -> usize {
+    set_depth(document, &operation.definition.node.selection_set.node, 0)
+}
+
+fn set_depth(document: &ExecutableDocument, set: &SelectionSet, nesting: usize) -> usize {
+    if nesting > MAX_FRAGMENT_NESTING {
+        return 0;
+    }
+    set.items
+        .iter()
+        .map(|selection| match &selection.node {
+            Selection::Field(field) => {
+                if is_introspection(&selection.node) {
+                    0
+                } else {
+                    1 + set_depth(document, &field.node.selection_set.node, nesting)
+                }
+            }
+            Selection::InlineFragment(fragment) => {
+                set_depth(document, &fragment.node.selection_set.node, nesting + 1)
+            }
+            Selection::FragmentSpread(spread) => document
+                .fragments
+                .get(&spread.node.fragment_name.node)
+                .map_or(0, |fragment| {
+                    set_depth(document, &fragment.node.selection_set.node, nesting + 1)
+                }),
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 /// Whether `document` asks for `__schema` or `__type` anywhere (`__typename` is not

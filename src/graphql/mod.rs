@@ -95,10 +95,8 @@ fn configure(
     query: QueryLimits,
     suggestions: bool,
 ) -> SchemaBuilder {
-    let mut builder = builder
-        .data(limits)
-        .data(codec.clone())
-        .limit_depth(query.depth);
+    // The depth limit is checked by the HTTP handler, before execution (see `limits::depth`).
+    let mut builder = builder.data(limits).data(codec.clone());
     if !query.introspection {
         builder = builder.disable_introspection();
     }

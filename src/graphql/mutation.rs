@@ -261,7 +261,7 @@ fn writable(entity: &Entity, field: &ModelField) -> bool {
 }
 
 fn input_field(model: &Model, field: &ModelField, required: bool) -> InputValue {
-    let ty = super::schema::field_type(model, &field.ty, !required);
+    let ty = super::scalars::field_type(model, &field.ty, !required);
     let mut input = InputValue::new(&field.name, ty);
     if let Some(d) = field
         .input_description

@@ -1,11 +1,15 @@
-//! The custom scalars: `DateTime`, `Decimal`, `BigInt`, `Bytes` and `JSON`. Each checks its
-//! input literals and variables before execution; resolvers convert them exactly
-//! (see [`super::values`]).
+//! The custom scalars: `DateTime`, `Decimal`, `BigInt`, `Bytes` and `JSON`, and the GraphQL type
+//! of each of a model's field types. Each scalar checks its input literals and variables before
+//! execution; resolvers convert them exactly (see [`super::values`]).
 
-use async_graphql::{Value, dynamic::Scalar};
+use async_graphql::{
+    Value,
+    dynamic::{Scalar, TypeRef},
+};
 use base64::{Engine, engine::general_purpose::STANDARD};
 
 use super::values;
+use crate::model::{FieldType, Model, Scalar as ModelScalar};
 
 /// What a `Decimal` may look like, added to validation errors about one.
 const DECIMAL_RULE: &str = "A Decimal is a string holding a number as DynamoDB reads it: decimal digits with an optional sign, point and exponent (\"19.99\", \"-3\", \"2.5E1\"), at most 38 significant digits, 0 or between 1E-130 and 1E+126 in magnitude.";
@@ -53,4 +57,45 @@ pub fn scalar(name: &str) -> Option<Scalar> {
         ),
         _ => return None,
     })
+}
+
+/// The GraphQL name of a field's scalar.
+pub fn scalar_name(model: &Model, scalar: ModelScalar) -> &str {
+    match scalar {
+        ModelScalar::String => TypeRef::STRING,
+        ModelScalar::Id => TypeRef::ID,
+        ModelScalar::Int => TypeRef::INT,
+        ModelScalar::BigInt => "BigInt",
+        ModelScalar::Float => TypeRef::FLOAT,
+        ModelScalar::Decimal => "Decimal",
+        ModelScalar::Boolean => TypeRef::BOOLEAN,
+        ModelScalar::DateTime(_) => "DateTime",
+        ModelScalar::Bytes => "Bytes",
+        ModelScalar::Json => "JSON",
+        ModelScalar::Enum(e) => &model.enums[e].name,
+    }
+}
+
+/// The output type of a field.
+pub fn field_type(model: &Model, ty: &FieldType, nullable: bool) -> TypeRef {
+    let inner = match ty {
+        FieldType::Scalar(s) => TypeRef::named(scalar_name(model, *s)),
+        FieldType::List {
+            item,
+            item_nullable,
+            ..
+        } => {
+            let item = TypeRef::named(scalar_name(model, *item));
+            TypeRef::List(Box::new(if *item_nullable {
+                item
+            } else {
+                TypeRef::NonNull(Box::new(item))
+            }))
+        }
+    };
+    if nullable {
+        inner
+    } else {
+        TypeRef::NonNull(Box::new(inner))
+    }
 }

@@ -27,11 +27,12 @@ use super::{
     node::{loader, parse_node_id},
     nullability::{self, NullItems},
     resolve::{self, Args, PagesAhead, Site},
-    scalars, values,
+    scalars::{self, field_type, scalar_name},
+    values,
 };
 use crate::{
     dynamo::{Item, Store},
-    model::{Connection, EntityId, FieldType, Model, PartitionFrom, Read, Scalar as ModelScalar},
+    model::{Connection, EntityId, Model, PartitionFrom, Read, Scalar as ModelScalar},
 };
 
 /// The name of the sort-order enum.
@@ -146,47 +147,6 @@ fn used_scalars(model: &Model) -> Vec<Scalar> {
         used.insert(name);
     }
     used.into_iter().filter_map(scalars::scalar).collect()
-}
-
-/// The GraphQL name of a field's scalar.
-pub fn scalar_name(model: &Model, scalar: ModelScalar) -> &str {
-    match scalar {
-        ModelScalar::String => TypeRef::STRING,
-        ModelScalar::Id => TypeRef::ID,
-        ModelScalar::Int => TypeRef::INT,
-        ModelScalar::BigInt => "BigInt",
-        ModelScalar::Float => TypeRef::FLOAT,
-        ModelScalar::Decimal => "Decimal",
-        ModelScalar::Boolean => TypeRef::BOOLEAN,
-        ModelScalar::DateTime(_) => "DateTime",
-        ModelScalar::Bytes => "Bytes",
-        ModelScalar::Json => "JSON",
-        ModelScalar::Enum(e) => &model.enums[e].name,
-    }
-}
-
-/// The output type of a field.
-pub fn field_type(model: &Model, ty: &FieldType, nullable: bool) -> TypeRef {
-    let inner = match ty {
-        FieldType::Scalar(s) => TypeRef::named(scalar_name(model, *s)),
-        FieldType::List {
-            item,
-            item_nullable,
-            ..
-        } => {
-            let item = TypeRef::named(scalar_name(model, *item));
-            TypeRef::List(Box::new(if *item_nullable {
-                item
-            } else {
-                TypeRef::NonNull(Box::new(item))
-            }))
-        }
-    };
-    if nullable {
-        inner
-    } else {
-        TypeRef::NonNull(Box::new(inner))
-    }
 }
 
 fn sort_order() -> Enum {

@@ -8,7 +8,7 @@
 //! with its own router (and so its own DynamoDB client and connection pool). A connection lives
 //! on one thread from its first byte to its last, and so do its requests and their DynamoDB
 //! calls: no request wakes another thread, which a work-stealing runtime does several times per
-//! request (the measured cost is in the README's benchmarks). Each new connection goes to the
+//! request (the measured cost is in docs/src/benchmarks.md). Each new connection goes to the
 //! thread serving the fewest at that moment.
 
 use std::{

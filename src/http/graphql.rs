@@ -5,7 +5,7 @@
 //! async-graphql-axum always answers `application/graphql-response+json` with status 200, which
 //! breaks the spec's rule that a request error under that media type is a 4xx without `data`;
 //! its request extractor loses a GET's `operationName` and takes POST bodies of any content type
-//! (README, Decisions). So this handler does the HTTP side itself, chooses the operation once
+//! (docs/src/reference/decisions.md). So this handler does the HTTP side itself, chooses the operation once
 //! ([`graphql::operation`]), and leaves validation and execution to async-graphql.
 //!
 //! | request | status |
@@ -578,6 +578,15 @@ async fn execute(
         );
     }
 
+    if graphql::limits::depth(&document, operation) > state.http.query_limits.depth {
+        return request_error(
+            ServerError::new("Query is nested too deep.", None),
+            "QUERY_TOO_DEEP",
+            format,
+            state.metrics(),
+        );
+    }
+
     let mut request = async_graphql::Request::new(query);
     if let Some(name) = operation.name {
         request = request.operation_name(name);
@@ -859,7 +868,7 @@ mod tests {
     }
 
     /// Why `GET` requests are parsed here and not with async-graphql-axum's `GraphQLRequest`
-    /// (README, Decisions): the query-string parser it uses reads `operation_name`, so the
+    /// (docs/src/reference/decisions.md): the query-string parser it uses reads `operation_name`, so the
     /// spec's `operationName` is lost. When this fails, a release reads `operationName`:
     /// reconsider.
     #[test]

@@ -163,33 +163,8 @@ async fn create_check_and_serve_then_stop_on_sigterm() {
     .await
     .unwrap();
 
-    let mut server = dynarelay(&prefix)
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Read the log on a thread, so a server that never logs its address fails the test in time.
-    let stdout = server.stderr.take().unwrap();
-    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if line.contains("dynarelay is listening")
-                && let Some(addr) = line
-                    .split("address=")
-                    .nth(1)
-                    .and_then(|s| s.split_whitespace().next())
-            {
-                let _ = addr_tx.send(addr.to_owned());
-            }
-        }
-    });
-    let addr = match addr_rx.recv_timeout(Duration::from_secs(30)) {
-        Ok(addr) => addr,
-        Err(_) => {
-            let _ = server.kill();
-            panic!("serve did not log its address within 30 s");
-        }
-    };
+    let (mut server, addr) =
+        spawn_serve(dynarelay(&prefix).args(["serve", "--listen", "127.0.0.1:0"]));
 
     let http = reqwest::Client::new();
     let ready = http
@@ -209,22 +184,7 @@ async fn create_check_and_serve_then_stop_on_sigterm() {
         .unwrap();
     assert_eq!(users["data"]["__type"]["name"], "PurchaseConnection");
 
-    let kill = Command::new("kill")
-        .args(["-TERM", &server.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
-    let deadline = std::time::Instant::now() + Duration::from_secs(15);
-    let status = loop {
-        if let Some(status) = server.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "serve did not stop after SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = stop(&mut server);
     assert!(status.success(), "serve exited with {status}");
 }
 
@@ -326,4 +286,116 @@ async fn check_names_each_live_table_that_differs_from_the_model() {
         "{}",
         String::from_utf8_lossy(&serve.stderr)
     );
+}
+
+/// Starts `serve` and reads the address it listens on from its log.
+fn spawn_serve(command: &mut Command) -> (std::process::Child, String) {
+    let mut server = command.stderr(Stdio::piped()).spawn().unwrap();
+    // Read the log on a thread, so a server that never logs its address fails the test in time.
+    let log = server.stderr.take().unwrap();
+    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(log).lines().map_while(Result::ok) {
+            if line.contains("dynarelay is listening")
+                && let Some(addr) = line
+                    .split("address=")
+                    .nth(1)
+                    .and_then(|s| s.split_whitespace().next())
+            {
+                let _ = addr_tx.send(addr.to_owned());
+            }
+        }
+    });
+    match addr_rx.recv_timeout(Duration::from_secs(30)) {
+        Ok(addr) => (server, addr),
+        Err(_) => {
+            let _ = server.kill();
+            panic!("serve did not log its address within 30 s");
+        }
+    }
+}
+
+/// Sends SIGTERM and waits for the server to exit; its exit status.
+fn stop(server: &mut std::process::Child) -> std::process::ExitStatus {
+    let kill = Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        if let Some(status) = server.try_wait().unwrap() {
+            return status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "serve did not stop after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The README's "Serve your own tables", step by step, on the model it names
+/// (`examples/orders/dynarelay.toml`): `tables create` (for DynamoDB Local), `check` against the
+/// live tables, `schema`, `keygen`, `serve`, then a mutation and a page through the served API.
+#[tokio::test]
+async fn the_readme_s_five_steps_serve_the_orders_example() {
+    let prefix = unique_prefix();
+    let model = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/orders/dynarelay.toml"
+    );
+    let run = |args: &[&str]| {
+        let output = dynarelay(&prefix)
+            .args(args)
+            .args(["--model", model])
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).unwrap()
+    };
+    run(&["tables", "create"]);
+    assert!(run(&["check"]).contains("the live tables match the model"));
+    let sdl = run(&["schema"]);
+    assert!(
+        sdl.contains("ordersOfCustomer(") && sdl.contains("type Order implements Node"),
+        "{sdl}"
+    );
+    let key = dynarelay(&prefix).arg("keygen").output().unwrap();
+    let key = String::from_utf8(key.stdout).unwrap();
+
+    let (mut server, addr) = spawn_serve(
+        dynarelay(&prefix)
+            .env("DYNARELAY_CURSOR_KEYS", key.trim())
+            .args(["serve", "--listen", "127.0.0.1:0", "--model", model]),
+    );
+    let http = reqwest::Client::new();
+    let ask = |query: &'static str| {
+        http.post(format!("http://{addr}/graphql"))
+            .json(&serde_json::json!({ "query": query }))
+            .send()
+    };
+    for create in [
+        r#"mutation { createOrder(input: { customerId: "c-1", orderDate: "2026-05-01T10:00:00.000Z", total: "42.50", skus: ["A"] }) { order { total } } }"#,
+        r#"mutation { createOrder(input: { customerId: "c-1", orderDate: "2026-05-02T10:00:00.000Z", total: "7", skus: ["B"] }) { order { total } } }"#,
+    ] {
+        let created: Value = ask(create).await.unwrap().json().await.unwrap();
+        assert!(created.get("errors").is_none(), "{created}");
+    }
+    let page: Value = ask(r#"{ ordersOfCustomer(customerId: "c-1", first: 1) { nodes { total } pageInfo { hasNextPage } } }"#)
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        page["data"]["ordersOfCustomer"],
+        serde_json::json!({ "nodes": [{ "total": "7" }], "pageInfo": { "hasNextPage": true } }),
+        "{page}"
+    );
+    assert!(stop(&mut server).success());
 }

@@ -64,7 +64,7 @@ async fn graphiql_in_headless_chromium_runs_a_connection_query_offline() {
         )
     });
 
-    // The playground opened with the README's sample query before the test replaced it.
+    // The playground opened with the quick start's sample query before the test replaced it.
     let default_query = report["defaultQuery"].as_str().unwrap();
     assert!(
         default_query.contains("query Purchases($userId: String!, $after: String)"),
@@ -217,22 +217,20 @@ const AUTH_SCREENSHOT: &str = concat!(
 /// header, and each request carried exactly the header typed (recorded as Chromium sent it), so
 /// a GraphiQL that dropped the header fails both ways.
 ///
-/// The server allows a depth of 16 instead of `serve`'s 10: GraphiQL's introspection query
-/// (graphql-js's, with `ofType` nested nine deep) is 14 deep, and the default refuses it with
-/// `QUERY_TOO_DEEP` for everyone, admins included.
+/// With `serve`'s default limits: GraphiQL's introspection query (graphql-js's, with `ofType`
+/// nested nine deep) is 14 deep, over the default depth of 10, and runs because the depth limit
+/// leaves introspection out. Seen failing: with introspection counted, the schema never loaded.
 #[tokio::test]
 async fn graphiql_sends_the_authorization_header_typed_into_its_headers_editor() {
     use crate::helpers::{
         TestIssuer, model_auth_settings, model_claims, model_state, secure_app, test_ring,
         user_item,
     };
-    use dynarelay::{
-        auth::Authenticator, graphql::limits::QueryLimits, http::router, pagination::PageLimits,
-    };
+    use dynarelay::{auth::Authenticator, http::router, pagination::PageLimits};
 
     const USER_QUERY: &str = r#"{ user(userId: "ivy") { userId name email } }"#;
     let issuer = TestIssuer::start().await;
-    // Its tables; served below by a router like its own, with a deeper depth limit.
+    // Its tables; served below by a router like its own.
     let app = secure_app(&issuer).await;
     app.store
         .put_items(
@@ -246,10 +244,6 @@ async fn graphiql_sends_the_authorization_header_typed_into_its_headers_editor()
         .unwrap();
     let http = HttpSettings {
         auth: Some(auth),
-        query_limits: QueryLimits {
-            depth: 16,
-            ..QueryLimits::default()
-        },
         ..HttpSettings::default()
     };
     let state = model_state(

@@ -4,7 +4,8 @@
 //! persisted queries; every kind of `operationName`; four `Accept` headers) sent to dynarelay
 //! and to graphql-js 16 behind graphql-http's own handler on `schema.graphql`, resolving from
 //! values dynarelay recorded. Status codes, `data` and error paths must be equal, but for the
-//! differences the script lists as decisions, each documented in the README.
+//! differences the script lists as decisions, each documented in
+//! docs/src/reference/graphql-over-http.md.
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use dynarelay::http::HttpSettings;
@@ -15,7 +16,7 @@ use crate::helpers::{Running, TestApp, product_item, run_node};
 /// Runs the corpus against a server on a real socket. Also checks what the answers alone
 /// cannot show: mutations ran exactly as often as dynarelay answered that they did (so no GET
 /// ran one quietly), and every documented decision still explains some difference (so the
-/// list cannot go stale), and is in the README.
+/// list cannot go stale), and is in the GraphQL-over-HTTP reference.
 #[tokio::test]
 async fn dynarelay_answers_the_protocol_corpus_as_graphql_js_does() {
     let app = TestApp::spawn().await;
@@ -78,16 +79,19 @@ async fn dynarelay_answers_the_protocol_corpus_as_graphql_js_does() {
     let compared = summary["compared"].as_u64().unwrap();
     assert!(compared >= 2_000, "only {compared} requests compared");
 
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let reference = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/src/reference/graphql-over-http.md"
+    ))
+    .unwrap();
     for (decision, count) in summary["decisions"].as_object().unwrap() {
         assert!(
             count.as_u64().unwrap() > 0,
             "the decision `{decision}` explains no difference any more: remove it"
         );
         assert!(
-            readme.contains(&format!("`{decision}`")),
-            "the decision `{decision}` is not documented in the README"
+            reference.contains(&format!("`{decision}`")),
+            "the decision `{decision}` is not documented in docs/src/reference/graphql-over-http.md"
         );
     }
 

@@ -13,6 +13,7 @@ mod connections;
 mod cursors;
 mod differential;
 mod direct;
+mod docs;
 mod ecommerce;
 #[path = "../../examples/ecommerce/data.rs"]
 mod ecommerce_data;

@@ -169,7 +169,7 @@ try {
   });
   if (!started) throw new Failure(`GraphiQL did not start: ${pageError.message}`);
   const loadMs = Date.now() - loadStarted;
-  // The query the playground opens with (the README's sample query).
+  // The query the playground opens with (the quick start's sample query).
   const defaultQuery = await editorValue(page, '.graphiql-query-editor .CodeMirror');
 
   // Replace the query, and the variables in the (open) variables editor, like typing them.

@@ -23,8 +23,8 @@
 // (POST and GET; the reference gets the full text); without `operationName`, with the right
 // one, a wrong one and an empty one; under four `Accept` headers.
 //
-// Every difference must be one of DECISIONS, each a documented choice (README, "GraphQL over
-// HTTP"). The last line on stdout is a JSON summary:
+// Every difference must be one of DECISIONS, each a documented choice (the table under "Against
+// graphql-js" in docs/src/reference/graphql-over-http.md). The last line on stdout is a JSON summary:
 //   {"requests", "compared", "executedMutations", "decisions": {id: count},
 //    "undocumented": [first few differences], "undocumentedCount"}
 // The script exits 1 when a difference is undocumented or a recording failed.
@@ -42,7 +42,7 @@ if (!url || !sdlPath || !fixtureJson) {
 const fixture = JSON.parse(fixtureJson);
 const schema = buildSchema(readFileSync(sdlPath, 'utf8'));
 
-/** Differences that are decisions, each explained in the README's GraphQL-over-HTTP table. */
+/** Differences that are decisions, each explained in docs/src/reference/graphql-over-http.md. */
 const DECISIONS = [
   {
     id: 'variables-are-request-errors',

@@ -1,0 +1,539 @@
+//! A connection's Query: its partition (from the parent, an argument or a facet) and its sort
+//! key condition.
+
+use super::*;
+
+impl<'f> Ctx<'f, '_> {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn query_read(
+        &self,
+        owner: Owner<'_>,
+        name: &Spanned<String>,
+        file: &ConnectionFile,
+        members: &[EntityId],
+        target: &Target<'_>,
+        arguments: &mut ArgumentNames,
+        out: &mut Problems,
+    ) -> Option<Read> {
+        let node = members[0];
+        let attribute = *target.key().first()?;
+        let span = self.connection_span(owner, name, "partition");
+        let entity = &self.entities[node].entity;
+        let template = entity.template_on(attribute.name).map(|t| &t.template);
+        for &m in &members[1..] {
+            let other = &self.entities[m].entity;
+            let same = match (template, other.template_on(attribute.name)) {
+                (Some(a), Some(b)) => a.to_string() == b.template.to_string(),
+                (None, None) => other.field_on(attribute.name).is_some(),
+                _ => false,
+            };
+            if !same {
+                out.error(
+                    self.connection_span(owner, name, "members"),
+                    format!(
+                        "members `{}` and `{}` do not write partition key `{}` of {} alike",
+                        entity.name,
+                        other.name,
+                        attribute.name,
+                        target.what()
+                    ),
+                )
+                .hint("an item collection's members share one partition: give them the same key template");
+                return None;
+            }
+        }
+        if let Some(template) = template
+            && template.facets().count() == 0
+        {
+            if let Some(partition) = &file.partition {
+                let at = partition
+                    .field
+                    .as_ref()
+                    .or(partition.argument.as_ref())
+                    .map_or(span, Spanned::span);
+                out.error(
+                    at,
+                    format!(
+                        "partition key `{}` of `{}` is always `{template}`: leave `partition` out",
+                        attribute.name, entity.name
+                    ),
+                );
+                return None;
+            }
+            let sort = self.query_sort(owner, name, file, members, target, arguments, out)?;
+            return Some(Read::Query {
+                partition: Partition {
+                    attribute,
+                    from: PartitionFrom::Constant(KeyValue::S(template.to_string())),
+                    template: None,
+                },
+                sort: sort.0,
+                prefix: sort.1,
+            });
+        }
+        let Some(partition) = &file.partition else {
+            out.error(
+                name.span(),
+                format!(
+                    "connection `{}` has neither a `partition` nor `scan = true`",
+                    name.get_ref()
+                ),
+            )
+            .hint(
+                "read one partition with `partition = { ... }`, or every item with `scan = true`",
+            );
+            return None;
+        };
+        let given = [
+            partition.argument.is_some(),
+            partition.field.is_some(),
+            partition.value.is_some(),
+        ];
+        if given.iter().filter(|g| **g).count() != 1 {
+            out.error(
+                span,
+                "a partition has exactly one of `argument`, `field` and `value`",
+            );
+            return None;
+        }
+        let facet = match template {
+            None => None,
+            Some(template) => {
+                let facets = &entity.template_on(attribute.name)?.facets;
+                if facets.len() != 1 {
+                    out.error(
+                        span,
+                        format!(
+                            "partition key `{}` of `{}` is built from {} facets (`{template}`), but a \
+                             connection's partition gives one value",
+                            attribute.name,
+                            entity.name,
+                            facets.len()
+                        ),
+                    )
+                    .hint("read an index whose partition key template has one facet");
+                    return None;
+                }
+                Some(facets[0])
+            }
+        };
+        let from = if let Some(argument) = &partition.argument {
+            arguments.add(argument.get_ref(), argument.span());
+            match (facet, owner) {
+                // The argument takes the facet's type; `partition_argument` reports the rest.
+                (Some(field), Owner::Root) => Some(PartitionFrom::Argument {
+                    argument: Argument {
+                        name: argument.get_ref().clone(),
+                        description: partition.description.clone(),
+                    },
+                    field,
+                }),
+                _ => self.partition_argument(
+                    owner,
+                    argument,
+                    partition.description.clone(),
+                    node,
+                    &attribute,
+                    out,
+                ),
+            }
+        } else if let Some(field) = &partition.field {
+            match facet {
+                Some(facet) => self.partition_facet_field(owner, field, node, facet, out),
+                None => self.partition_field(owner, field, target, &attribute, out),
+            }
+        } else {
+            let value = partition.value.as_ref()?;
+            match (template, facet) {
+                (Some(template), Some(facet)) => {
+                    let f = &entity.fields[facet];
+                    match value.get_ref() {
+                        toml::Value::String(text) if matches!(f.ty, FieldType::Scalar(s) if is_text(s)) =>
+                        {
+                            let key = template.render(|_| Some(text.as_str())).ok()?;
+                            Some(PartitionFrom::Constant(KeyValue::S(key)))
+                        }
+                        _ => {
+                            out.error(
+                                value.span(),
+                                format!(
+                                    "a constant partition of a key template takes a string for \
+                                     facet `{}`",
+                                    f.name
+                                ),
+                            );
+                            None
+                        }
+                    }
+                }
+                _ => partition_value(value, &attribute, out),
+            }
+        };
+        let sort = self.query_sort(owner, name, file, members, target, arguments, out);
+        let (sort, prefix) = sort?;
+        Some(Read::Query {
+            partition: Partition {
+                attribute,
+                from: from?,
+                template: facet.and(template.cloned()),
+            },
+            sort,
+            prefix,
+        })
+    }
+
+    /// A Query's sort-key conditions, and the node entity's sort-key prefix.
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+    pub(super) fn query_sort(
+        &self,
+        owner: Owner<'_>,
+        name: &Spanned<String>,
+        file: &ConnectionFile,
+        members: &[EntityId],
+        target: &Target<'_>,
+        arguments: &mut ArgumentNames,
+        out: &mut Problems,
+    ) -> Option<(Option<SortCondition>, Option<(&'static str, String)>)> {
+        let node = members[0];
+        let sort_attr = target.key().get(1).copied();
+        let template = sort_attr.and_then(|a| self.entities[node].entity.template_on(a.name));
+        let prefix = match (members.len(), sort_attr, template) {
+            (1, Some(attr), Some(t)) if !t.template.literal_prefix().is_empty() => {
+                Some((attr.name, t.template.literal_prefix().to_owned()))
+            }
+            _ => None,
+        };
+        let sort = match (&file.sort, template) {
+            (None, _) => None,
+            (Some(sort), Some(template)) => {
+                let span = self.connection_span(owner, name, "sort");
+                Some(self.facet_condition(sort, span, node, template, arguments, out)?)
+            }
+            (Some(sort), None) => {
+                let span = self.connection_span(owner, name, "sort");
+                self.sort_condition(sort, span, node, target, arguments, out)?
+            }
+        };
+        Some((sort, prefix))
+    }
+
+    /// The parent entity's field a `field` partition names; only connections on entities have
+    /// one.
+    pub(super) fn parent_field(
+        &self,
+        owner: Owner<'_>,
+        field: &Spanned<String>,
+        out: &mut Problems,
+    ) -> Option<(EntityId, FieldId)> {
+        let Owner::Entity(parent, _) = owner else {
+            out.error(
+                field.span(),
+                "`field` partitions are for connections on entities",
+            )
+            .hint("a root connection takes its partition from an `argument` or a `value`");
+            return None;
+        };
+        Some((parent, self.field_named(parent, field, out)?))
+    }
+
+    /// A partition given by a parent's field into the node's one-facet partition template.
+    pub(super) fn partition_facet_field(
+        &self,
+        owner: Owner<'_>,
+        field: &Spanned<String>,
+        node: EntityId,
+        facet: FieldId,
+        out: &mut Problems,
+    ) -> Option<PartitionFrom> {
+        let (parent, id) = self.parent_field(owner, field, out)?;
+        let f = &self.entities[parent].entity.fields[id];
+        let want = &self.entities[node].entity.fields[facet];
+        let scalar = |ty: &FieldType| match ty {
+            FieldType::Scalar(s) if is_text(*s) => Some(Scalar::String),
+            FieldType::Scalar(s) => Some(*s),
+            FieldType::List { .. } => None,
+        };
+        if scalar(&f.ty) != scalar(&want.ty) || f.nullable {
+            out.error(
+                field.span(),
+                format!(
+                    "field `{}` of type `{}` cannot give facet `{}` of `{}`, of type `{}`",
+                    f.name,
+                    self.type_text(&f.ty, f.nullable),
+                    want.name,
+                    self.entities[node].entity.name,
+                    self.type_text(&want.ty, false)
+                ),
+            );
+            return None;
+        }
+        Some(PartitionFrom::Parent(id))
+    }
+
+    /// Sort conditions over the first facet of a sort-key template. Ranges need the key's
+    /// string order to be the facet's order: a type whose text sorts like its values (integers
+    /// at fixed width, ISO 8601 times), and separators below every character of those values.
+    pub(super) fn facet_condition(
+        &self,
+        sort: &crate::model::file::SortFile,
+        span: Range<usize>,
+        node: EntityId,
+        template: &TemplateKey,
+        arguments: &mut ArgumentNames,
+        out: &mut Problems,
+    ) -> Option<SortCondition> {
+        let entity = &self.entities[node].entity;
+        let Some(&field) = template.facets.first() else {
+            out.error(
+                span,
+                format!(
+                    "sort key `{}` of `{}` is always `{}`: there is nothing to give conditions on",
+                    template.attribute, entity.name, template.template
+                ),
+            );
+            return None;
+        };
+        let f = &entity.fields[field];
+        let scalar = match f.ty {
+            FieldType::Scalar(s) => s,
+            FieldType::List { .. } => return None,
+        };
+        let alphabet: Option<&str> = match scalar {
+            Scalar::Int | Scalar::BigInt => Some("0123456789"),
+            Scalar::DateTime(_) => Some("+-.0123456789:TZ"),
+            _ => None,
+        };
+        let mut ok = true;
+        if sort.min.is_some() || sort.max.is_some() {
+            let at = sort
+                .min
+                .as_ref()
+                .or(sort.max.as_ref())
+                .map_or(span.clone(), Spanned::span);
+            match alphabet {
+                None => {
+                    out.error(
+                        at,
+                        format!(
+                            "`min` and `max` need a facet that sorts as its values: `{}` is `{}`",
+                            f.name,
+                            self.type_text(&f.ty, f.nullable)
+                        ),
+                    )
+                    .hint("ranges work on Int, BigInt and DateTime facets; use `begins_with` for text");
+                    ok = false;
+                }
+                Some(alphabet) => {
+                    let lowest = alphabet.chars().min().unwrap_or('0');
+                    let next = template.template.text_after(&f.name).chars().next();
+                    let clash = template
+                        .template
+                        .separators()
+                        .iter()
+                        .find(|c| alphabet.contains(**c));
+                    if let Some(c) = clash {
+                        out.error(
+                            at,
+                            format!(
+                                "separator `{c}` of key template `{}` appears in `{}` values, so \
+                                 the keys do not sort as the values",
+                                template.template, f.name
+                            ),
+                        )
+                        .hint("separate facets with a character such as `#`");
+                        ok = false;
+                    } else if let Some(c) = next
+                        && (c as u32) + 1 >= lowest as u32
+                    {
+                        out.error(
+                            at,
+                            format!(
+                                "`{c}` after facet `{}` in key template `{}` does not sort at least \
+                                 two places below `{lowest}`, the lowest character `{}` values \
+                                 hold, so a range cannot be bounded exactly",
+                                f.name, template.template, f.name
+                            ),
+                        )
+                        .hint("follow the facet with a character that sorts low, such as `#`");
+                        ok = false;
+                    }
+                }
+            }
+        }
+        if let Some(begins_with) = &sort.begins_with
+            && !matches!(scalar, Scalar::String | Scalar::Id | Scalar::DateTime(_))
+        {
+            out.error(
+                begins_with.span(),
+                format!(
+                    "`begins_with` needs a text or DateTime facet; `{}` is `{}`",
+                    f.name,
+                    self.type_text(&f.ty, f.nullable)
+                ),
+            );
+            ok = false;
+        }
+        let [min, max, begins_with] = [&sort.min, &sort.max, &sort.begins_with].map(|a| {
+            a.as_ref().map(|a| {
+                let arg = argument(a.get_ref());
+                arguments.add(&arg.name, a.span());
+                arg
+            })
+        });
+        ok.then(|| SortCondition {
+            attribute: KeyAttr {
+                name: template.attribute,
+                ty: KeyType::S,
+            },
+            field,
+            template: Some(template.template.clone()),
+            min,
+            max,
+            begins_with,
+        })
+    }
+
+    pub(super) fn partition_argument(
+        &self,
+        owner: Owner<'_>,
+        argument: &Spanned<String>,
+        description: Option<String>,
+        node: EntityId,
+        attribute: &KeyAttr,
+        out: &mut Problems,
+    ) -> Option<PartitionFrom> {
+        if let Owner::Entity(..) = owner {
+            out.error(
+                argument.span(),
+                "`argument` partitions are for root connections",
+            )
+            .hint("on an entity, take the partition from one of its fields: `field = \"...\"`");
+            return None;
+        }
+        match self.field_on(node, attribute.name) {
+            Ok(field) => Some(PartitionFrom::Argument {
+                argument: Argument {
+                    name: argument.get_ref().clone(),
+                    description,
+                },
+                field,
+            }),
+            Err(true) => None,
+            Err(false) => {
+                let entity = &self.entities[node].entity.name;
+                out.error(
+                    argument.span(),
+                    format!(
+                        "entity `{entity}` has no field on partition key attribute `{}`, which \
+                         would type argument `{}`",
+                        attribute.name,
+                        argument.get_ref()
+                    ),
+                )
+                .hint(format!(
+                    "add a field on `{}` to `[entities.{entity}.fields]`",
+                    attribute.name
+                ));
+                None
+            }
+        }
+    }
+
+    pub(super) fn partition_field(
+        &self,
+        owner: Owner<'_>,
+        field: &Spanned<String>,
+        target: &Target<'_>,
+        attribute: &KeyAttr,
+        out: &mut Problems,
+    ) -> Option<PartitionFrom> {
+        let (parent, id) = self.parent_field(owner, field, out)?;
+        let f = &self.entities[parent].entity.fields[id];
+        let fits = matches!(f.ty, FieldType::Scalar(s) if s.key_type() == Some(attribute.ty));
+        if !fits {
+            out.error(
+                field.span(),
+                format!(
+                    "field `{}` of type `{}` cannot hold partition key attribute `{}` of {}, of \
+                     type {}",
+                    f.name,
+                    self.type_text(&f.ty, f.nullable),
+                    attribute.name,
+                    target.what(),
+                    key_type_name(attribute.ty)
+                ),
+            )
+            .hint(key_type_fits(attribute.ty));
+            return None;
+        }
+        Some(PartitionFrom::Parent(id))
+    }
+
+    pub(super) fn sort_condition(
+        &self,
+        sort: &crate::model::file::SortFile,
+        span: Range<usize>,
+        node: EntityId,
+        target: &Target<'_>,
+        arguments: &mut ArgumentNames,
+        out: &mut Problems,
+    ) -> Option<Option<SortCondition>> {
+        let Some(attribute) = target.key().get(1).copied() else {
+            out.error(
+                span,
+                format!("{} has no sort key to give conditions on", target.what()),
+            )
+            .hint("remove `sort`, or read an index with a sort key");
+            return None;
+        };
+        let field = match self.field_on(node, attribute.name) {
+            Ok(field) => field,
+            Err(true) => return None,
+            Err(false) => {
+                let entity = &self.entities[node].entity.name;
+                out.error(
+                    span,
+                    format!(
+                        "entity `{entity}` has no field on sort key attribute `{}`",
+                        attribute.name
+                    ),
+                )
+                .hint("sort arguments take the type of the node entity's field on the sort key");
+                return None;
+            }
+        };
+        let mut args = [&sort.min, &sort.max, &sort.begins_with].map(|a| {
+            a.as_ref().map(|a| {
+                let arg = argument(a.get_ref());
+                arguments.add(&arg.name, a.span());
+                arg
+            })
+        });
+        if let Some(begins_with) = &sort.begins_with {
+            let f = &self.entities[node].entity.fields[field];
+            if !matches!(f.ty, FieldType::Scalar(s) if is_text(s)) {
+                out.error(
+                    begins_with.span(),
+                    format!(
+                        "`begins_with` needs a String or ID sort key field; `{}` is `{}`",
+                        f.name,
+                        self.type_text(&f.ty, f.nullable)
+                    ),
+                );
+                return None;
+            }
+        }
+        if args.iter().all(Option::is_none) {
+            return Some(None);
+        }
+        let [min, max, begins_with] = std::mem::take(&mut args);
+        Some(Some(SortCondition {
+            attribute,
+            field,
+            template: None,
+            min,
+            max,
+            begins_with,
+        }))
+    }
+}

@@ -1,0 +1,290 @@
+//! The applications under test, each on fresh tables under a table prefix of its own: the
+//! shop's [`TestApp`] and any model file's [`ModelApp`], with the models, the test cursor keys and
+//! the application state they are served with.
+
+use std::{
+    collections::BTreeMap,
+    sync::{
+        Mutex,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::{Duration, SystemTime, UNIX_EPOCH},
+};
+
+use aws_sdk_dynamodb::{Client, types::AttributeValue};
+use axum::Router;
+use dynarelay::{
+    cursor::{CursorCodec, KeyRing},
+    dynamo::{self, Item, Store, Tables, tables},
+    http::{AppState, HttpSettings, router},
+    model::{self, Model},
+    pagination::PageLimits,
+};
+use serde_json::Value;
+
+use super::{
+    CallCounter, GroundQuery, metrics_of, post_graphql, purchase_item, query_all, scan_all,
+    user_item,
+};
+use crate::shop_data::ShopTables;
+
+/// The shop model (`examples/shop/dynarelay.toml`), loaded once per test process.
+pub fn shop() -> &'static Model {
+    load_model("examples/shop/dynarelay.toml")
+}
+
+/// The model file at `path` (relative to the crate root), loaded once per test process and
+/// kept for its life, as the server keeps its model.
+pub fn load_model(path: &str) -> &'static Model {
+    static MODELS: Mutex<BTreeMap<String, &'static Model>> = Mutex::new(BTreeMap::new());
+    let mut models = MODELS.lock().unwrap_or_else(|e| e.into_inner());
+    models.entry(path.to_owned()).or_insert_with(|| {
+        let full = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+        let model = model::load(&full).unwrap_or_else(|e| panic!("{e}"));
+        Box::leak(Box::new(model))
+    })
+}
+
+/// Creates the shop's tables under `prefix` with `client`, and a store over them.
+pub async fn shop_store(client: Client, prefix: &str) -> Store {
+    let names = Tables::new(shop(), prefix);
+    tables::create_missing(&client, shop(), &names, Duration::from_secs(30))
+        .await
+        .expect("creating test tables");
+    Store::new(client, names)
+}
+
+/// The DynamoDB Local endpoint that `scripts/test` started.
+pub fn endpoint() -> String {
+    std::env::var("DYNARELAY_TEST_DYNAMODB_ENDPOINT").expect(
+        "DYNARELAY_TEST_DYNAMODB_ENDPOINT is not set: run the tests with scripts/test, which starts DynamoDB Local",
+    )
+}
+
+/// A table prefix no other test uses.
+pub fn unique_prefix() -> String {
+    static COUNTER: AtomicUsize = AtomicUsize::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .subsec_nanos();
+    format!(
+        "t{}_{}_{}_",
+        std::process::id(),
+        nanos,
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// The cursor keys of test servers, as `DYNARELAY_CURSOR_KEYS` gives them.
+pub const TEST_RING: &str = "1:KioqKioqKioqKioqKioqKioqKioqKioqKioqKioqKio";
+
+/// The cursor keys of test servers.
+pub fn test_ring() -> KeyRing {
+    TEST_RING.parse().expect("a valid test key ring")
+}
+
+/// The application on fresh tables.
+pub struct TestApp {
+    pub store: Store,
+    pub router: Router,
+    /// The shop's table names.
+    pub tables: ShopTables,
+    /// DynamoDB calls made through `store` (test writes included).
+    pub calls: CallCounter,
+}
+
+impl TestApp {
+    pub async fn spawn() -> Self {
+        Self::spawn_with(PageLimits::default()).await
+    }
+
+    pub async fn spawn_with(limits: PageLimits) -> Self {
+        let prefix = unique_prefix();
+        let calls = CallCounter::default();
+        let local = dynamo::client_for_local(&endpoint());
+        let client = Client::from_conf(
+            local
+                .config()
+                .to_builder()
+                .interceptor(calls.clone())
+                .build(),
+        );
+        let store = shop_store(client, &prefix).await;
+        let router = app_router(&store, limits, &test_ring());
+        Self {
+            store,
+            router,
+            tables: ShopTables::with_prefix(&prefix),
+            calls,
+        }
+    }
+
+    /// Another server on the same tables, sealing cursors with `ring`.
+    pub fn with_ring(&self, ring: &KeyRing) -> Self {
+        Self {
+            store: self.store.clone(),
+            router: app_router(&self.store, PageLimits::default(), ring),
+            tables: self.tables.clone(),
+            calls: self.calls.clone(),
+        }
+    }
+
+    pub fn client(&self) -> &Client {
+        self.store.client()
+    }
+
+    pub fn tables(&self) -> &ShopTables {
+        &self.tables
+    }
+
+    /// POSTs a GraphQL request through the router and returns the response body.
+    pub async fn graphql(&self, query: &str, variables: Value) -> Value {
+        post_graphql(&self.router, query, variables).await
+    }
+
+    /// Every item of one partition of a table or index, in DynamoDB's order, read with plain SDK
+    /// Queries (not the store's code): the ground truth for paging tests.
+    pub async fn query_all(
+        &self,
+        table: &str,
+        index: Option<&str>,
+        (key, value): (&str, &str),
+        forward: bool,
+    ) -> Vec<Item> {
+        let values = [(":v", AttributeValue::S(value.to_owned()))];
+        query_all(
+            self.client(),
+            &GroundQuery {
+                table,
+                index,
+                condition: "#k = :v",
+                names: &[("#k", key)],
+                values: &values,
+                forward,
+            },
+        )
+        .await
+    }
+
+    /// Every item of a table in Scan order, read with plain SDK Scans.
+    pub async fn scan_all(&self, table: &str) -> Vec<Item> {
+        scan_all(self.client(), table).await
+    }
+
+    pub async fn put_items(&self, table: &str, items: Vec<Item>) {
+        self.store
+            .put_items(table, items)
+            .await
+            .expect("writing test items");
+    }
+
+    /// Writes purchases for `user_id` at the given `purchasedAt` values (epoch ms), with amounts
+    /// derived from the time so that each item is recognisable.
+    pub async fn put_purchases(&self, user_id: &str, times: &[i64]) {
+        let items = times
+            .iter()
+            .map(|&at| purchase_item(user_id, &at.to_string(), &format!("{}.5", at % 1000)))
+            .collect();
+        self.put_items(&self.tables().purchases.clone(), items)
+            .await;
+    }
+
+    pub async fn put_user(&self, user_id: &str) {
+        let item = user_item(user_id);
+        self.put_items(&self.tables().users.clone(), vec![item])
+            .await;
+    }
+}
+
+fn app_router(store: &Store, limits: PageLimits, ring: &KeyRing) -> Router {
+    router(app_state(store, limits, ring, HttpSettings::default()))
+}
+
+/// The shop's application state over `store`.
+pub fn app_state(
+    store: &Store,
+    limits: PageLimits,
+    ring: &KeyRing,
+    http: HttpSettings,
+) -> AppState {
+    model_state(shop(), store, limits, ring, http)
+}
+
+/// The application state serving `model` over `store`.
+pub fn model_state(
+    model: &'static Model,
+    store: &Store,
+    limits: PageLimits,
+    ring: &KeyRing,
+    http: HttpSettings,
+) -> AppState {
+    AppState::new(model, store.clone(), limits, CursorCodec::new(ring), http)
+        .expect("the model's schema builds")
+}
+
+/// A model file served on fresh tables of its own (every table of the model, created under a
+/// new prefix), with the test cursor keys and default page limits.
+pub struct ModelApp {
+    pub model: &'static Model,
+    /// The prefix of its tables' names.
+    pub prefix: String,
+    pub store: Store,
+    pub router: Router,
+}
+
+/// Serves the model file at `path` (relative to the crate root) on fresh tables.
+pub async fn model_app(path: &str) -> ModelApp {
+    let model = load_model(path);
+    let prefix = unique_prefix();
+    let client = dynamo::client_for_local(&endpoint());
+    let names = Tables::new(model, &prefix);
+    tables::create_missing(&client, model, &names, Duration::from_secs(30))
+        .await
+        .expect("creating test tables");
+    let store = Store::new(client, names);
+    let router = router(model_state(
+        model,
+        &store,
+        PageLimits::default(),
+        &test_ring(),
+        HttpSettings::default(),
+    ));
+    ModelApp {
+        model,
+        prefix,
+        store,
+        router,
+    }
+}
+
+impl ModelApp {
+    pub fn client(&self) -> &Client {
+        self.store.client()
+    }
+
+    /// The full name of the model's table `name`.
+    pub fn table(&self, name: &str) -> String {
+        format!("{}{name}", self.prefix)
+    }
+
+    /// POSTs a GraphQL request through the router and returns the response body.
+    pub async fn graphql(&self, query: &str, variables: Value) -> Value {
+        post_graphql(&self.router, query, variables).await
+    }
+
+    /// Every item a Query matches, read with plain SDK Queries.
+    pub async fn query_all(&self, query: &GroundQuery<'_>) -> Vec<Item> {
+        query_all(self.client(), query).await
+    }
+
+    /// Every item of a table in Scan order, read with plain SDK Scans.
+    pub async fn scan_all(&self, table: &str) -> Vec<Item> {
+        scan_all(self.client(), table).await
+    }
+
+    /// The Prometheus exposition its `/metrics` serves.
+    pub async fn metrics(&self) -> String {
+        metrics_of(&self.router).await
+    }
+}

@@ -1,0 +1,252 @@
+//! The DynamoDB calls a client sends, counted ([`CallCounter`]) or logged with their key values
+//! ([`CallLog`]) at the SDK boundary, and as the server's metrics count them.
+
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, Mutex},
+};
+
+use aws_sdk_dynamodb::{
+    config::{ConfigBag, Intercept, interceptors::BeforeSerializationInterceptorContextRef},
+    error::BoxError,
+    operation::{
+        batch_get_item::BatchGetItemInput, get_item::GetItemInput, query::QueryInput,
+        scan::ScanInput,
+    },
+    types::AttributeValue,
+};
+
+/// Counts the DynamoDB read operations a client sends, by operation, at the SDK boundary.
+#[derive(Debug, Clone, Default)]
+pub struct CallCounter(Arc<Mutex<BTreeMap<&'static str, usize>>>);
+
+impl CallCounter {
+    pub fn snapshot(&self) -> BTreeMap<&'static str, usize> {
+        self.0.lock().expect("counter lock").clone()
+    }
+}
+
+impl Intercept for CallCounter {
+    fn name(&self) -> &'static str {
+        "CallCounter"
+    }
+
+    fn read_before_execution(
+        &self,
+        context: &BeforeSerializationInterceptorContextRef<'_>,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        // Reads by their operation; every write counts as "other".
+        let operation = match logged_call(context).operation {
+            read @ ("Query" | "Scan" | "GetItem" | "BatchGetItem") => read,
+            _ => "other",
+        };
+        *self
+            .0
+            .lock()
+            .expect("counter lock")
+            .entry(operation)
+            .or_default() += 1;
+        Ok(())
+    }
+}
+
+/// One DynamoDB call as a client sent it: the operation, the tables it names, and every string
+/// and number in its keys, items and expression values (what it reads or writes by key).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoggedCall {
+    pub operation: &'static str,
+    pub tables: Vec<String>,
+    pub values: Vec<String>,
+}
+
+impl LoggedCall {
+    /// Whether the call names table `table` (a full name or, for a table under a test prefix,
+    /// its model name) and holds `value` among its keys, items or expression values.
+    pub fn touches(&self, table: &str, value: &str) -> bool {
+        self.tables
+            .iter()
+            .any(|t| t == table || t.ends_with(&format!("_{table}")))
+            && self.values.iter().any(|v| v == value)
+    }
+}
+
+/// Records every call a DynamoDB client sends, with its tables and key values, at the SDK
+/// boundary (so nothing the server sends is missed, whatever its own metrics say).
+#[derive(Debug, Clone, Default)]
+pub struct CallLog(Arc<Mutex<Vec<LoggedCall>>>);
+
+impl CallLog {
+    /// How many calls so far: a mark for [`since`](Self::since).
+    pub fn mark(&self) -> usize {
+        self.0.lock().expect("log lock").len()
+    }
+
+    /// The calls after `mark`.
+    pub fn since(&self, mark: usize) -> Vec<LoggedCall> {
+        self.0.lock().expect("log lock")[mark..].to_vec()
+    }
+}
+
+/// Every string and number in `values`.
+fn logged_values<'a>(values: impl IntoIterator<Item = &'a AttributeValue>) -> Vec<String> {
+    values
+        .into_iter()
+        .filter_map(|v| match v {
+            AttributeValue::S(s) | AttributeValue::N(s) => Some(s.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn logged_call(context: &BeforeSerializationInterceptorContextRef<'_>) -> LoggedCall {
+    use aws_sdk_dynamodb::operation::{
+        batch_write_item::BatchWriteItemInput, delete_item::DeleteItemInput,
+        put_item::PutItemInput, transact_write_items::TransactWriteItemsInput,
+        update_item::UpdateItemInput,
+    };
+    let input = context.input();
+    let one = |operation, table: Option<&str>, values: Vec<String>| LoggedCall {
+        operation,
+        tables: table.map(str::to_owned).into_iter().collect(),
+        values,
+    };
+    let expression = |values: Option<&std::collections::HashMap<String, AttributeValue>>| {
+        logged_values(values.into_iter().flat_map(|m| m.values()))
+    };
+    if let Some(i) = input.downcast_ref::<GetItemInput>() {
+        one(
+            "GetItem",
+            i.table_name(),
+            logged_values(i.key().into_iter().flat_map(|m| m.values())),
+        )
+    } else if let Some(i) = input.downcast_ref::<BatchGetItemInput>() {
+        let items = i.request_items().cloned().unwrap_or_default();
+        LoggedCall {
+            operation: "BatchGetItem",
+            tables: items.keys().cloned().collect(),
+            values: logged_values(
+                items
+                    .values()
+                    .flat_map(|k| k.keys())
+                    .flat_map(|key| key.values()),
+            ),
+        }
+    } else if let Some(i) = input.downcast_ref::<QueryInput>() {
+        one(
+            "Query",
+            i.table_name(),
+            expression(i.expression_attribute_values()),
+        )
+    } else if let Some(i) = input.downcast_ref::<ScanInput>() {
+        one(
+            "Scan",
+            i.table_name(),
+            logged_values(i.exclusive_start_key().into_iter().flat_map(|m| m.values())),
+        )
+    } else if let Some(i) = input.downcast_ref::<PutItemInput>() {
+        let mut values = logged_values(i.item().into_iter().flat_map(|m| m.values()));
+        values.extend(expression(i.expression_attribute_values()));
+        one("PutItem", i.table_name(), values)
+    } else if let Some(i) = input.downcast_ref::<DeleteItemInput>() {
+        let mut values = logged_values(i.key().into_iter().flat_map(|m| m.values()));
+        values.extend(expression(i.expression_attribute_values()));
+        one("DeleteItem", i.table_name(), values)
+    } else if let Some(i) = input.downcast_ref::<UpdateItemInput>() {
+        let mut values = logged_values(i.key().into_iter().flat_map(|m| m.values()));
+        values.extend(expression(i.expression_attribute_values()));
+        one("UpdateItem", i.table_name(), values)
+    } else if let Some(i) = input.downcast_ref::<TransactWriteItemsInput>() {
+        let mut call = LoggedCall {
+            operation: "TransactWriteItems",
+            tables: Vec::new(),
+            values: Vec::new(),
+        };
+        for item in i.transact_items() {
+            if let Some(put) = item.put() {
+                call.tables.push(put.table_name().to_owned());
+                call.values.extend(logged_values(put.item().values()));
+            }
+            if let Some(delete) = item.delete() {
+                call.tables.push(delete.table_name().to_owned());
+                call.values.extend(logged_values(delete.key().values()));
+            }
+            if let Some(update) = item.update() {
+                call.tables.push(update.table_name().to_owned());
+                call.values.extend(logged_values(update.key().values()));
+            }
+            if let Some(check) = item.condition_check() {
+                call.tables.push(check.table_name().to_owned());
+                call.values.extend(logged_values(check.key().values()));
+            }
+        }
+        call
+    } else if let Some(i) = input.downcast_ref::<BatchWriteItemInput>() {
+        let items = i.request_items().cloned().unwrap_or_default();
+        let mut values = Vec::new();
+        for request in items.values().flatten() {
+            if let Some(put) = request.put_request() {
+                values.extend(logged_values(put.item().values()));
+            }
+            if let Some(delete) = request.delete_request() {
+                values.extend(logged_values(delete.key().values()));
+            }
+        }
+        LoggedCall {
+            operation: "BatchWriteItem",
+            tables: items.keys().cloned().collect(),
+            values,
+        }
+    } else {
+        one("other", None, Vec::new())
+    }
+}
+
+impl Intercept for CallLog {
+    fn name(&self) -> &'static str {
+        "CallLog"
+    }
+
+    fn read_before_execution(
+        &self,
+        context: &BeforeSerializationInterceptorContextRef<'_>,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let call = logged_call(context);
+        self.0.lock().expect("log lock").push(call);
+        Ok(())
+    }
+}
+
+/// The DynamoDB calls a Prometheus exposition counts (`dynarelay_dynamodb_calls_total`), by
+/// `"{operation} {table}"`, the table without `prefix` (`several` for a call on several
+/// tables), with ` {outcome}` appended for outcomes other than `ok`.
+pub fn dynamodb_calls(exposition: &str, prefix: &str) -> BTreeMap<String, f64> {
+    let mut calls = BTreeMap::new();
+    for line in exposition.lines() {
+        let Some(labels) = line.strip_prefix("dynarelay_dynamodb_calls_total{") else {
+            continue;
+        };
+        let (labels, value) = labels.rsplit_once("} ").expect("a sample");
+        let label = |name: &str| {
+            labels
+                .split(',')
+                .find_map(|l| l.strip_prefix(&format!("{name}=\"")))
+                .and_then(|v| v.strip_suffix('"'))
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let table = label("table");
+        let mut key = format!(
+            "{} {}",
+            label("operation"),
+            table.strip_prefix(prefix).unwrap_or(&table)
+        );
+        let outcome = label("outcome");
+        if outcome != "ok" {
+            key = format!("{key} {outcome}");
+        }
+        *calls.entry(key).or_insert(0.0) += value.parse::<f64>().expect("a sample value");
+    }
+    calls
+}

@@ -1,0 +1,173 @@
+//! DynamoDB's own answers, read with plain SDK Queries and Scans (never the store's code), and
+//! items as another program would write them.
+
+use aws_sdk_dynamodb::{Client, types::AttributeValue};
+use dynarelay::dynamo::Item;
+
+use super::ModelApp;
+
+/// A ground-truth Query: a key condition on a table or index, with its names and values.
+#[derive(Debug, Clone, Copy)]
+pub struct GroundQuery<'a> {
+    pub table: &'a str,
+    pub index: Option<&'a str>,
+    /// The `KeyConditionExpression`.
+    pub condition: &'a str,
+    /// `ExpressionAttributeNames`.
+    pub names: &'a [(&'a str, &'a str)],
+    /// `ExpressionAttributeValues`.
+    pub values: &'a [(&'a str, AttributeValue)],
+    /// `ScanIndexForward`.
+    pub forward: bool,
+}
+
+/// Every item a Query matches, in DynamoDB's order, read with plain SDK Queries (not the
+/// store's code): the ground truth for paging tests.
+pub async fn query_all(client: &Client, query: &GroundQuery<'_>) -> Vec<Item> {
+    let mut items = Vec::new();
+    let mut start = None;
+    loop {
+        let mut request = client
+            .query()
+            .table_name(query.table)
+            .set_index_name(query.index.map(str::to_owned))
+            .key_condition_expression(query.condition)
+            .scan_index_forward(query.forward)
+            .set_exclusive_start_key(start);
+        for (name, attribute) in query.names {
+            request = request.expression_attribute_names(*name, *attribute);
+        }
+        for (name, value) in query.values {
+            request = request.expression_attribute_values(*name, value.clone());
+        }
+        let page = request.send().await.expect("a ground-truth Query");
+        items.extend(page.items().iter().cloned());
+        start = page.last_evaluated_key;
+        if start.is_none() {
+            return items;
+        }
+    }
+}
+
+/// Every item of a table in Scan order, read with plain SDK Scans.
+pub async fn scan_all(client: &Client, table: &str) -> Vec<Item> {
+    let mut items = Vec::new();
+    let mut start = None;
+    loop {
+        let page = client
+            .scan()
+            .table_name(table)
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .expect("a ground-truth Scan");
+        items.extend(page.items().iter().cloned());
+        start = page.last_evaluated_key;
+        if start.is_none() {
+            return items;
+        }
+    }
+}
+
+/// A sort-key condition for [`ground_truth`]: a range (either bound optional, both inclusive)
+/// or a prefix.
+pub enum SortCond {
+    Range(Option<AttributeValue>, Option<AttributeValue>),
+    Prefix(AttributeValue),
+}
+
+/// DynamoDB's own answer: every item of one partition matching the sort-key condition, in
+/// its order.
+pub async fn ground_truth(
+    app: &ModelApp,
+    table: &str,
+    index: Option<&str>,
+    partition: (&str, AttributeValue),
+    sort: Option<(&str, SortCond)>,
+    forward: bool,
+) -> Vec<Item> {
+    let mut condition = "#pk = :pk".to_owned();
+    let mut names = vec![("#pk", partition.0)];
+    let mut values = vec![(":pk", partition.1)];
+    if let Some((attribute, cond)) = sort {
+        names.push(("#sk", attribute));
+        match cond {
+            SortCond::Range(Some(lo), Some(hi)) => {
+                condition.push_str(" AND #sk BETWEEN :lo AND :hi");
+                values.push((":lo", lo));
+                values.push((":hi", hi));
+            }
+            SortCond::Range(Some(lo), None) => {
+                condition.push_str(" AND #sk >= :lo");
+                values.push((":lo", lo));
+            }
+            SortCond::Range(None, Some(hi)) => {
+                condition.push_str(" AND #sk <= :hi");
+                values.push((":hi", hi));
+            }
+            SortCond::Range(None, None) => {
+                names.pop();
+            }
+            SortCond::Prefix(prefix) => {
+                condition.push_str(" AND begins_with(#sk, :p)");
+                values.push((":p", prefix));
+            }
+        }
+    }
+    app.query_all(&GroundQuery {
+        table,
+        index,
+        condition: &condition,
+        names: &names,
+        values: &values,
+        forward,
+    })
+    .await
+}
+
+/// A `Purchases` item as another program would write it.
+pub fn purchase_item(user_id: &str, purchased_at: &str, amount: &str) -> Item {
+    Item::from([
+        ("userId".to_owned(), AttributeValue::S(user_id.to_owned())),
+        (
+            "purchasedAt".to_owned(),
+            AttributeValue::N(purchased_at.to_owned()),
+        ),
+        ("sku".to_owned(), AttributeValue::S("SKU-00001".to_owned())),
+        ("quantity".to_owned(), AttributeValue::N("1".to_owned())),
+        ("amount".to_owned(), AttributeValue::N(amount.to_owned())),
+        ("status".to_owned(), AttributeValue::S("PAID".to_owned())),
+    ])
+}
+
+/// A `Products` item as another program would write it.
+pub fn product_item(sku: &str, name: &str, category: &str, price: &str) -> Item {
+    Item::from([
+        ("sku".to_owned(), AttributeValue::S(sku.to_owned())),
+        ("name".to_owned(), AttributeValue::S(name.to_owned())),
+        (
+            "category".to_owned(),
+            AttributeValue::S(category.to_owned()),
+        ),
+        ("price".to_owned(), AttributeValue::N(price.to_owned())),
+    ])
+}
+
+/// A user item as the tests write it: `User {id}`, `{id}@example.com`.
+pub fn user_item(user_id: &str) -> Item {
+    Item::from([
+        ("userId".to_owned(), AttributeValue::S(user_id.to_owned())),
+        (
+            "name".to_owned(),
+            AttributeValue::S(format!("User {user_id}")),
+        ),
+        (
+            "email".to_owned(),
+            AttributeValue::S(format!("{user_id}@example.com")),
+        ),
+        (
+            "createdAt".to_owned(),
+            AttributeValue::N("1672531200000".to_owned()),
+        ),
+    ])
+}

@@ -1,0 +1,65 @@
+//! Node.js client scripts in `tests/clients`, run with a time limit and loopback-only settings.
+
+use std::time::Duration;
+
+/// What a Node.js client script printed, and how it ended.
+#[derive(Debug)]
+pub struct NodeRun {
+    pub success: bool,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl NodeRun {
+    /// Panics with everything the script printed unless it succeeded.
+    pub fn assert_success(&self) -> &Self {
+        assert!(
+            self.success,
+            "the client script failed\n--- stdout\n{}\n--- stderr\n{}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+
+    /// Panics unless the script failed, and printed `needle` on stderr when it did.
+    pub fn assert_failure_mentioning(&self, needle: &str) -> &Self {
+        assert!(
+            !self.success,
+            "the client script passed where it must fail\n--- stdout\n{}\n--- stderr\n{}",
+            self.stdout, self.stderr
+        );
+        assert!(
+            self.stderr.contains(needle),
+            "the client script failed, but not with `{needle}`\n--- stdout\n{}\n--- stderr\n{}",
+            self.stdout,
+            self.stderr
+        );
+        self
+    }
+}
+
+/// Runs `node <script> <args>` in `tests/clients` (whose packages `scripts/test` installs from
+/// the lockfile), with a time limit, and with loopback-only settings in the environment.
+pub async fn run_node(script: &str, args: &[&str], env: &[(&str, &str)]) -> NodeRun {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients");
+    assert!(
+        dir.join("node_modules").is_dir(),
+        "tests/clients/node_modules is missing: run the tests with scripts/test, which installs them with `npm ci`"
+    );
+    let mut command = tokio::process::Command::new("node");
+    command
+        .arg(script)
+        .args(args)
+        .current_dir(&dir)
+        .envs(env.iter().copied())
+        .kill_on_drop(true);
+    let output = tokio::time::timeout(Duration::from_secs(150), command.output())
+        .await
+        .unwrap_or_else(|_| panic!("node {script} did not finish within 150 s"))
+        .unwrap_or_else(|err| panic!("cannot run node: {err}"));
+    NodeRun {
+        success: output.status.success(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}

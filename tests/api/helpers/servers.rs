@@ -1,0 +1,175 @@
+//! Servers on real loopback sockets (in-process, or the `dynarelay` binary), and HTTP exchanges
+//! with them: the media types, and Apollo persisted-query requests.
+
+use std::{net::SocketAddr, sync::Arc, time::Duration};
+
+use axum::Router;
+use dynarelay::{
+    dynamo::Store,
+    http::{HttpSettings, ServeSettings, router, serve},
+    pagination::PageLimits,
+};
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+
+use super::{TEST_RING, app_state, test_ring};
+
+/// The `dynarelay` binary with nothing from this process's environment: configured only through
+/// the standard AWS variables, as in production, but with `endpoint` as DynamoDB, dummy
+/// credentials, no AWS config files, the EC2 metadata service disabled, and the test key ring.
+pub fn dynarelay_command(endpoint: &str) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_dynarelay"));
+    cmd.env_clear()
+        .envs(crate::local_aws::local_aws_env(endpoint))
+        .env("DYNARELAY_CURSOR_KEYS", TEST_RING)
+        .env(
+            "DYNARELAY_MODEL",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/examples/shop/dynarelay.toml"),
+        )
+        .env("RUST_LOG", "info");
+    cmd
+}
+
+/// A listener on an ephemeral loopback port, with room for 4096 connections in its backlog (the
+/// usual 1024 would leave connection floods retrying their SYNs for seconds).
+pub fn loopback_listener() -> tokio::net::TcpListener {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(([127, 0, 0, 1], 0).into()).unwrap();
+    socket.listen(4096).unwrap()
+}
+
+/// A server on an ephemeral loopback port, over a real socket; stops when dropped.
+pub struct Running {
+    pub addr: SocketAddr,
+    _stop: oneshot::Sender<()>,
+}
+
+impl Running {
+    /// Serves the schema over `store` with the test cursor keys and default page limits.
+    pub async fn start(store: Store, http: HttpSettings) -> Self {
+        Self::start_with(store, PageLimits::default(), http).await
+    }
+
+    pub async fn start_with(store: Store, limits: PageLimits, http: HttpSettings) -> Self {
+        let state = app_state(&store, limits, &test_ring(), http);
+        Self::serve(router(state)).await
+    }
+
+    /// Serves `router` (a [`ModelApp`]'s, say) on an ephemeral loopback port.
+    pub async fn serve(router: Router) -> Self {
+        let settings = ServeSettings {
+            drain_timeout: Duration::from_secs(1),
+            ..ServeSettings::new(Arc::default())
+        };
+        Self::serve_with(router, settings)
+    }
+
+    /// Serves `router` with `settings` (connection protections, a health listener) on an
+    /// ephemeral loopback port.
+    pub fn serve_with(router: Router, settings: ServeSettings) -> Self {
+        let listener = loopback_listener();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        tokio::spawn(serve(
+            listener,
+            router,
+            async move {
+                let _ = stopped.await;
+            },
+            settings,
+        ));
+        Self { addr, _stop: stop }
+    }
+
+    /// `http://127.0.0.1:PORT` followed by `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+}
+
+/// One request to `/graphql` and what must come back.
+pub struct Exchange {
+    pub case: &'static str,
+    pub method: &'static str,
+    pub accept: Option<&'static str>,
+    pub content_type: Option<&'static str>,
+    pub body: String,
+    pub status: u16,
+    pub media: &'static str,
+    pub data: bool,
+    pub code: Option<&'static str>,
+}
+
+/// Sends `e` to `server` and checks its status, media type, `data` and first error code.
+pub async fn exchange(http: &reqwest::Client, server: &Running, e: &Exchange) -> Value {
+    let mut request = match e.method {
+        "GET" => http.get(format!("{}?{}", server.url("/graphql"), e.body)),
+        _ => http.post(server.url("/graphql")).body(e.body.clone()),
+    };
+    if let Some(accept) = e.accept {
+        request = request.header("accept", accept);
+    }
+    if let Some(content_type) = e.content_type {
+        request = request.header("content-type", content_type);
+    }
+    let response = request.send().await.unwrap();
+    assert_eq!(response.status(), e.status, "{}", e.case);
+    let media = response.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        media.starts_with(e.media),
+        "{}: content-type {media}",
+        e.case
+    );
+    assert!(media.contains("charset=utf-8"), "{}: {media}", e.case);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body.get("data").is_some(), e.data, "{}: {body}", e.case);
+    assert_eq!(
+        body["errors"][0]["extensions"]["code"].as_str(),
+        e.code,
+        "{}: {body}",
+        e.case
+    );
+    body
+}
+
+pub const GQL: &str = "application/graphql-response+json";
+pub const JSON: &str = "application/json";
+pub const APOLLO_ACCEPT: &str = "application/graphql-response+json,application/json;q=0.9";
+
+/// A POST of `body` under `accept` that must answer 200 with data and no error.
+pub fn post(case: &'static str, accept: &'static str, body: Value) -> Exchange {
+    Exchange {
+        case,
+        method: "POST",
+        accept: Some(accept),
+        content_type: Some("application/json"),
+        body: body.to_string(),
+        status: 200,
+        media: if accept == JSON { JSON } else { GQL },
+        data: true,
+        code: None,
+    }
+}
+
+/// The SHA-256 of `text` in lower-case hex, as Apollo persisted queries name documents.
+pub fn sha256_hex(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+/// An Apollo persisted-query extension naming `hash`.
+pub fn persisted(hash: &str) -> Value {
+    json!({ "persistedQuery": { "version": 1, "sha256Hash": hash } })
+}
+
+/// `name=value`, URL-encoded.
+pub fn query_string(name: &str, value: &str) -> String {
+    let url = reqwest::Url::parse_with_params("http://localhost/", [(name, value)]).unwrap();
+    url.query().unwrap_or_default().to_owned()
+}

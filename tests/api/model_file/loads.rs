@@ -1,0 +1,126 @@
+//! Models that load: the checked-in JSON Schema matches the Rust types, the examples load with
+//! the tables, entities, connections and unions they declare, every example model builds a
+//! schema, and a shared table with a type attribute may repeat key prefixes.
+
+use dynarelay::model::{self, TypeTest};
+
+use super::{ACTIVITY, ONE_TABLE, ORDERS, RETURNS};
+
+#[test]
+fn dynarelay_schema_json_matches_the_rust_types() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/dynarelay.schema.json");
+    let generated = model::json_schema();
+    let on_disk = std::fs::read_to_string(path).unwrap_or_default();
+    if on_disk != generated {
+        std::fs::write(path, &generated).expect("rewriting dynarelay.schema.json");
+        panic!("dynarelay.schema.json is stale: re-run the tests and commit it");
+    }
+}
+
+#[test]
+fn the_shop_example_loads() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/shop/dynarelay.toml");
+    let model = model::load(std::path::Path::new(path)).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(model.tables.len(), 3);
+    assert_eq!(model.entities.len(), 3);
+    assert_eq!(model.lookups.len(), 2);
+    assert_eq!(model.connections.len(), 2);
+}
+
+#[test]
+fn the_ecommerce_example_loads() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/ecommerce/dynarelay.toml"
+    );
+    let model = model::load(std::path::Path::new(path)).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(model.tables.len(), 1);
+    assert_eq!(model.tables[0].indexes.len(), 2);
+    let templates: Vec<(&str, usize)> = model
+        .entities
+        .iter()
+        .map(|e| (e.name.as_str(), e.templates.len()))
+        .collect();
+    assert_eq!(
+        templates,
+        [
+            ("Customer", 2),
+            ("Address", 2),
+            ("Order", 6),
+            ("OrderItem", 4)
+        ]
+    );
+    assert_eq!(model.lookups.len(), 1);
+    assert_eq!(model.connections.len(), 2);
+    let unions: Vec<(&str, usize)> = model
+        .entities
+        .iter()
+        .flat_map(|e| &e.connections)
+        .filter_map(|c| c.collection.as_ref())
+        .map(|c| (c.union.as_str(), c.members.len()))
+        .collect();
+    assert_eq!(unions, [("CustomerActivity", 3), ("OrderContent", 2)]);
+}
+
+#[test]
+fn a_shared_table_with_a_type_attribute_may_repeat_key_prefixes() {
+    // Without the type attribute, `Return` could match `Order`'s keys (a case in `cases.rs`);
+    // with it, each item names its entity, and reads of the shared prefix keep one entity's items.
+    let text = format!(
+        "{}{}{ORDERS}{}",
+        ONE_TABLE.replace("indexes.GSI1", "type_attribute = \"_type\"\nindexes.GSI1"),
+        RETURNS.replace(
+            "table = \"Shop\"\n",
+            "table = \"Shop\"\ntype_value = \"RETURN\"\n"
+        ),
+        ACTIVITY.replace("\"Order\"]", "\"Order\", \"Return\"]"),
+    );
+    let model = model::parse("test.toml", &text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert_eq!(model.tables[0].type_attribute.as_deref(), Some("_type"));
+    let value = |name: &str| {
+        let e = model.entity_named(name).unwrap();
+        model.entities[e].type_value.clone()
+    };
+    assert_eq!(value("Order").as_deref(), Some("Order"));
+    assert_eq!(value("Return").as_deref(), Some("RETURN"));
+    let customer = &model.entities[model.entity_named("Customer").unwrap()];
+    let orders = &customer.connections[0];
+    assert_eq!(
+        orders.type_filters,
+        [("_type", TypeTest::Equals("Order".to_owned()))]
+    );
+    let activity = &customer.connections[1];
+    assert_eq!(
+        activity.collection.as_ref().map(|c| c.members.len()),
+        Some(3)
+    );
+}
+
+#[test]
+fn every_example_model_checks_and_builds_a_schema() {
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let mut checked = Vec::new();
+    // Every model of every example: `dynarelay.toml`, and others such as `shop/secure.toml`.
+    for entry in std::fs::read_dir(&examples).unwrap() {
+        let dir = entry.unwrap().path();
+        if !dir.is_dir() {
+            continue;
+        }
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let file = entry.unwrap().path();
+            if file.extension().is_none_or(|e| e != "toml") {
+                continue;
+            }
+            let model = dynarelay::model::load(&file).unwrap_or_else(|e| panic!("{e}"));
+            let model: &'static dynarelay::model::Model = Box::leak(Box::new(model));
+            let sdl = dynarelay::graphql::sdl(model).unwrap();
+            assert!(sdl.contains("type Query"), "{}", file.display());
+            checked.push(file);
+        }
+    }
+    assert!(checked.len() >= 3, "{checked:?}");
+    assert!(
+        checked.iter().any(|f| f.ends_with("shop/secure.toml")),
+        "{checked:?}"
+    );
+}
