@@ -257,6 +257,15 @@ pub struct EntityFile {
     #[serde(default)]
     #[schemars(with = "BTreeMap<String, String>")]
     pub keys: BTreeMap<Spanned<String>, Spanned<String>>,
+    /// Whether the facet values in `keys` escape `\\` and the separators with `\\`, as dynarelay
+    /// writes its own keys. Default `true`. Set `false` for keys written by other tools
+    /// (ElectroDB, dynamodb-toolbox, OneTable, Amplify, your own code), which never escape: a
+    /// facet followed by literal text then ends where that text first occurs, and the last facet
+    /// takes the rest of the key (`CUSTOMER#{email}` reads `CUSTOMER#a#b@example.com` as the
+    /// email `a#b@example.com`). In a table that holds several entities, such an entity is told
+    /// apart from the others by the table's `type_attribute`, which it then needs.
+    #[schemars(with = "Option<bool>")]
+    pub escape_keys: Option<Spanned<bool>>,
     /// The value of the table's `type_attribute` for this entity. Default: the entity's name.
     #[schemars(with = "Option<String>")]
     pub type_value: Option<Spanned<String>>,

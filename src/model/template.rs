@@ -1,8 +1,9 @@
 //! Key templates for single-table designs: a key attribute written as literal text and facets,
 //! such as `CUSTOMER#{customerId}` or `ORDER#{orderDate}#{orderId}`.
 //!
-//! A template renders facet values into a key string and reads them back from one. Three rules
-//! make that exact:
+//! A template renders facet values into a key string and reads them back from one. For keys
+//! dynarelay writes, three rules make that exact (keys other tools wrote are read without
+//! escapes, as those tools mean them: see [`KeyTemplate::parse_unescaped`]):
 //! - **Escaping.** The template's separators are the characters next to its facets (`#` in the
 //!   examples). Inside a facet value, a backslash becomes `\\` and a separator becomes `\` and
 //!   that character. No value can then end its facet early or pass for the template's structure,
@@ -27,6 +28,9 @@ pub struct KeyTemplate {
     parts: Vec<Part>,
     /// The characters next to a facet: escaped inside every facet value.
     separators: Vec<char>,
+    /// Whether facet values are escaped (dynarelay's own keys) or written as they are (keys
+    /// other tools wrote: see [`KeyTemplate::parse_unescaped`]).
+    escaped: bool,
 }
 
 /// A piece of a template.
@@ -105,8 +109,27 @@ impl TemplateError {
 pub struct MissingFacet(pub String);
 
 impl KeyTemplate {
-    /// Parses a template: literal text, and facets as `{name}`.
+    /// Parses a template: literal text, and facets as `{name}`, whose values are escaped.
     pub fn parse(text: &str) -> Result<Self, TemplateError> {
+        Self::parse_with(text, true)
+    }
+
+    /// Parses a template whose facet values are written as they are, as every other tool writes
+    /// keys (ElectroDB, dynamodb-toolbox, OneTable, hand-written code): nobody escapes a `#`
+    /// inside a value. Such a key is read as those tools mean it: a facet followed by literal
+    /// text ends where that text first occurs, and the last facet takes the rest of the key. A
+    /// value holding its facet's following text therefore reads back split differently, the
+    /// price of reading keys written without escapes; the last facet may hold anything.
+    pub fn parse_unescaped(text: &str) -> Result<Self, TemplateError> {
+        Self::parse_with(text, false)
+    }
+
+    /// Whether facet values are escaped.
+    pub fn is_escaped(&self) -> bool {
+        self.escaped
+    }
+
+    fn parse_with(text: &str, escaped: bool) -> Result<Self, TemplateError> {
         let mut parts: Vec<Part> = Vec::new();
         let mut literal = String::new();
         let mut chars = text.char_indices().peekable();
@@ -143,7 +166,7 @@ impl KeyTemplate {
                     parts.push(Part::Facet(name));
                 }
                 '}' => return Err(TemplateError::StrayClose { at }),
-                ESCAPE => return Err(TemplateError::EscapeInText { at }),
+                ESCAPE if escaped => return Err(TemplateError::EscapeInText { at }),
                 c => literal.push(c),
             }
         }
@@ -168,7 +191,11 @@ impl KeyTemplate {
                 }
             }
         }
-        Ok(Self { parts, separators })
+        Ok(Self {
+            parts,
+            separators,
+            escaped,
+        })
     }
 
     /// The facets, in template order.
@@ -200,7 +227,7 @@ impl KeyTemplate {
                 Part::Text(text) => key.push_str(text),
                 Part::Facet(name) => {
                     let v = value(name).ok_or_else(|| MissingFacet(name.clone()))?;
-                    escape_into(&mut key, v, &self.separators);
+                    self.write_value(&mut key, v);
                 }
             }
         }
@@ -237,7 +264,7 @@ impl KeyTemplate {
                 Part::Facet(name) => {
                     let given = value(name);
                     if let Some(v) = given.or(partial) {
-                        escape_into(&mut key, v, &self.separators);
+                        self.write_value(&mut key, v);
                     }
                     if given.is_none() {
                         break;
@@ -278,9 +305,12 @@ impl KeyTemplate {
                     None => return false,
                 },
                 Part::Facet(name) => {
-                    let Some((value, after)) =
+                    let read = if self.escaped {
                         unescape_until(rest, self.separator_after(i), &self.separators)
-                    else {
+                    } else {
+                        Some(raw_until(rest, self.parts.get(i + 1)))
+                    };
+                    let Some((value, after)) = read else {
                         return false;
                     };
                     if !each(facet, name.as_str(), value) {
@@ -315,6 +345,15 @@ impl KeyTemplate {
     /// The characters escaped inside facet values.
     pub fn separators(&self) -> &[char] {
         &self.separators
+    }
+
+    /// Appends a facet value to `key`, escaped if the template escapes.
+    fn write_value(&self, key: &mut String, value: &str) {
+        if self.escaped {
+            escape_into(key, value, &self.separators);
+        } else {
+            key.push_str(value);
+        }
     }
 
     /// The character that ends the facet at `i`: the first of the text after it, if any.
@@ -353,6 +392,19 @@ fn escape_into(out: &mut String, value: &str, separators: &[char]) {
             out.push(ESCAPE);
         }
         out.push(c);
+    }
+}
+
+/// Reads an unescaped facet value: up to the first occurrence of the literal text that follows
+/// the facet (`next`), or, for the last facet, to the end.
+fn raw_until<'t>(text: &'t str, next: Option<&Part>) -> (Cow<'t, str>, &'t str) {
+    match next {
+        Some(Part::Text(literal)) => match text.find(literal.as_str()) {
+            Some(at) => (Cow::Borrowed(&text[..at]), &text[at..]),
+            // The text that must follow is not there: the literal's own check then fails.
+            None => (Cow::Borrowed(text), ""),
+        },
+        _ => (Cow::Borrowed(text), ""),
     }
 }
 
@@ -538,7 +590,73 @@ mod tests {
         assert_eq!(read_sortable_integer("1234567890123456789x"), None);
     }
 
+    #[test]
+    fn unescaped_keys_read_as_other_tools_mean_them() {
+        let customer = KeyTemplate::parse_unescaped("CUSTOMER#{email}").unwrap();
+        assert!(!customer.is_escaped());
+        // The last facet takes the rest: a `#` inside an email, as any other tool writes it.
+        assert_eq!(
+            customer.read("CUSTOMER#a#b@example.com").unwrap(),
+            [("email", Cow::Borrowed("a#b@example.com"))]
+        );
+        assert_eq!(
+            customer
+                .render(values(&[("email", "a#b@example.com")]))
+                .unwrap(),
+            "CUSTOMER#a#b@example.com"
+        );
+        // A facet followed by literal text ends where that text first occurs.
+        let order = KeyTemplate::parse_unescaped("ORDER#{date}#{orderId}").unwrap();
+        assert_eq!(
+            order.read("ORDER#2026-05-01#x#y").unwrap(),
+            [
+                ("date", Cow::Borrowed("2026-05-01")),
+                ("orderId", Cow::Borrowed("x#y"))
+            ]
+        );
+        let tail = KeyTemplate::parse_unescaped("{a}#{b}#END").unwrap();
+        assert_eq!(
+            tail.read("x#y#z#END").unwrap(),
+            [("a", Cow::Borrowed("x")), ("b", Cow::Borrowed("y#z"))]
+        );
+        assert!(
+            tail.read("x#y#z#EN").is_none(),
+            "its closing text is missing"
+        );
+        assert!(order.read("ORDERS#1#2").is_none(), "another literal start");
+        // A backslash is plain text in an unescaped template and in its values.
+        let path = KeyTemplate::parse_unescaped("DIR\\{name}").unwrap();
+        assert_eq!(
+            path.read("DIR\\a\\b").unwrap(),
+            [("name", Cow::Borrowed("a\\b"))]
+        );
+        // Prefixes are written without escapes too.
+        assert_eq!(
+            order.prefix(values(&[("date", "2026-05#1")])),
+            "ORDER#2026-05#1#"
+        );
+        // Control: the escaped template refuses the unescaped key of a value with `#`.
+        assert!(
+            KeyTemplate::parse("CUSTOMER#{email}")
+                .unwrap()
+                .read("CUSTOMER#a#b@example.com")
+                .is_none()
+        );
+    }
+
     proptest! {
+        /// Unescaped keys: values render and read back whenever no facet but the last holds the
+        /// text that follows it; the last may hold anything, the template's separators included.
+        #[test]
+        fn unescaped_values_round_trip_when_they_do_not_hold_their_closing_text(
+            a in "[^#]*", b in "\\PC*",
+        ) {
+            let t = KeyTemplate::parse_unescaped("X#{a}#{b}").unwrap();
+            let key = t.render(values(&[("a", &a), ("b", &b)])).unwrap();
+            let read = t.read(&key).unwrap();
+            prop_assert_eq!(read, vec![("a", Cow::Borrowed(a.as_str())), ("b", Cow::Borrowed(b.as_str()))]);
+        }
+
         /// Any values, separators and escapes included, render to a key that reads back to them,
         /// with ASCII separators (found byte by byte) and others (character by character).
         #[test]

@@ -23,6 +23,7 @@ mod faults;
 mod fleet;
 #[path = "../../examples/fleet/data.rs"]
 mod fleet_data;
+mod foreign_keys;
 mod helpers;
 mod http;
 mod issuer;

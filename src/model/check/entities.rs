@@ -321,7 +321,13 @@ impl<'f> Ctx<'f, '_> {
                 .hint("the template's facets are the fields: remove this field, or the template");
                 continue;
             }
-            let template = match KeyTemplate::parse(text.get_ref()) {
+            let escaped = draft.file.escape_keys.as_ref().is_none_or(|e| *e.get_ref());
+            let parsed = if escaped {
+                KeyTemplate::parse(text.get_ref())
+            } else {
+                KeyTemplate::parse_unescaped(text.get_ref())
+            };
+            let template = match parsed {
                 Ok(template) => template,
                 Err(err) => {
                     // The span of the string's value starts at its opening quote.
@@ -522,6 +528,25 @@ impl<'f> Ctx<'f, '_> {
                 }
                 continue;
             }
+            // Unescaped keys are read as far as their literal text goes, so they cannot tell
+            // entities apart: the type attribute must.
+            let mut unescaped = Vec::new();
+            for &e in &ids {
+                let draft = &self.entities[e];
+                if let Some(flag) = &draft.file.escape_keys
+                    && !*flag.get_ref()
+                {
+                    out.error(
+                        flag.span(),
+                        format!(
+                            "entity `{}` reads keys without escapes, so its keys alone cannot tell its items from those of the other entities of table `{}`",
+                            draft.entity.name, info.table.name
+                        ),
+                    )
+                    .hint("give the table a `type_attribute` naming each item's entity (ElectroDB's `__edb_e__`, dynamodb-toolbox's `_et`, OneTable's `_type`, Amplify's `__typename`), or leave `escape_keys` out");
+                    unescaped.push(e);
+                }
+            }
             let mut spaces: Vec<(&[KeyAttr], String)> =
                 vec![(info.table.key, format!("table `{}`", info.table.name))];
             for index in &info.table.indexes {
@@ -529,6 +554,9 @@ impl<'f> Ctx<'f, '_> {
             }
             for (i, &a) in ids.iter().enumerate() {
                 for &b in &ids[i + 1..] {
+                    if unescaped.contains(&a) || unescaped.contains(&b) {
+                        continue;
+                    }
                     let Some((key, what)) = spaces.iter().find(|(key, _)| self.overlap(a, b, key))
                     else {
                         continue;

@@ -583,6 +583,17 @@ pub(super) fn cases() -> Vec<Case> {
             14,
         ),
         one_table_with(
+            "unescaped keys in a shared table without a type attribute",
+            (
+                "SK = \"PROFILE\" }",
+                "SK = \"PROFILE\" }\nescape_keys = false",
+            ),
+            "",
+            "entity `Customer` reads keys without escapes, so its keys alone cannot tell its items from those of the other entities of table `Shop`",
+            12,
+            15,
+        ),
+        one_table_with(
             "type attribute that is a key attribute",
             ("indexes.GSI1", "type_attribute = \"GSI1PK\"\nindexes.GSI1"),
             "",
