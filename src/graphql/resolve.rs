@@ -465,10 +465,11 @@ fn plan<'a>(
             Some(collection) => &collection.members,
             None => std::slice::from_ref(&connection.entity),
         };
-        // The entity each item is, kept with its row so that nodes are typed once.
+        // The entity each item is, kept with its row so that nodes are typed once: by the one
+        // rule every read applies (the type attribute and the table's keys), so that an item is
+        // the same entity whether a table read, an index read, a lookup or a refetch finds it.
         spec.keep = Some(Keep(Arc::new(move |item: &Item| {
-            values::entity_of_read(model, members, connection.start_key, item)
-                .and_then(|e| u32::try_from(e).ok())
+            values::entity_of(model, members, item).and_then(|e| u32::try_from(e).ok())
         })));
     }
     for filter in &connection.filters {

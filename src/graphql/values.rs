@@ -13,7 +13,7 @@ use base64::{Engine, engine::general_purpose::STANDARD};
 use chrono::{DateTime, SecondsFormat, Utc};
 
 use crate::{
-    cursor::{Key, KeyAttr, KeyType, KeyValue},
+    cursor::{Key, KeyType, KeyValue},
     dynamo::Item,
     model::{
         EntityId, Field, FieldId, FieldType, Model, Scalar, TemplateKey, TimeFormat,
@@ -558,22 +558,14 @@ pub fn primary_key(
     Key::new(shape, values).ok()
 }
 
-/// Which of `candidates` an item read by its table key is (always the first, when the table
-/// holds no other entity).
+/// Which of `candidates` an item is (always the first, when the table holds no other entity),
+/// by the one rule every read applies, whether a table read, an index read, a lookup or a
+/// refetch found it: its table's type attribute and its table's keys (see
+/// [`crate::model::Entity::matches`]). Index keys do not decide.
 pub fn entity_of(model: &Model, candidates: &[EntityId], item: &Item) -> Option<EntityId> {
     let keys = candidates
         .first()
         .map_or(&[][..], |&e| model.table_of(e).key);
-    entity_of_read(model, candidates, keys, item)
-}
-
-/// Which of `candidates` an item read by `keys` (an index's and the table's) is.
-pub fn entity_of_read(
-    model: &Model,
-    candidates: &[EntityId],
-    keys: &[KeyAttr],
-    item: &Item,
-) -> Option<EntityId> {
     model.entity_of(candidates, keys, |attribute| {
         item.get(attribute)
             .and_then(|v| v.as_s().ok())

@@ -649,10 +649,10 @@ impl Entity {
     }
 
     /// Whether an item is one of this entity's, given its string attributes: its table's type
-    /// attribute holds this entity's value, and each of the `keys` the item was read by (the
-    /// table's, and an index's when read through one) that the entity builds from a template
-    /// reads back under it, with each facet a value of its field's type and the same in every
-    /// such key that holds it. Other keys are not looked at: a read relies only on its own. The
+    /// attribute holds this entity's value, and each of the `keys` (the table's: every read
+    /// passes those, so that an item is the same entity however it was found) that the entity
+    /// builds from a template reads back under it, with each facet a value of its field's type
+    /// and the same in every such key that holds it. Index keys are not looked at. The
     /// attributes an item stores its facets in are not looked at either: the keys are what
     /// DynamoDB files the item under, and what its id and cursors are made of, so they decide
     /// (and a facet of the table's key is read from the key; see `values::field_value`).
