@@ -14,19 +14,9 @@ use std::{
 use clap::CommandFactory;
 use serde_json::Value;
 
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+use crate::helpers::check_generated;
 
-/// Writes `text` to `docs/src/<chapter>` when it differs, and fails then.
-fn check_generated(chapter: &str, text: &str) {
-    let path = Path::new(ROOT).join("docs/src").join(chapter);
-    let old = std::fs::read_to_string(&path).unwrap_or_default();
-    if old != text {
-        std::fs::write(&path, text).unwrap();
-        panic!(
-            "docs/src/{chapter} was stale and has been rewritten: run the tests again and commit it"
-        );
-    }
-}
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// One line of Markdown table cell text: newlines joined, pipes escaped.
 fn cell(text: &str) -> String {
@@ -163,7 +153,7 @@ fn command_section(out: &mut String, command: &clap::Command, path: &str) {
 /// `docs/src/reference/commands.md` is clap's definitions of the command line, rendered.
 #[test]
 fn the_command_reference_is_generated_from_the_command_line() {
-    check_generated("reference/commands.md", &commands_reference());
+    check_generated("docs/src/reference/commands.md", &commands_reference());
 }
 
 // ------------------------------------------------------------------------- the model file
@@ -315,7 +305,10 @@ fn type_text(value: &Value) -> String {
 #[test]
 fn the_model_file_reference_is_generated_from_the_json_schema() {
     let schema: Value = serde_json::from_str(&dynarelay::model::json_schema()).unwrap();
-    check_generated("reference/model-file.md", &model_file_reference(&schema));
+    check_generated(
+        "docs/src/reference/model-file.md",
+        &model_file_reference(&schema),
+    );
 }
 
 // ------------------------------------------------------------------------- the book

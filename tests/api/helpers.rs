@@ -4,7 +4,7 @@
 //! Every helper is used as `crate::helpers::name`; each lives in one file of `helpers/`: the
 //! applications under test on fresh tables (`apps.rs`), requests through a router (`requests.rs`),
 //! ground-truth reads and raw items (`dynamo.rs`), the DynamoDB calls a client sends
-//! (`calls.rs`), walking a connection (`paging.rs`), servers on real sockets and HTTP exchanges
+//! (`calls.rs`), generated files kept in sync (`generated.rs`), walking a connection (`paging.rs`), servers on real sockets and HTTP exchanges
 //! with them (`servers.rs`), Node.js client scripts (`node.rs`), and bearer-token auth
 //! (`auth.rs`).
 
@@ -12,6 +12,7 @@ mod apps;
 mod auth;
 mod calls;
 mod dynamo;
+mod generated;
 mod node;
 mod paging;
 mod requests;
@@ -33,6 +34,7 @@ pub use dynamo::{
     GroundQuery, SortCond, ground_truth, product_item, purchase_item, query_all, scan_all,
     user_item,
 };
+pub use generated::check_generated;
 pub use node::{NodeRun, run_node};
 pub use paging::{merge, walk_pages};
 pub use requests::{

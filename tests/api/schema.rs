@@ -2,11 +2,6 @@
 
 #[test]
 fn schema_graphql_matches_the_rust_schema() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/schema.graphql");
     let generated = dynarelay::graphql::sdl(crate::helpers::shop()).unwrap();
-    let on_disk = std::fs::read_to_string(path).unwrap_or_default();
-    if on_disk != generated {
-        std::fs::write(path, &generated).expect("rewriting schema.graphql");
-        panic!("schema.graphql was stale and has been rewritten: re-run the tests and commit it");
-    }
+    crate::helpers::check_generated("schema.graphql", &generated);
 }

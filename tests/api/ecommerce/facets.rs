@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use super::{MODEL, ana_and_an_order, expected, s, selection};
 use crate::{
     ecommerce_data::{self as data, Kind},
-    helpers::model_app,
+    helpers::{ModelApp, model_app},
 };
 
 /// `item` without the attributes `names`.
@@ -199,12 +199,7 @@ async fn a_facet_copy_that_disagrees_with_its_key_is_read_as_the_key_says() {
         "{response}"
     );
     assert_eq!(d["ordersByStatus"]["nodes"], json!([want]), "{response}");
-    let refetched = app
-        .graphql(
-            &format!("query($id: ID!) {{ node(id: $id) {{ ... on Order {{ {fields} }} }} }}"),
-            json!({ "id": id }),
-        )
-        .await;
+    let refetched = refetch_order(&app, &id, &fields).await;
     assert_eq!(refetched["data"]["node"], want, "{refetched}");
 }
 
@@ -238,11 +233,15 @@ async fn an_item_is_the_same_entity_on_every_read() {
     let mut shown = by_customer[0].clone();
     let id = shown.as_object_mut().unwrap().remove("id").unwrap();
     assert_eq!(shown, want, "{response}");
-    let refetched = app
-        .graphql(
-            &format!("query($id: ID!) {{ node(id: $id) {{ ... on Order {{ {fields} }} }} }}"),
-            json!({ "id": id }),
-        )
-        .await;
+    let refetched = refetch_order(&app, &id, &fields).await;
     assert_eq!(refetched["data"]["node"], want, "{refetched}");
+}
+
+/// `node(id:)` for an order, with `fields` selected.
+async fn refetch_order(app: &ModelApp, id: &Value, fields: &str) -> Value {
+    app.graphql(
+        &format!("query($id: ID!) {{ node(id: $id) {{ ... on Order {{ {fields} }} }} }}"),
+        json!({ "id": id }),
+    )
+    .await
 }

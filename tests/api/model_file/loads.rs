@@ -8,13 +8,7 @@ use super::{ACTIVITY, ONE_TABLE, ORDERS, RETURNS};
 
 #[test]
 fn dynarelay_schema_json_matches_the_rust_types() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/dynarelay.schema.json");
-    let generated = model::json_schema();
-    let on_disk = std::fs::read_to_string(path).unwrap_or_default();
-    if on_disk != generated {
-        std::fs::write(path, &generated).expect("rewriting dynarelay.schema.json");
-        panic!("dynarelay.schema.json is stale: re-run the tests and commit it");
-    }
+    crate::helpers::check_generated("dynarelay.schema.json", &model::json_schema());
 }
 
 #[test]
