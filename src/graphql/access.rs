@@ -84,9 +84,9 @@ pub fn owns(model: &Model, entity: EntityId, item: &Item, grant: &Grant) -> Opti
         Grant::Own(claims) => {
             let mut unknown = false;
             for (field, value) in claims {
-                match owner_text(model, entity, *field, item) {
-                    Some(text) if text == *value => return Some(true),
-                    Some(_) => {}
+                match owner_holds(model, entity, *field, item, value) {
+                    Some(true) => return Some(true),
+                    Some(false) => {}
                     None => unknown = true,
                 }
             }
@@ -107,8 +107,30 @@ pub fn may_see_key(model: &Model, entity: EntityId, key: &Item, caller: &Caller)
     )
 }
 
-/// An owner field's value as text, from the item or read back from its key.
-fn owner_text(model: &Model, entity: EntityId, field: FieldId, item: &Item) -> Option<String> {
-    let value = values::field_value(model, entity, field, item)?;
-    values::facet_text(&value)
+/// Whether owner field `field` of `item` holds `claim`; `None` when the item (such as a bare
+/// key) shows neither the field's attribute nor a key it is a facet of. Where the item has both,
+/// both must hold the claim (the key in its own case): an item whose attribute and key name
+/// different owners is neither's, whichever of the two a reader trusts.
+fn owner_holds(
+    model: &Model,
+    entity: EntityId,
+    field: FieldId,
+    item: &Item,
+    claim: &str,
+) -> Option<bool> {
+    let e = &model.entities[entity];
+    let own = item.get(&e.fields[field].attribute);
+    let key = values::key_facet(model, entity, field, item);
+    if own.is_none() && key.is_none() {
+        return None;
+    }
+    let own_holds = own.is_none_or(|v| values::plain_text(v) == Some(claim));
+    let key_holds = key.is_none_or(|v| {
+        let case = e
+            .facet_source(field)
+            .map(|t| t.template.case())
+            .unwrap_or_default();
+        values::plain_text(&v) == Some(&*case.apply(claim))
+    });
+    Some(own_holds && key_holds)
 }

@@ -203,6 +203,10 @@ pub fn plan(
             "__typename" => Root::Typename,
             name => {
                 if let Some(lookup) = model.lookups.iter().find(|l| l.name == name) {
+                    // Lookups through an index are answered by the schema's resolvers.
+                    if lookup.index.is_some() {
+                        return None;
+                    }
                     Root::Lookup {
                         lookup,
                         args: planner.args("Query", field)?,

@@ -8,6 +8,7 @@ pub mod direct;
 pub mod documents;
 pub mod error;
 pub mod limits;
+pub mod lookup;
 pub mod mutation;
 pub mod node;
 pub mod nullability;

@@ -587,6 +587,14 @@ fn write_derived(model: &Model, entity: EntityId, item: &mut Item) -> ApiResult<
         };
         let mut keys = Vec::with_capacity(e.templates.len());
         for template in &e.templates {
+            // An index key with a nullable facet the input left null is not written: the item
+            // is then not in that (sparse) index.
+            if !template.primary
+                && index_partners(model, entity, template)
+                    .any(|t| sparse_without(e, t, |f| value(f).is_some()))
+            {
+                continue;
+            }
             let rendered = match (template.primary, key.get(template.attribute)) {
                 (true, Some(KeyValue::S(rendered))) => Some(rendered.clone()),
                 (true, _) => None,
@@ -607,16 +615,50 @@ fn write_derived(model: &Model, entity: EntityId, item: &mut Item) -> ApiResult<
     Ok(())
 }
 
+/// The index key templates of `entity` that share an index with `template` (itself included):
+/// an index's keys are written, rewritten and removed together.
+fn index_partners<'m>(
+    model: &'m Model,
+    entity: EntityId,
+    template: &'m TemplateKey,
+) -> impl Iterator<Item = &'m TemplateKey> {
+    let e = &model.entities[entity];
+    let indexes = &model.table_of(entity).indexes;
+    e.templates.iter().filter(move |t| {
+        !t.primary
+            && (t.attribute == template.attribute
+                || indexes.iter().any(|i| {
+                    i.key.iter().any(|a| a.name == t.attribute)
+                        && i.key.iter().any(|a| a.name == template.attribute)
+                }))
+    })
+}
+
+/// Index keys an update writes (attribute, new value), and those it removes.
+type IndexKeyChanges = (Vec<(String, AttributeValue)>, Vec<String>);
+
+/// Whether `template` has a nullable facet that `has` says has no value: such an index key is
+/// not written, and the item is not in the (sparse) index.
+fn sparse_without(e: &Entity, template: &TemplateKey, has: impl Fn(FieldId) -> bool) -> bool {
+    template
+        .facets
+        .iter()
+        .any(|&f| e.fields[f].nullable && !has(f))
+}
+
 /// The index keys an update must rewrite: every index key `entity` builds from a template with
 /// a facet among `changed`, rendered from the new values and, for its other facets, the
 /// values in the item's primary key. Refused, naming them, when other facets are missing: the
-/// update does not read the item, so the input must give them.
+/// update does not read the item, so the input must give them. Index keys with a facet among
+/// `cleared` (nullable facets set to null) are removed instead: the item leaves those sparse
+/// indexes. Returns the keys to set and the keys to remove.
 fn rewritten_index_keys(
     model: &Model,
     entity: EntityId,
     key: &Key,
     changed: &[(FieldId, AttributeValue)],
-) -> ApiResult<Vec<(String, AttributeValue)>> {
+    cleared: &[FieldId],
+) -> ApiResult<IndexKeyChanges> {
     let e = &model.entities[entity];
     let key_item: Item = key.to_attribute_map();
     let is_changed = |f: &FieldId| changed.iter().any(|(c, _)| c == f);
@@ -630,11 +672,23 @@ fn rewritten_index_keys(
         }
     };
     let mut keys = Vec::new();
-    for template in e
-        .templates
-        .iter()
-        .filter(|t| !t.primary && t.facets.iter().any(is_changed))
-    {
+    let mut removed = Vec::new();
+    for template in e.templates.iter().filter(|t| !t.primary) {
+        let partners = || index_partners(model, entity, template);
+        if partners().any(|t| t.facets.iter().any(|f| cleared.contains(f))) {
+            removed.push(template.attribute.to_owned());
+            continue;
+        }
+        // Rewritten when its own facets change, or when a nullable facet of its index's other
+        // key is given (the item may be entering the sparse index, which needs both keys).
+        let entering = partners().any(|t| {
+            t.facets
+                .iter()
+                .any(|f| is_changed(f) && e.fields[*f].nullable)
+        });
+        if !template.facets.iter().any(is_changed) && !entering {
+            continue;
+        }
         let missing: Vec<FieldId> = template
             .facets
             .iter()
@@ -654,7 +708,7 @@ fn rewritten_index_keys(
         check_key_length(model, entity, template, &rendered)?;
         keys.push((template.attribute.to_owned(), AttributeValue::S(rendered)));
     }
-    Ok(keys)
+    Ok((keys, removed))
 }
 
 /// Refuses a key rendered from `template` that is longer than DynamoDB allows for its attribute
@@ -846,6 +900,8 @@ async fn update_item(
     let mut remove = Vec::new();
     // The values set, by field: what rewritten index keys are made of.
     let mut changed = Vec::new();
+    // The nullable fields set to null: sparse index keys made of them are removed.
+    let mut cleared = Vec::new();
     let mut expect: Vec<_> = type_attribute(model, entity).into_iter().collect();
     let rules = e.mutations.update.as_ref().ok_or(ApiError::Internal)?;
     let owner = owner_condition(
@@ -888,6 +944,7 @@ async fn update_item(
             // An empty set cannot be stored: it is the attribute's absence.
             None if field.nullable || (is_set && !matches!(given, Value::Null)) => {
                 remove.push(field.attribute.clone());
+                cleared.push(f);
             }
             None => return Err(bad(format!("`{}` must not be null.", field.name))),
         }
@@ -895,7 +952,9 @@ async fn update_item(
     if set.is_empty() && remove.is_empty() {
         return Err(bad("Give at least one field to change."));
     }
-    set.extend(rewritten_index_keys(model, entity, &key, &changed)?);
+    let (keys, removed) = rewritten_index_keys(model, entity, &key, &changed, &cleared)?;
+    set.extend(keys);
+    remove.extend(removed);
     match store
         .update_existing(e.table, &key, set, remove, expect)
         .await?

@@ -23,8 +23,8 @@ use crate::{
     cursor::{Binding, CursorCodec, Key, KeyValue},
     dynamo::{FilterTest, Item, Keep, ReadSpec, SortKeyCondition, Store},
     model::{
-        Connection, Entity, EntityId, Field, FieldType, FilterOp, Model, PartitionFrom, Read,
-        Relation, Scalar, TypeTest,
+        Connection, Entity, EntityId, Field, FieldId, FieldType, FilterOp, Model, PartitionFrom,
+        Read, Relation, Scalar, TypeTest,
     },
     number::DynamoNumber,
     pagination::{PageArgs, PageLimits},
@@ -339,8 +339,8 @@ fn plan<'a>(
         // An owner rule is on the partition's field (the model makes sure of it): the caller's
         // own partition, or nothing, and never a read of anyone else's.
         if let Grant::Own(claims) = &grant {
-            let text = values::facet_text(&value);
-            if !claims.iter().any(|(_, claim)| text.as_ref() == Some(claim)) {
+            let text = values::plain_text(&value);
+            if !claims.iter().any(|(_, claim)| text == Some(claim.as_str())) {
                 return Err(ApiError::Forbidden(format!(
                     "You may see only your own items in `{}`.",
                     site.label()
@@ -349,7 +349,8 @@ fn plan<'a>(
         }
         let value = match &partition.template {
             Some(template) => {
-                let text = values::facet_text(&value).ok_or(ApiError::Internal)?;
+                let facet = template.facets().next().ok_or(ApiError::Internal)?;
+                let text = values::facet_text(template, facet, &value).ok_or(ApiError::Internal)?;
                 AttributeValue::S(
                     template
                         .render(|_| Some(text.as_str()))
@@ -376,6 +377,26 @@ fn plan<'a>(
         if let Some(sort) = sort {
             let field = &node.fields[sort.field];
             let mut bound: Vec<(&'static str, Option<String>)> = Vec::new();
+            // The leading facets fixed exactly, as their text in the key.
+            let mut fixed: Vec<(&str, String)> = Vec::with_capacity(sort.fixed.len());
+            if let Some(template) = &sort.template {
+                for (f, argument) in &sort.fixed {
+                    let facet = &node.fields[*f];
+                    let given = args.get(argument.name.as_str()).unwrap_or(&Value::Null);
+                    let value = argument_value(model, facet, &argument.name, given)?
+                        .ok_or_else(|| bad(format!("`{}` must not be null.", argument.name)))?;
+                    bound.push((argument.name.as_str(), Some(canonical(&value))));
+                    let text = values::facet_text(template, &facet.name, &value)
+                        .ok_or(ApiError::Internal)?;
+                    fixed.push((facet.name.as_str(), text));
+                }
+            }
+            let leading = |name: &str| {
+                fixed
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, t)| t.as_str())
+            };
             let mut arg = |argument: &'static Option<crate::model::Argument>,
                            text: bool|
              -> ApiResult<Option<AttributeValue>> {
@@ -418,16 +439,22 @@ fn plan<'a>(
                 ));
             }
             let condition = match (min, max, begins) {
-                (None, None, None) => None,
+                (None, None, None) => match &sort.template {
+                    Some(template) if !fixed.is_empty() => Some(SortKeyCondition::Prefix(
+                        AttributeValue::S(template.prefix(leading)),
+                    )),
+                    _ => None,
+                },
                 (min, max, None) => Some(match &sort.template {
-                    Some(template) => facet_range(template, &field.name, min, max)?,
+                    Some(template) => facet_range(template, &field.name, leading, min, max)?,
                     None => SortKeyCondition::Range(min, max),
                 }),
                 (None, None, Some(prefix)) => Some(match &sort.template {
                     Some(template) => {
-                        let partial = values::facet_text(&prefix).ok_or(ApiError::Internal)?;
+                        let partial = values::facet_text(template, &field.name, &prefix)
+                            .ok_or(ApiError::Internal)?;
                         SortKeyCondition::Prefix(AttributeValue::S(
-                            template.partial(|_| None, &partial),
+                            template.partial(leading, &partial),
                         ))
                     }
                     None => SortKeyCondition::Prefix(prefix),
@@ -525,27 +552,41 @@ fn plan<'a>(
     })
 }
 
-/// The key condition for a range over the first facet of a sort-key template. The model makes
-/// sure the facet's text sorts as its values and that the text after it sorts below every
-/// character they hold, so `[start + min, start + max + the character after the separator]`
-/// holds exactly the keys whose facet is in range: no key equals the upper end, whose last
-/// character no facet value or separator writes. An open end stays within the template's literal
-/// start (up to the string right after all keys that begin with it).
-fn facet_range(
+/// The key condition for a range over a facet of a sort-key template, after the leading facets
+/// `leading` fixes (none, for the first facet). The model makes sure the facet's text sorts as
+/// its values and that the text after it sorts below every character they hold, so
+/// `[start + min, start + max + the character after the separator]` holds exactly the keys
+/// whose facet is in range: no key equals the upper end, whose last character no facet value or
+/// separator writes. `start` is the template through the fixed facets up to this one; an open
+/// end stays within it (up to the string right after all keys that begin with it).
+fn facet_range<'v>(
     template: &crate::model::KeyTemplate,
     facet: &str,
+    leading: impl Fn(&str) -> Option<&'v str> + Copy,
     min: Option<AttributeValue>,
     max: Option<AttributeValue>,
 ) -> ApiResult<SortKeyCondition> {
-    let text = |value: &AttributeValue| values::facet_text(value).ok_or(ApiError::Internal);
-    let start = template.literal_prefix();
+    let text = |value: &AttributeValue| {
+        // A padded number sorts as the others only within its width.
+        if let (Some(width), AttributeValue::N(n)) = (template.pad(facet), value)
+            && (n.starts_with('-') || n.len() > width)
+        {
+            return Err(bad(format!(
+                "`{facet}` values are stored as {width}-digit numbers: give bounds from 0 to {}.",
+                "9".repeat(width)
+            )));
+        }
+        values::facet_text(template, facet, value).ok_or(ApiError::Internal)
+    };
+    let start = template.prefix(leading);
+    let start = start.as_str();
     let lower = match &min {
-        Some(min) => Some(template.partial(|_| None, &text(min)?)),
+        Some(min) => Some(template.partial(leading, &text(min)?)),
         None => (!start.is_empty()).then(|| start.to_owned()),
     };
     let upper = match &max {
         Some(max) => {
-            let mut upper = template.partial(|_| None, &text(max)?);
+            let mut upper = template.partial(leading, &text(max)?);
             if let Some(next) = template.text_after(facet).chars().next() {
                 upper.push(char::from_u32(next as u32 + 1).ok_or(ApiError::Internal)?);
             }
@@ -644,8 +685,28 @@ fn bad(message: String) -> ApiError {
 /// The key of `entity` named by lookup arguments (its key fields, by GraphQL name).
 pub fn key_from_args(model: &Model, entity: EntityId, args: &Args) -> ApiResult<Key> {
     let e = &model.entities[entity];
-    let mut given = Vec::with_capacity(e.key_fields.len());
-    for &f in &e.key_fields {
+    let given = key_args(model, entity, &e.key_fields, args)?;
+    let key = values::primary_key(model, entity, |f| {
+        given.iter().find(|(g, _)| *g == f).map(|(_, v)| v.clone())
+    })
+    .ok_or(ApiError::Internal)?;
+    if !key.fits_dynamodb() {
+        return Err(bad("The key is too long.".to_owned()));
+    }
+    Ok(key)
+}
+
+/// The values of key fields `fields` of `entity` given as arguments, each checked as a key
+/// value must be.
+pub fn key_args(
+    model: &Model,
+    entity: EntityId,
+    fields: &[FieldId],
+    args: &Args,
+) -> ApiResult<Vec<(FieldId, AttributeValue)>> {
+    let e = &model.entities[entity];
+    let mut given = Vec::with_capacity(fields.len());
+    for &f in fields {
         let field = &e.fields[f];
         let value = args.get(field.name.as_str()).unwrap_or(&Value::Null);
         let value = argument_value(model, field, &field.name, value)?
@@ -657,14 +718,7 @@ pub fn key_from_args(model: &Model, entity: EntityId, args: &Args) -> ApiResult<
         }
         given.push((f, value));
     }
-    let key = values::primary_key(model, entity, |f| {
-        given.iter().find(|(g, _)| *g == f).map(|(_, v)| v.clone())
-    })
-    .ok_or(ApiError::Internal)?;
-    if !key.fits_dynamodb() {
-        return Err(bad("The key is too long.".to_owned()));
-    }
-    Ok(key)
+    Ok(given)
 }
 
 /// The key of a relation's target, from the fields of the item holding it; `None` when one of

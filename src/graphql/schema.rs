@@ -15,7 +15,6 @@ use async_graphql::{
         Enum, EnumItem, Field, FieldFuture, FieldValue, InputValue, Interface, InterfaceField,
         Object, ResolverContext, Scalar, SchemaBuilder, TypeRef, Union,
     },
-    futures_util,
 };
 
 use super::{
@@ -23,15 +22,15 @@ use super::{
     connection::{EdgeValue, PageInfo, PageValue},
     error::ApiError,
     limits::FieldCosts,
-    mutation,
+    lookup, mutation,
     node::{loader, parse_node_id},
     nullability::{self, NullItems},
-    resolve::{self, Args, PagesAhead, Site},
+    resolve::{self, PagesAhead, Site},
     scalars::{self, field_type, scalar_name},
     values,
 };
 use crate::{
-    dynamo::{Item, Store},
+    dynamo::Item,
     model::{Connection, EntityId, Model, PartitionFrom, Read, Scalar as ModelScalar},
 };
 
@@ -493,6 +492,14 @@ fn connection_arguments(model: &Model, connection: &Connection) -> Vec<InputValu
             ));
         }
         if let Some(sort) = sort {
+            for (field, a) in &sort.fixed {
+                let scalar = resolve::scalar_of(&node.fields[*field].ty);
+                args.push(argument(
+                    &a.name,
+                    TypeRef::named_nn(scalar_name(model, scalar)),
+                    a.description.as_deref(),
+                ));
+            }
             let scalar = resolve::scalar_of(&node.fields[sort.field].ty);
             let prefix = match sort.template {
                 // The first characters of a facet's text.
@@ -564,14 +571,17 @@ fn query_root(model: &'static Model, costs: &mut FieldCosts) -> Object {
                 if access::grant(&lookup.access, &access::caller(&ctx)) == Grant::Nothing {
                     return Err(access::forbidden(&format!("`Query.{}`", lookup.name)).into());
                 }
-                let found = lookup_item(&ctx, model, entity).await?;
+                let found = match &lookup.index {
+                    None => lookup::by_key(&ctx, model, entity).await?,
+                    Some(index) => lookup::through_index(&ctx, model, lookup, index).await?,
+                };
                 Ok(found.map(FieldValue::owned_any))
             })
         });
         if let Some(d) = &lookup.description {
             field = field.description(d);
         }
-        for &f in &e.key_fields {
+        for &f in lookup.arguments(model) {
             let key = &e.fields[f];
             let scalar = resolve::scalar_of(&key.ty);
             field = field.argument(argument(
@@ -636,86 +646,6 @@ fn query_root(model: &'static Model, costs: &mut FieldCosts) -> Object {
             .argument(InputValue::new("ids", TypeRef::named_nn_list_nn(TypeRef::ID)))
             .description("Refetches several objects by global id, in the order given, with null for those that no\nlonger exist. At most 100 ids; all are read together."),
         )
-}
-
-/// Reads a lookup's item; reads the pages of selected connections whose partition is a key
-/// field of the item at the same time (they do not depend on the item).
-async fn lookup_item(
-    ctx: &ResolverContext<'_>,
-    model: &'static Model,
-    entity: EntityId,
-) -> Result<Option<Item>, ApiError> {
-    let key = resolve::key_from_args(model, entity, ctx.args.as_index_map())?;
-    let caller = access::caller(ctx);
-    // Someone else's item, as its key shows: null, as if it did not exist, and nothing read
-    // (neither the item nor the pages read ahead of it).
-    if access::may_see_key(model, entity, &key.to_attribute_map(), &caller) == Some(false) {
-        return Ok(None);
-    }
-    let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
-    let e = &model.entities[entity];
-    let table = e.table;
-    let ahead_sites: Vec<Site> = match ctx.data_opt::<PagesAhead>() {
-        None => Vec::new(),
-        Some(_) => e
-            .connections
-            .iter()
-            .filter(|c| match &c.read {
-                Read::Query { partition, .. } => matches!(
-                    partition.from,
-                    PartitionFrom::Parent(f) if e.key_fields.contains(&f)
-                ),
-                Read::Scan => false,
-            })
-            .map(|connection| Site {
-                model,
-                parent: Some(entity),
-                connection,
-            })
-            .collect(),
-    };
-    let is_one = |item: &Item| {
-        values::entity_of(model, &[entity], item).is_some()
-            && access::may_see(model, entity, item, &caller)
-    };
-    if ahead_sites.is_empty() {
-        return Ok(store.get(table, &key).await?.filter(is_one));
-    }
-    // The key attributes stand in for the item: they are all these connections read from it.
-    let partial: Item = key.to_attribute_map();
-    let parent_key = resolve::parent_text(model, entity, &partial).unwrap_or_default();
-    let look = ctx.look_ahead();
-    let mut reads = Vec::new();
-    for site in ahead_sites {
-        for selection in look.field(&site.connection.name).selection_fields() {
-            let Ok(arguments) = selection.arguments() else {
-                continue;
-            };
-            let partial = &partial;
-            let projection = resolve::projection(site, &selection);
-            reads.push(async move {
-                let args: Args = arguments.iter().cloned().collect();
-                let page =
-                    resolve::connection_page(ctx, site, Some(partial), &args, projection.clone())
-                        .await;
-                (site.label(), arguments, projection, page)
-            });
-        }
-    }
-    let (found, pages) = futures_util::future::join(
-        store.get(table, &key),
-        futures_util::future::join_all(reads),
-    )
-    .await;
-    let Some(found) = found?.filter(is_one) else {
-        return Ok(None);
-    };
-    if let Some(ahead) = ctx.data_opt::<PagesAhead>() {
-        for (label, arguments, projection, page) in pages {
-            ahead.put(label, parent_key.clone(), arguments, projection, page);
-        }
-    }
-    Ok(Some(found))
 }
 
 /// Loads the objects global ids name, in order, with `None` for those that do not exist.

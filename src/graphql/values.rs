@@ -16,7 +16,7 @@ use crate::{
     cursor::{Key, KeyType, KeyValue},
     dynamo::Item,
     model::{
-        EntityId, Field, FieldId, FieldType, Model, Scalar, TemplateKey, TimeFormat,
+        EntityId, Field, FieldId, FieldType, KeyTemplate, Model, Scalar, TemplateKey, TimeFormat,
         template::{read_sortable_integer, sortable_integer},
     },
     number::DynamoNumber,
@@ -437,70 +437,97 @@ pub fn canonical(value: &AttributeValue) -> String {
 
 // ------------------------------------------------------------------------------- key templates
 
-/// A facet's text in a key: strings as they are, integers at [`sortable_integer`]'s fixed
-/// width. `None` for a value a facet cannot hold.
-pub fn facet_text(value: &AttributeValue) -> Option<String> {
+/// A facet's text in a key of `template`: strings as they are; integers, in dynarelay's own
+/// (escaped) keys, at [`sortable_integer`]'s fixed width, and in keys other tools write, as
+/// plain decimal text, zero-padded when the facet has a width (`{seq:08}`). `None` for a value
+/// the facet cannot hold.
+pub fn facet_text(template: &KeyTemplate, facet: &str, value: &AttributeValue) -> Option<String> {
     match value {
         AttributeValue::S(s) => Some(s.clone()),
-        AttributeValue::N(n) => n.parse::<i64>().ok().map(sortable_integer),
+        AttributeValue::N(n) if template.is_escaped() => {
+            n.parse::<i64>().ok().map(sortable_integer)
+        }
+        AttributeValue::N(n) => match (template.pad(facet), n.parse::<i64>()) {
+            (Some(width), Ok(i)) if i >= 0 => Some(format!("{i:0width$}")),
+            _ => Some(n.clone()),
+        },
         _ => None,
     }
 }
 
-/// The attribute value a facet's text in a key stands for, as its field stores it.
-fn facet_value(scalar: Scalar, text: String) -> Option<AttributeValue> {
+/// A string or number value as text (an owner's claim is compared with it).
+pub fn plain_text(value: &AttributeValue) -> Option<&str> {
+    match value {
+        AttributeValue::S(s) | AttributeValue::N(s) => Some(s),
+        _ => None,
+    }
+}
+
+/// The attribute value a facet's text in a key of `template` stands for, as its field stores
+/// it: the inverse of [`facet_text`]. A key written in one case gives its values in that case.
+fn facet_value(template: &KeyTemplate, scalar: Scalar, text: String) -> Option<AttributeValue> {
     match scalar {
-        Scalar::Int | Scalar::BigInt => {
+        Scalar::Int | Scalar::BigInt if template.is_escaped() => {
             read_sortable_integer(&text).map(|n| AttributeValue::N(n.to_string()))
         }
+        Scalar::Int | Scalar::BigInt => text
+            .parse::<i64>()
+            .ok()
+            .map(|n| AttributeValue::N(n.to_string())),
+        // RFC 3339's `T` and `Z`, whatever case the key is in.
+        Scalar::DateTime(_) => Some(AttributeValue::S(text.to_ascii_uppercase())),
         _ => Some(AttributeValue::S(text)),
     }
 }
 
-/// The stored value of field `field` of an item of `entity`. A facet of the table's key is read
-/// back from that key, which is what the item's id, its cursors and its entity are made of (the
-/// copy `create` also writes as the facet's own attribute is for other readers of the table; an
-/// item whose key does not read back has the copy, if any). Any other field is its attribute,
-/// or, for a facet of an index key the item does not hold separately, read back from that key.
+/// Field `field`'s value as read back from the first key template of `entity` that holds it
+/// as a facet (the table's keys first), if the item has that key and it reads back.
+pub fn key_facet(
+    model: &Model,
+    entity: EntityId,
+    field: FieldId,
+    item: &Item,
+) -> Option<AttributeValue> {
+    let e = &model.entities[entity];
+    let template = e.facet_source(field)?;
+    let key = item.get(template.attribute)?.as_s().ok()?;
+    let at = template.facets.iter().position(|&g| g == field)?;
+    let mut text = None;
+    template
+        .template
+        .read_each(key, |i, _, value| {
+            if i == at {
+                text = Some(value);
+            }
+            true
+        })
+        .then_some(())?;
+    let FieldType::Scalar(scalar) = e.fields[field].ty else {
+        return None;
+    };
+    facet_value(&template.template, scalar, text?.into_owned())
+}
+
+/// The stored value of field `field` of an item of `entity`: its own attribute, as every tool
+/// that writes single-table data also stores its facets (and as dynarelay's `create` does), and
+/// only when the item has no such attribute, the facet read back from a key that holds it. A
+/// key written in one case (ElectroDB lowercases them) is what lookups and conditions match;
+/// the attribute keeps the value as it was given.
 pub fn field_value<'i>(
     model: &Model,
     entity: EntityId,
     field: FieldId,
     item: &'i Item,
 ) -> Option<Cow<'i, AttributeValue>> {
-    let e = &model.entities[entity];
-    let f = &e.fields[field];
-    let source = e.facet_source(field);
-    let from_key = || {
-        let template = source?;
-        let key = item.get(template.attribute)?.as_s().ok()?;
-        let at = template.facets.iter().position(|&g| g == field)?;
-        let mut text = None;
-        template
-            .template
-            .read_each(key, |i, _, value| {
-                if i == at {
-                    text = Some(value);
-                }
-                true
-            })
-            .then_some(())?;
-        let scalar = match f.ty {
-            FieldType::Scalar(s) => s,
-            FieldType::List { .. } => return None,
-        };
-        facet_value(scalar, text?.into_owned()).map(Cow::Owned)
-    };
-    if source.is_some_and(|t| t.primary)
-        && let Some(value) = from_key()
-    {
-        return Some(value);
+    let f = &model.entities[entity].fields[field];
+    match item.get(&f.attribute) {
+        Some(value) => Some(Cow::Borrowed(value)),
+        None => key_facet(model, entity, field, item).map(Cow::Owned),
     }
-    item.get(&f.attribute).map(Cow::Borrowed).or_else(from_key)
 }
 
-/// The attributes [`field_value`] reads for field `field` of `entity`: the key it reads a facet
-/// back from, and the field's own attribute unless that key is the table's.
+/// The attributes [`field_value`] reads for field `field` of `entity`: the field's own
+/// attribute, and the key it reads a facet back from when the item has none.
 pub fn field_attributes(
     model: &Model,
     entity: EntityId,
@@ -508,12 +535,8 @@ pub fn field_attributes(
 ) -> impl Iterator<Item = &str> {
     let e = &model.entities[entity];
     let own = Some(e.fields[field].attribute.as_str());
-    let read = match e.facet_source(field) {
-        Some(t) if t.primary => [Some(t.attribute), None],
-        Some(t) => [own, Some(t.attribute)],
-        None => [own, None],
-    };
-    read.into_iter().flatten()
+    let key = e.facet_source(field).map(|t| t.attribute);
+    [own, key].into_iter().flatten()
 }
 
 /// Renders a key template with the facet values `value` gives (by facet field).
@@ -525,7 +548,10 @@ pub fn render(
     let texts: Vec<(&str, String)> = template
         .facets
         .iter()
-        .map(|&f| Some((fields[f].name.as_str(), facet_text(&value(f)?)?)))
+        .map(|&f| {
+            let name = fields[f].name.as_str();
+            Some((name, facet_text(&template.template, name, &value(f)?)?))
+        })
         .collect::<Option<_>>()?;
     template
         .template
@@ -576,6 +602,58 @@ pub fn entity_of(model: &Model, candidates: &[EntityId], item: &Item) -> Option<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn facets_are_written_as_their_template_says_and_read_back() {
+        let n = |n: &str| AttributeValue::N(n.to_owned());
+        let own = KeyTemplate::parse("X#{seq}#{id}").unwrap();
+        let plain = KeyTemplate::parse_unescaped("X#{seq}#{id}").unwrap();
+        let padded = KeyTemplate::parse_unescaped("X#{seq:08}#{id}").unwrap();
+        assert_eq!(
+            facet_text(&own, "seq", &n("42")).as_deref(),
+            Some(sortable_integer(42).as_str())
+        );
+        assert_eq!(facet_text(&plain, "seq", &n("42")).as_deref(), Some("42"));
+        assert_eq!(
+            facet_text(&padded, "seq", &n("42")).as_deref(),
+            Some("00000042")
+        );
+        // Wider than the width, or negative: written as the number is, as the tools do.
+        assert_eq!(
+            facet_text(&padded, "seq", &n("123456789")).as_deref(),
+            Some("123456789")
+        );
+        assert_eq!(facet_text(&padded, "seq", &n("-3")).as_deref(), Some("-3"));
+        for (template, text) in [
+            (&own, sortable_integer(42)),
+            (&plain, "42".to_owned()),
+            (&padded, "00000042".to_owned()),
+        ] {
+            assert_eq!(facet_value(template, Scalar::Int, text), Some(n("42")));
+        }
+        let lower = KeyTemplate::parse_unescaped("T#{at}")
+            .unwrap()
+            .with_case(crate::model::template::KeyCase::Lower);
+        assert_eq!(
+            facet_value(
+                &lower,
+                Scalar::DateTime(TimeFormat::Iso8601),
+                "2026-05-01t00:00:00.000z".to_owned()
+            ),
+            Some(AttributeValue::S("2026-05-01T00:00:00.000Z".to_owned()))
+        );
+    }
+
+    proptest::proptest! {
+        /// Where ranges are offered on a padded facet (0 to its width's largest number), the
+        /// stored text sorts as the numbers do.
+        #[test]
+        fn padded_facets_sort_as_their_numbers(x in 0i64..100_000_000, y in 0i64..100_000_000) {
+            let padded = KeyTemplate::parse_unescaped("X#{seq:08}").unwrap();
+            let text = |v: i64| facet_text(&padded, "seq", &AttributeValue::N(v.to_string())).unwrap();
+            proptest::prop_assert_eq!(text(x).cmp(&text(y)), x.cmp(&y));
+        }
+    }
 
     #[test]
     fn big_ints_take_every_form_dynamodb_reads_that_is_a_whole_number() {

@@ -252,8 +252,9 @@ pub struct EntityFile {
     /// `SK = "ORDER#{placedAt}#{orderId}"`. Each `{facet}` is a field of the entity; the text
     /// between facets tells the entity's items apart and separates the facets. Facet values
     /// have `\\` and the separators escaped with `\\`; integers are written as 20 fixed-width
-    /// digits so that they sort. A key attribute with no template is a field's attribute, as in
-    /// a table of one entity.
+    /// digits so that they sort. With `escape_keys = false`, values are written as they are and
+    /// numbers as plain decimal text, or zero-padded to a width with `{seq:08}`. A key
+    /// attribute with no template is a field's attribute, as in a table of one entity.
     #[serde(default)]
     #[schemars(with = "BTreeMap<String, String>")]
     pub keys: BTreeMap<Spanned<String>, Spanned<String>>,
@@ -266,6 +267,12 @@ pub struct EntityFile {
     /// apart from the others by the table's `type_attribute`, which it then needs.
     #[schemars(with = "Option<bool>")]
     pub escape_keys: Option<Spanned<bool>>,
+    /// The case `keys` are written in: `lower` (ElectroDB's default), `upper`, or `as_stored`
+    /// (the default): the literal text and every facet value. Lookups and conditions then find
+    /// an item whatever the casing of the values they are given, and fields keep the case their
+    /// own attributes store.
+    #[schemars(with = "Option<KeyCaseFile>")]
+    pub key_case: Option<Spanned<KeyCaseFile>>,
     /// The value of the table's `type_attribute` for this entity. Default: the entity's name.
     #[schemars(with = "Option<String>")]
     pub type_value: Option<Spanned<String>>,
@@ -299,6 +306,18 @@ pub struct EntityFile {
     /// if it did not exist. Default: `["public"]`.
     #[schemars(with = "Option<Vec<RuleFile>>")]
     pub allow: Option<Spanned<Vec<Spanned<RuleFile>>>>,
+}
+
+/// The case keys are written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum KeyCaseFile {
+    /// As the values are.
+    AsStored,
+    /// All lowercase.
+    Lower,
+    /// All uppercase.
+    Upper,
 }
 
 /// A field read from one attribute.
@@ -392,6 +411,13 @@ pub struct LookupFile {
     /// The entity to read. Its key fields become the arguments.
     #[schemars(with = "String")]
     pub entity: Spanned<String>,
+    /// Read through this index of the entity's table rather than by the table's key: the
+    /// fields the index's keys are made of (their facets, or the fields on them) become the
+    /// arguments, such as an event by its id through `GSI1PK = "EVENT#{eventId}"`. At most two
+    /// items are read; an index key that more than one item of the entity holds is an error
+    /// (`INTERNAL_SERVER_ERROR`, logged), never an arbitrary pick.
+    #[schemars(with = "Option<String>")]
+    pub index: Option<Spanned<String>>,
     /// The field's description in the schema.
     pub description: Option<String>,
     /// Who may use the lookup (`FORBIDDEN` for others); the entity's own `allow` still decides
@@ -481,6 +507,13 @@ pub struct SortFile {
     /// The argument for a prefix of the sort key (strings only).
     #[schemars(with = "Option<ArgumentFile>")]
     pub begins_with: Option<Spanned<ArgumentFile>>,
+    /// Required arguments that fix the leading facets of the sort key's template exactly, one
+    /// per facet in template order; `min`, `max` and `begins_with` then apply to the facet after
+    /// them (ElectroDB's partial sort keys). With `SK = "SEAT#{section}#{row}#{seat}"`,
+    /// `fixed = ["section"]` and `begins_with = "rowStart"` list the seats of section `A` in rows
+    /// starting with `1`, and never a seat of section `AB`.
+    #[schemars(with = "Option<Vec<ArgumentFile>>")]
+    pub fixed: Option<Spanned<Vec<Spanned<ArgumentFile>>>>,
 }
 
 /// A named argument: its name, or its name and description.

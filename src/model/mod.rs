@@ -397,6 +397,27 @@ pub struct Lookup {
     pub entity: EntityId,
     /// Who may use the lookup.
     pub access: Access,
+    /// The index read instead of the table's key, if any.
+    pub index: Option<LookupIndex>,
+}
+
+/// A lookup through an index: one Query of the index key its arguments make.
+#[derive(Debug, Clone)]
+pub struct LookupIndex {
+    /// The index's position in its table's indexes.
+    pub index: usize,
+    /// The fields the index's keys are made of, in key order: the arguments.
+    pub arguments: Vec<FieldId>,
+}
+
+impl Lookup {
+    /// The fields given as arguments: the index's fields, or the entity's key fields.
+    pub fn arguments<'m>(&'m self, model: &'m Model) -> &'m [FieldId] {
+        match &self.index {
+            Some(index) => &index.arguments,
+            None => &model.entities[self.entity].key_fields,
+        }
+    }
 }
 
 /// A paginated field.
@@ -507,11 +528,13 @@ pub enum PartitionFrom {
 pub struct SortCondition {
     /// The sort key attribute of the table or index read.
     pub attribute: KeyAttr,
-    /// The node entity's field on it, or the first facet of `template`.
+    /// The node entity's field on it, or the facet of `template` after the `fixed` ones.
     pub field: FieldId,
-    /// The node entity's template on the sort key: the arguments then bound its first facet
-    /// (`begins_with` takes a string: the facet's first characters).
+    /// The node entity's template on the sort key: the arguments then bound the facet after the
+    /// `fixed` ones (`begins_with` takes a string: the facet's first characters).
     pub template: Option<KeyTemplate>,
+    /// Required arguments fixing the template's leading facets exactly, in template order.
+    pub fixed: Vec<(FieldId, Argument)>,
     /// Lowest value, inclusive.
     pub min: Option<Argument>,
     /// Highest value, inclusive.
@@ -682,7 +705,7 @@ impl Entity {
                 if let Some((_, earlier)) = seen.iter().find(|(f, _)| *f == field) {
                     return *earlier == text;
                 }
-                if !model.facet_fits(&self.fields[field], &text) {
+                if !model.facet_fits(&t.template, &self.fields[field], &text) {
                     return false;
                 }
                 seen.push((field, text));
@@ -697,18 +720,40 @@ impl Entity {
 }
 
 impl Model {
-    /// Whether a facet's text in a key is a value of its field's type, as a key writes it.
-    fn facet_fits(&self, field: &Field, text: &str) -> bool {
+    /// Whether a facet's text in a key of `template` is a value of its field's type, as such a
+    /// key writes it (see `values::facet_text`).
+    fn facet_fits(&self, template: &KeyTemplate, field: &Field, text: &str) -> bool {
+        let integer = |text: &str| {
+            if template.is_escaped() {
+                template::read_sortable_integer(text)
+            } else if template.pad(&field.name).is_some()
+                && !text.bytes().all(|b| b.is_ascii_digit())
+            {
+                None
+            } else {
+                text.parse::<i64>().ok()
+            }
+        };
         match field.ty {
             FieldType::Scalar(Scalar::Int) => {
-                template::read_sortable_integer(text).is_some_and(|n| i32::try_from(n).is_ok())
+                integer(text).is_some_and(|n| i32::try_from(n).is_ok())
             }
-            FieldType::Scalar(Scalar::BigInt) => template::read_sortable_integer(text).is_some(),
+            FieldType::Scalar(Scalar::BigInt) => integer(text).is_some(),
+            // RFC 3339's `T` and `Z`, whatever case the key is in.
             FieldType::Scalar(Scalar::DateTime(_)) => {
-                chrono::DateTime::parse_from_rfc3339(text).is_ok()
+                chrono::DateTime::parse_from_rfc3339(&text.to_ascii_uppercase()).is_ok()
+            }
+            FieldType::Scalar(Scalar::Enum(e))
+                if template.case() == template::KeyCase::AsStored =>
+            {
+                self.enums[e].values.iter().any(|(value, _)| value == text)
             }
             FieldType::Scalar(Scalar::Enum(e)) => {
-                self.enums[e].values.iter().any(|(value, _)| value == text)
+                let case = template.case();
+                self.enums[e]
+                    .values
+                    .iter()
+                    .any(|(value, _)| case.apply(value) == text)
             }
             _ => true,
         }

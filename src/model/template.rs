@@ -31,6 +31,34 @@ pub struct KeyTemplate {
     /// Whether facet values are escaped (dynarelay's own keys) or written as they are (keys
     /// other tools wrote: see [`KeyTemplate::parse_unescaped`]).
     escaped: bool,
+    /// The case the whole key is written in.
+    case: KeyCase,
+}
+
+/// The case a key is written in: ElectroDB lowercases whole keys by default, so its lookups
+/// find an item whatever the casing of the id they are given.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum KeyCase {
+    /// As the values are.
+    #[default]
+    AsStored,
+    /// Lowercase: literal text and values.
+    Lower,
+    /// Uppercase: literal text and values.
+    Upper,
+}
+
+impl KeyCase {
+    /// `text` in this case.
+    pub fn apply<'t>(self, text: &'t str) -> Cow<'t, str> {
+        match self {
+            KeyCase::AsStored => Cow::Borrowed(text),
+            KeyCase::Lower if !text.chars().any(char::is_uppercase) => Cow::Borrowed(text),
+            KeyCase::Lower => Cow::Owned(text.to_lowercase()),
+            KeyCase::Upper if !text.chars().any(char::is_lowercase) => Cow::Borrowed(text),
+            KeyCase::Upper => Cow::Owned(text.to_uppercase()),
+        }
+    }
 }
 
 /// A piece of a template.
@@ -38,8 +66,8 @@ pub struct KeyTemplate {
 enum Part {
     /// Literal text.
     Text(String),
-    /// A facet, by name.
-    Facet(String),
+    /// A facet, by name, with the width its numbers are zero-padded to (`{seq:08}`), if any.
+    Facet(String, Option<usize>),
 }
 
 /// Why a template cannot be used, with the byte offset in the template's text.
@@ -57,9 +85,10 @@ pub enum TemplateError {
         /// Where the `}` is.
         at: usize,
     },
-    /// `{}` or a name that is not a GraphQL name.
+    /// `{}` or a name that is not a GraphQL name, or a bad width after it.
     #[error(
-        "`{name}` at {at} is not a facet name (letters, digits and `_`, not starting with a digit)"
+        "`{name}` at {at} is not a facet (a name of letters, digits and `_`, not starting with a \
+         digit, then optionally `:0` and a width, such as `{{seq:08}}`)"
     )]
     BadName {
         /// Where the facet starts.
@@ -148,22 +177,29 @@ impl KeyTemplate {
                     if !closed {
                         return Err(TemplateError::Unclosed { at });
                     }
+                    let (name, pad) = match name.split_once(':') {
+                        None => (name, None),
+                        Some((facet, width)) => match pad_width(width) {
+                            Some(width) => (facet.to_owned(), Some(width)),
+                            None => return Err(TemplateError::BadName { at, name }),
+                        },
+                    };
                     if !is_name(&name) {
                         return Err(TemplateError::BadName { at, name });
                     }
-                    if literal.is_empty() && matches!(parts.last(), Some(Part::Facet(_))) {
+                    if literal.is_empty() && matches!(parts.last(), Some(Part::Facet(..))) {
                         return Err(TemplateError::Adjacent { at });
                     }
                     if parts
                         .iter()
-                        .any(|p| matches!(p, Part::Facet(n) if *n == name))
+                        .any(|p| matches!(p, Part::Facet(n, _) if *n == name))
                     {
                         return Err(TemplateError::Repeated { name });
                     }
                     if !literal.is_empty() {
                         parts.push(Part::Text(std::mem::take(&mut literal)));
                     }
-                    parts.push(Part::Facet(name));
+                    parts.push(Part::Facet(name, pad));
                 }
                 '}' => return Err(TemplateError::StrayClose { at }),
                 ESCAPE if escaped => return Err(TemplateError::EscapeInText { at }),
@@ -175,10 +211,10 @@ impl KeyTemplate {
         }
         let mut separators = Vec::new();
         for (i, part) in parts.iter().enumerate() {
-            if let Part::Facet(_) = part {
+            if let Part::Facet(..) = part {
                 let before = i.checked_sub(1).and_then(|j| match &parts[j] {
                     Part::Text(text) => text.chars().last(),
-                    Part::Facet(_) => None,
+                    Part::Facet(..) => None,
                 });
                 let after = match parts.get(i + 1) {
                     Some(Part::Text(text)) => text.chars().next(),
@@ -195,13 +231,47 @@ impl KeyTemplate {
             parts,
             separators,
             escaped,
+            case: KeyCase::AsStored,
+        })
+    }
+
+    /// This template writing whole keys in `case`: its literal text, and every value as it is
+    /// written. Keys are then read back in that case, so a facet read from a key (rather than
+    /// from the item's own attribute) has that case too.
+    pub fn with_case(mut self, case: KeyCase) -> Self {
+        self.case = case;
+        for part in &mut self.parts {
+            if let Part::Text(text) = part {
+                *text = case.apply(text).into_owned();
+            }
+        }
+        for c in &mut self.separators {
+            *c = case
+                .apply(c.encode_utf8(&mut [0; 4]))
+                .chars()
+                .next()
+                .unwrap_or(*c);
+        }
+        self
+    }
+
+    /// The case keys are written in.
+    pub fn case(&self) -> KeyCase {
+        self.case
+    }
+
+    /// The width numbers of facet `facet` are zero-padded to (`{seq:08}`), if it has one.
+    pub fn pad(&self, facet: &str) -> Option<usize> {
+        self.parts.iter().find_map(|p| match p {
+            Part::Facet(name, pad) if name == facet => *pad,
+            _ => None,
         })
     }
 
     /// The facets, in template order.
     pub fn facets(&self) -> impl Iterator<Item = &str> {
         self.parts.iter().filter_map(|p| match p {
-            Part::Facet(name) => Some(name.as_str()),
+            Part::Facet(name, _) => Some(name.as_str()),
             Part::Text(_) => None,
         })
     }
@@ -225,7 +295,7 @@ impl KeyTemplate {
         for part in &self.parts {
             match part {
                 Part::Text(text) => key.push_str(text),
-                Part::Facet(name) => {
+                Part::Facet(name, _) => {
                     let v = value(name).ok_or_else(|| MissingFacet(name.clone()))?;
                     self.write_value(&mut key, v);
                 }
@@ -261,7 +331,7 @@ impl KeyTemplate {
         for part in &self.parts {
             match part {
                 Part::Text(text) => key.push_str(text),
-                Part::Facet(name) => {
+                Part::Facet(name, _) => {
                     let given = value(name);
                     if let Some(v) = given.or(partial) {
                         self.write_value(&mut key, v);
@@ -304,7 +374,7 @@ impl KeyTemplate {
                     Some(after) => rest = after,
                     None => return false,
                 },
-                Part::Facet(name) => {
+                Part::Facet(name, _) => {
                     let read = if self.escaped {
                         unescape_until(rest, self.separator_after(i), &self.separators)
                     } else {
@@ -335,7 +405,7 @@ impl KeyTemplate {
         let at = self
             .parts
             .iter()
-            .position(|p| *p == Part::Facet(facet.to_owned()));
+            .position(|p| matches!(p, Part::Facet(name, _) if name == facet));
         match at.and_then(|i| self.parts.get(i + 1)) {
             Some(Part::Text(text)) => text,
             _ => "",
@@ -347,12 +417,13 @@ impl KeyTemplate {
         &self.separators
     }
 
-    /// Appends a facet value to `key`, escaped if the template escapes.
+    /// Appends a facet value to `key`, in the template's case, escaped if the template escapes.
     fn write_value(&self, key: &mut String, value: &str) {
+        let value = self.case.apply(value);
         if self.escaped {
-            escape_into(key, value, &self.separators);
+            escape_into(key, &value, &self.separators);
         } else {
-            key.push_str(value);
+            key.push_str(&value);
         }
     }
 
@@ -370,11 +441,19 @@ impl fmt::Display for KeyTemplate {
         for part in &self.parts {
             match part {
                 Part::Text(text) => f.write_str(text)?,
-                Part::Facet(name) => write!(f, "{{{name}}}")?,
+                Part::Facet(name, None) => write!(f, "{{{name}}}")?,
+                Part::Facet(name, Some(width)) => write!(f, "{{{name}:0{width}}}")?,
             }
         }
         Ok(())
     }
+}
+
+/// The width of a facet's `:0N` suffix (`08` in `{seq:08}`): a zero, then 1 to 38 digits' width.
+fn pad_width(text: &str) -> Option<usize> {
+    let digits = text.strip_prefix('0')?;
+    let width: usize = digits.parse().ok()?;
+    (digits.bytes().all(|b| b.is_ascii_digit()) && (1..=38).contains(&width)).then_some(width)
 }
 
 fn is_name(name: &str) -> bool {
@@ -509,6 +588,50 @@ mod tests {
             ]
         );
         assert_eq!(t.to_string(), "ORDER#{orderDate}#{orderId}");
+    }
+
+    #[test]
+    fn cased_templates_write_whole_keys_in_their_case() {
+        // ElectroDB's default: the whole key lowercased, literal text and values.
+        let t = KeyTemplate::parse_unescaped("$Lending#memberId_{memberId}")
+            .unwrap()
+            .with_case(KeyCase::Lower);
+        assert_eq!(t.literal_prefix(), "$lending#memberid_");
+        let key = t.render(values(&[("memberId", "M-001 Ünï")])).unwrap();
+        assert_eq!(key, "$lending#memberid_m-001 ünï");
+        // Any casing of a value renders the same key, which reads back in the key's case.
+        assert_eq!(t.render(values(&[("memberId", "m-001 ÜNÏ")])).unwrap(), key);
+        assert_eq!(t.read(&key).unwrap()[0].1, "m-001 ünï");
+        assert_eq!(t.prefix(|_| None), "$lending#memberid_");
+        assert_eq!(t.partial(|_| None, "M-0"), "$lending#memberid_m-0");
+        let upper = KeyTemplate::parse("a#{b}")
+            .unwrap()
+            .with_case(KeyCase::Upper);
+        assert_eq!(upper.render(values(&[("b", "x#y")])).unwrap(), r"A#X\#Y");
+    }
+
+    #[test]
+    fn facets_may_name_a_zero_padded_width() {
+        let t = KeyTemplate::parse_unescaped("issue#{seq:08}#{title}").unwrap();
+        assert_eq!(t.facets().collect::<Vec<_>>(), ["seq", "title"]);
+        assert_eq!((t.pad("seq"), t.pad("title")), (Some(8), None));
+        assert_eq!(t.to_string(), "issue#{seq:08}#{title}");
+        for bad in [
+            "{seq:8}",
+            "{seq:0}",
+            "{seq:0x}",
+            "{seq:039}",
+            "{:08}",
+            "{seq:08:0}",
+        ] {
+            assert!(
+                matches!(
+                    KeyTemplate::parse_unescaped(bad),
+                    Err(TemplateError::BadName { at: 0, .. })
+                ),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

@@ -47,3 +47,4 @@ mod schema;
 #[path = "../../examples/shop/data.rs"]
 mod shop_data;
 mod tables;
+mod tools;

@@ -109,14 +109,77 @@ impl<'f> Ctx<'f, '_> {
             .filter_map(|(name, lookup)| {
                 let entity =
                     self.entity_named(lookup.entity.get_ref(), lookup.entity.span(), out)?;
+                let index = match &lookup.index {
+                    None => None,
+                    Some(index) => Some(self.lookup_index(entity, index, out)?),
+                };
                 Some(Lookup {
                     name: name.get_ref().clone(),
                     description: lookup.description.clone(),
                     entity,
                     access: Access::default(),
+                    index,
                 })
             })
             .collect()
+    }
+
+    /// A lookup's index: one of the entity's table, whose every key attribute the entity builds
+    /// from its fields (a template, or a field on it).
+    fn lookup_index(
+        &self,
+        entity: EntityId,
+        index: &Spanned<String>,
+        out: &mut Problems,
+    ) -> Option<LookupIndex> {
+        let e = &self.entities[entity].entity;
+        let table = &self.tables[self.entities[entity].table?].table;
+        let Some(at) = table
+            .indexes
+            .iter()
+            .position(|i| i.name == *index.get_ref())
+        else {
+            let names: Vec<&str> = table.indexes.iter().map(|i| i.name.as_str()).collect();
+            out.error(
+                index.span(),
+                format!("table `{}` has no index `{}`", table.name, index.get_ref()),
+            )
+            .hint(suggest(index.get_ref(), &names, "indexes"));
+            return None;
+        };
+        let mut arguments = Vec::new();
+        for attr in table.indexes[at].key {
+            let fields: Vec<FieldId> = match (e.template_on(attr.name), e.field_on(attr.name)) {
+                (Some(template), _) => template.facets.clone(),
+                (None, Some(field)) => vec![field],
+                (None, None) => {
+                    out.error(
+                        index.span(),
+                        format!(
+                            "entity `{}` has no template or field for `{}`, a key of index `{}`, \
+                             so its lookup cannot say which item to read",
+                            e.name,
+                            attr.name,
+                            index.get_ref()
+                        ),
+                    )
+                    .hint(format!(
+                        "give `{}` a template in the entity's `keys`, or a field",
+                        attr.name
+                    ));
+                    return None;
+                }
+            };
+            for f in fields {
+                if !arguments.contains(&f) {
+                    arguments.push(f);
+                }
+            }
+        }
+        Some(LookupIndex {
+            index: at,
+            arguments,
+        })
     }
 
     /// The place of `key` in a connection's table, or of the connection's name.

@@ -327,8 +327,13 @@ impl<'f> Ctx<'f, '_> {
             } else {
                 KeyTemplate::parse_unescaped(text.get_ref())
             };
+            let case = match draft.file.key_case.as_ref().map(|c| *c.get_ref()) {
+                None | Some(KeyCaseFile::AsStored) => KeyCase::AsStored,
+                Some(KeyCaseFile::Lower) => KeyCase::Lower,
+                Some(KeyCaseFile::Upper) => KeyCase::Upper,
+            };
             let template = match parsed {
-                Ok(template) => template,
+                Ok(template) => template.with_case(case),
                 Err(err) => {
                     // The span of the string's value starts at its opening quote.
                     let span = text.span();
@@ -380,7 +385,10 @@ impl<'f> Ctx<'f, '_> {
                             | Scalar::DateTime(TimeFormat::Iso8601)
                     )
                 );
-                if !facet_type || f.nullable {
+                let primary = table.key.iter().any(|a| a.name == key_attr.name);
+                // A nullable facet makes a sparse index: an item without the value has no such
+                // key and is not in the index. The table's keys are never sparse.
+                if !facet_type || (f.nullable && primary) {
                     ok = false;
                     out.error(
                         draft.field_spans[field].1.clone(),
@@ -393,10 +401,41 @@ impl<'f> Ctx<'f, '_> {
                     )
                     .also(text.span(), "the template")
                     .hint(
-                        "facets are non-null String, ID, enum, Int, BigInt, or DateTime stored as \
-                         iso8601",
+                        "facets are String, ID, enum, Int, BigInt, or DateTime stored as iso8601, \
+                         non-null in the table's keys (nullable only in an index's, which items \
+                         without the value are then not in)",
                     );
                     continue;
+                }
+                if let Some(width) = template.pad(facet) {
+                    let integer = matches!(f.ty, FieldType::Scalar(Scalar::Int | Scalar::BigInt));
+                    if escaped || !integer {
+                        ok = false;
+                        out.error(
+                            text.span(),
+                            format!(
+                                "facet `{facet}` of key template `{}` is padded to {width} digits, \
+                                 but {}",
+                                text.get_ref(),
+                                if escaped {
+                                    "dynarelay's own keys write integers at a fixed width already"
+                                        .to_owned()
+                                } else {
+                                    format!(
+                                        "`{facet}` is `{}`, not an integer",
+                                        self.type_text(&f.ty, f.nullable)
+                                    )
+                                }
+                            ),
+                        )
+                        .hint(if escaped {
+                            "padding is for keys other tools wrote: set `escape_keys = false`, or \
+                             write the facet as `{name}`"
+                        } else {
+                            "pad only Int and BigInt facets"
+                        });
+                        continue;
+                    }
                 }
                 facets.push(field);
             }

@@ -54,15 +54,15 @@ mod types;
 use super::{
     Access, Argument, Collection, Connection, CreateMutation, DefaultValue, Entity, EntityId,
     EnumType, Field, FieldId, FieldType, Filter, FilterOp, Generated, Index, InputChecks, Lookup,
-    Model, Mutation, Mutations, Order, Partition, PartitionFrom, Projection, Read, Relation,
-    Scalar, SortCondition, Table, TableId, TemplateKey, TimeFormat, TypeTest,
+    LookupIndex, Model, Mutation, Mutations, Order, Partition, PartitionFrom, Projection, Read,
+    Relation, Scalar, SortCondition, Table, TableId, TemplateKey, TimeFormat, TypeTest,
     file::{
         ArgumentFile, ConnectionFile, EntityFile, EnumValuesFile, FieldFile, IndexFile,
-        IndexKindFile, KeyTypeFile, ModelFile, MutationFile, PageSizeFile, ProjectionFile,
-        ProjectionKindFile, RelationFile, StoredAsFile, TableFile,
+        IndexKindFile, KeyCaseFile, KeyTypeFile, ModelFile, MutationFile, PageSizeFile,
+        ProjectionFile, ProjectionKindFile, RelationFile, StoredAsFile, TableFile,
     },
     leak_shape, leak_str,
-    template::KeyTemplate,
+    template::{KeyCase, KeyTemplate},
 };
 use crate::{
     cursor::{KeyAttr, KeyType, KeyValue},

@@ -283,22 +283,57 @@ impl<'f> Ctx<'f, '_> {
         out: &mut Problems,
     ) -> Option<SortCondition> {
         let entity = &self.entities[node].entity;
-        let Some(&field) = template.facets.first() else {
-            out.error(
-                span,
-                format!(
-                    "sort key `{}` of `{}` is always `{}`: there is nothing to give conditions on",
-                    template.attribute, entity.name, template.template
-                ),
-            );
+        let fixed_files: &[Spanned<ArgumentFile>] =
+            sort.fixed.as_ref().map_or(&[], |f| f.get_ref());
+        let Some(&field) = template.facets.get(fixed_files.len()) else {
+            match (&sort.fixed, template.facets.len()) {
+                (_, 0) => {
+                    out.error(
+                        span,
+                        format!(
+                            "sort key `{}` of `{}` is always `{}`: there is nothing to give \
+                             conditions on",
+                            template.attribute, entity.name, template.template
+                        ),
+                    );
+                }
+                (Some(fixed), n) => {
+                    out.error(
+                        fixed.span(),
+                        format!(
+                            "`fixed` names {} arguments, but sort key template `{}` has {n} \
+                             facets: the last is left for `min`, `max` or `begins_with`",
+                            fixed_files.len(),
+                            template.template
+                        ),
+                    )
+                    .hint("fix fewer facets, or use a lookup to read one item by its whole key");
+                }
+                (None, _) => {}
+            }
             return None;
         };
+        let fixed: Vec<(FieldId, Argument)> = fixed_files
+            .iter()
+            .zip(&template.facets)
+            .map(|(a, &f)| {
+                let arg = argument(a.get_ref());
+                arguments.add(&arg.name, a.span());
+                (f, arg)
+            })
+            .collect();
         let f = &entity.fields[field];
         let scalar = match f.ty {
             FieldType::Scalar(s) => s,
             FieldType::List { .. } => return None,
         };
+        // Integers in keys other tools wrote are plain decimal text, which sorts as the numbers
+        // only at one width: ranges need the facet padded (`{seq:08}`).
+        let plain = matches!(scalar, Scalar::Int | Scalar::BigInt)
+            && !template.template.is_escaped()
+            && template.template.pad(&f.name).is_none();
         let alphabet: Option<&str> = match scalar {
+            Scalar::Int | Scalar::BigInt if plain => None,
             Scalar::Int | Scalar::BigInt => Some("0123456789"),
             Scalar::DateTime(_) => Some("+-.0123456789:TZ"),
             _ => None,
@@ -311,6 +346,21 @@ impl<'f> Ctx<'f, '_> {
                 .or(sort.max.as_ref())
                 .map_or(span.clone(), Spanned::span);
             match alphabet {
+                None if plain => {
+                    out.error(
+                        at,
+                        format!(
+                            "`min` and `max` need a facet that sorts as its values: `{}` is written \
+                             in key template `{}` as plain decimal text, where 10 sorts before 9",
+                            f.name, template.template
+                        ),
+                    )
+                    .hint(format!(
+                        "if the writer pads the numbers to a width, say so, such as `{{{}:08}}`",
+                        f.name
+                    ));
+                    ok = false;
+                }
                 None => {
                     out.error(
                         at,
@@ -387,6 +437,7 @@ impl<'f> Ctx<'f, '_> {
             },
             field,
             template: Some(template.template.clone()),
+            fixed,
             min,
             max,
             begins_with,
@@ -486,6 +537,19 @@ impl<'f> Ctx<'f, '_> {
             .hint("remove `sort`, or read an index with a sort key");
             return None;
         };
+        if let Some(fixed) = &sort.fixed {
+            out.error(
+                fixed.span(),
+                format!(
+                    "`fixed` fixes facets of a sort key template, and sort key attribute `{}` of \
+                     {} has none here",
+                    attribute.name,
+                    target.what()
+                ),
+            )
+            .hint("give the entity a template on the sort key, such as \"SEAT#{section}#{row}\"");
+            return None;
+        }
         let field = match self.field_on(node, attribute.name) {
             Ok(field) => field,
             Err(true) => return None,
@@ -531,6 +595,7 @@ impl<'f> Ctx<'f, '_> {
             attribute,
             field,
             template: None,
+            fixed: Vec::new(),
             min,
             max,
             begins_with,

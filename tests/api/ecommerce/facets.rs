@@ -1,5 +1,5 @@
 //! Facets read back from the keys of items that do not store them, and a stored copy of a facet
-//! that disagrees with its key read as the key says.
+//! that differs from its key read as the item stores it.
 
 use dynarelay::dynamo::Item;
 use serde_json::{Value, json};
@@ -152,25 +152,25 @@ async fn facets_are_read_back_from_the_keys_of_items_that_do_not_store_them() {
     }
 }
 
-/// An item whose stored copy of a facet disagrees with its key (written by other code) is what
-/// its keys say: typed by them and showing their facets, in a page that reads only the selected
-/// attributes, one that reads whole items (a relation is selected) and a refetch by id alike.
+/// An item whose stored copy of a facet differs from its key (written by other code: ElectroDB
+/// lowercases keys and keeps each facet as given in its own attribute) shows the copy, as its
+/// writer reads it back: the same in a page that reads only the selected attributes, one that
+/// reads whole items (a relation is selected), through an index and by refetch. Its keys still
+/// decide where it is listed and what it is. Seen failing: before facets were read from the
+/// item's own attributes first, the API showed the key's text (`o-2` for `O-2`).
 #[tokio::test]
-async fn a_facet_copy_that_disagrees_with_its_key_is_read_as_the_key_says() {
+async fn a_facet_copy_that_differs_from_its_key_is_read_as_the_item_stores_it() {
     let (app, table, ana, order) = ana_and_an_order().await;
     let mut copied = order.clone();
-    for (name, value) in [
-        ("username", "bob"),
-        ("orderId", "O-2"),
-        ("placedAt", "2020-01-01T00:00:00.000Z"),
-    ] {
+    for (name, value) in [("orderId", "O-2"), ("placedAt", "2020-01-01T00:00:00.000Z")] {
         copied.insert(name.to_owned(), s(value));
     }
+    assert_ne!(copied, order);
     app.store
-        .put_items(&table, vec![ana.clone(), copied])
+        .put_items(&table, vec![ana.clone(), copied.clone()])
         .await
         .unwrap();
-    let want = expected(Kind::Order, &order);
+    let want = expected(Kind::Order, &copied);
     let fields = selection(&[Kind::Order]);
     let query = format!(
         "{{ customer(username: \"ana\") {{

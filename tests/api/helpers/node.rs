@@ -63,3 +63,23 @@ pub async fn run_node(script: &str, args: &[&str], env: &[(&str, &str)]) -> Node
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
     }
 }
+
+/// Has `tests/clients/writers/<tool>.mjs` write its data set into `table` with the tool's own
+/// npm library, and returns what the library read back (the ground truth each writer prints).
+pub async fn written_by(tool: &str, table: &str) -> serde_json::Value {
+    let endpoint = crate::helpers::endpoint();
+    let run = run_node(
+        &format!("writers/{tool}.mjs"),
+        &[&endpoint, table],
+        &[
+            ("AWS_REGION", "us-east-1"),
+            ("AWS_ACCESS_KEY_ID", "local"),
+            ("AWS_SECRET_ACCESS_KEY", "local"),
+            ("AWS_EC2_METADATA_DISABLED", "true"),
+        ],
+    )
+    .await;
+    run.assert_success();
+    serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("{tool}'s writer printed no JSON ({e}): {}", run.stdout))
+}

@@ -103,3 +103,67 @@ where
     }
     unreachable!()
 }
+
+/// The page sizes every walk of another tool's data is made at: one edge, a size that divides
+/// nothing, DynamoDB-sized pages and one larger than most partitions.
+pub const WALK_SIZES: [i64; 4] = [1, 7, 20, 100];
+
+/// Walks one connection to its end at every size of [`WALK_SIZES`], forward and backward,
+/// through `page` (as [`walk_pages`]), and asserts that each walk yields `want`: the text `key`
+/// gives each node, in connection order. Returns the nodes of the last walk.
+pub async fn walk_matches<F, Fut>(
+    mut page: F,
+    path: &[&str],
+    key: impl Fn(&Value) -> String,
+    want: &[String],
+    label: &str,
+) -> Vec<Value>
+where
+    F: FnMut(Value) -> Fut,
+    Fut: std::future::Future<Output = Value>,
+{
+    let mut last = Vec::new();
+    for size in WALK_SIZES {
+        for forward in [true, false] {
+            let label = format!(
+                "{label}, {size} a page, {}",
+                if forward { "forward" } else { "backward" }
+            );
+            let nodes = walk_pages(&mut page, path, size, forward, &label).await;
+            let got: Vec<String> = nodes.iter().map(&key).collect();
+            assert_eq!(got, want, "{label}");
+            last = nodes;
+        }
+    }
+    last
+}
+
+/// Every node of a connection whose pages may be short (a Scan that skips items of other
+/// entities), `size` at a time forward, following `endCursor` while `hasNextPage`. `page` gets
+/// `first`/`after`; `path` leads from `data` to the connection, which must select `nodes` and
+/// `pageInfo { hasNextPage endCursor }`.
+pub async fn all_nodes<F, Fut>(mut page: F, path: &[&str], size: i64) -> Vec<Value>
+where
+    F: FnMut(Value) -> Fut,
+    Fut: std::future::Future<Output = Value>,
+{
+    let mut nodes = Vec::new();
+    let mut after = Value::Null;
+    for _ in 0..10_000 {
+        let response = page(json!({ "first": size, "after": after })).await;
+        assert!(response.get("errors").is_none(), "{response}");
+        let connection = path.iter().fold(&response["data"], |v, k| &v[*k]);
+        nodes.extend(
+            connection["nodes"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{response}"))
+                .clone(),
+        );
+        if connection["pageInfo"]["hasNextPage"] != true {
+            return nodes;
+        }
+        after = connection["pageInfo"]["endCursor"].clone();
+        assert!(after.is_string(), "more pages and no cursor: {response}");
+    }
+    panic!("the connection does not end")
+}

@@ -6,6 +6,29 @@ use super::{
     case, one_table_with, with_base, with_one_table, with_purchases,
 };
 
+/// `ONE_TABLE` as keys other tools wrote (two lines longer): the table's type attribute, and
+/// the orders' sort key `sk` written without escapes.
+fn foreign_orders(sk: &str) -> String {
+    let text = ONE_TABLE
+        .replacen(
+            "indexes.GSI1",
+            "type_attribute = \"_type\"\nindexes.GSI1",
+            1,
+        )
+        .replacen(
+            "SK = \"ORDER#{placedAt}#{orderId}\"",
+            &format!("SK = \"{sk}\""),
+            1,
+        )
+        .replacen(
+            "GSI1SK = \"ORDER\" }",
+            "GSI1SK = \"ORDER\" }\nescape_keys = false",
+            1,
+        );
+    assert_eq!(text.lines().count(), ONE_TABLE.lines().count() + 2);
+    text
+}
+
 pub(super) fn cases() -> Vec<Case> {
     vec![
         case(
@@ -692,6 +715,63 @@ pub(super) fn cases() -> Vec<Case> {
             &format!("{ORDERS}sort.min = \"from\"\n"),
             "separator `:` of key template `ORDER:{placedAt}:{orderId}` appears in `placedAt` values",
             26,
+            12,
+        ),
+        with_one_table(
+            "lookup through an unknown index",
+            "\n[lookups.order]\nentity = \"Order\"\nindex = \"GSI2\"\n",
+            "table `Shop` has no index `GSI2`",
+            25,
+            9,
+        ),
+        with_one_table(
+            "lookup through an index the entity has no key for",
+            "\n[lookups.customer]\nentity = \"Customer\"\nindex = \"GSI1\"\n",
+            "entity `Customer` has no template or field for `GSI1PK`, a key of index `GSI1`, so its lookup cannot say which item to read",
+            25,
+            9,
+        ),
+        with_one_table(
+            "fixing every facet of a sort key",
+            &format!("{ORDERS}sort.fixed = [\"at\", \"id\"]\n"),
+            "`fixed` names 2 arguments, but sort key template `ORDER#{placedAt}#{orderId}` has 2 facets: the last is left for `min`, `max` or `begins_with`",
+            26,
+            14,
+        ),
+        case(
+            "range on a number written as plain text",
+            &format!(
+                "{}{ORDERS}sort.min = \"from\"\n",
+                foreign_orders("ORDER#{count}#{orderId}")
+            ),
+            "`min` and `max` need a facet that sorts as its values: `count` is written in key template `ORDER#{count}#{orderId}` as plain decimal text, where 10 sorts before 9",
+            28,
+            12,
+        ),
+        case(
+            "padding a String facet",
+            &foreign_orders("ORDER#{orderId:08}"),
+            "facet `orderId` of key template `ORDER#{orderId:08}` is padded to 8 digits, but `orderId` is `String!`, not an integer",
+            18,
+            43,
+        ),
+        one_table_with(
+            "padding in dynarelay's own keys",
+            ("ORDER#{placedAt}#{orderId}", "ORDER#{count:08}#{orderId}"),
+            "",
+            "facet `count` of key template `ORDER#{count:08}#{orderId}` is padded to 8 digits, but dynarelay's own keys write integers at a fixed width already",
+            17,
+            43,
+        ),
+        one_table_with(
+            "an unknown key case",
+            (
+                "SK = \"PROFILE\" }",
+                "SK = \"PROFILE\" }\nkey_case = \"title\"",
+            ),
+            "",
+            "unknown variant `title`, expected one of `as_stored`, `lower`, `upper`",
+            12,
             12,
         ),
         one_table_with(

@@ -1,0 +1,74 @@
+//! Single-table data written by other tools with their own npm libraries (pinned in
+//! `tests/clients/package-lock.json`), served from the model in `examples/<tool>/` with no
+//! migration. Each writer in `tests/clients/writers/` writes a data set with boundary partition
+//! sizes (0, 1, 20, 21, 100, 250), ties on the index sort keys and values holding separators,
+//! uppercase, spaces and unicode, then reads it back through the library's own queries: that
+//! is the ground truth every connection is walked against, at every page size, both ways.
+
+mod electrodb;
+mod onetable;
+mod toolbox;
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use chrono::{DateTime, SecondsFormat};
+use serde_json::Value;
+
+use crate::helpers::ModelApp;
+
+/// Two times every item of a table holds (a tool's creation and change stamps), as the API
+/// writes times, by the item's key (`keys`: partition and sort key attributes), from a plain
+/// Scan. Items without them (items of no entity) are left out.
+async fn stamps(
+    app: &ModelApp,
+    table: &str,
+    keys: [&str; 2],
+    names: [&str; 2],
+) -> HashMap<(String, String), (String, String)> {
+    let time = |value: &AttributeValue| match value {
+        AttributeValue::S(text) => text.clone(),
+        AttributeValue::N(millis) => DateTime::from_timestamp_millis(millis.parse().unwrap())
+            .unwrap()
+            .to_rfc3339_opts(SecondsFormat::Millis, true),
+        other => panic!("not a time: {other:?}"),
+    };
+    let key = |item: &dynarelay::dynamo::Item, name: &str| item[name].as_s().unwrap().clone();
+    app.scan_all(&app.table(table))
+        .await
+        .iter()
+        .filter(|item| item.contains_key(names[0]))
+        .map(|item| {
+            (
+                (key(item, keys[0]), key(item, keys[1])),
+                (time(&item[names[0]]), time(&item[names[1]])),
+            )
+        })
+        .collect()
+}
+
+/// The strings at `field` of each object in `list`.
+fn texts(list: &Value, field: &str) -> Vec<String> {
+    list.as_array()
+        .unwrap_or_else(|| panic!("not a list: {list}"))
+        .iter()
+        .map(|v| text(v, field))
+        .collect()
+}
+
+/// The string at `field` of `value`.
+fn text(value: &Value, field: &str) -> String {
+    value[field]
+        .as_str()
+        .unwrap_or_else(|| panic!("no `{field}` in {value}"))
+        .to_owned()
+}
+
+/// `value` with only `fields`, for comparing a node with what a library read.
+fn pick(value: &Value, fields: &[&str]) -> Value {
+    fields
+        .iter()
+        .map(|f| ((*f).to_owned(), value[*f].clone()))
+        .collect::<serde_json::Map<_, _>>()
+        .into()
+}

@@ -1,0 +1,170 @@
+// Seeds a table with ElectroDB 3 (service `lending`: entities `member` and `loan`), plus one
+// item of no entity written with a plain PutCommand, then reads the ground truth back through
+// ElectroDB's own scan/query APIs and prints it as one JSON object on stdout.
+//
+//   node writers/electrodb.mjs <endpoint> <tableName> [--create]
+//
+// Table: pk (S) / sk (S), GSI gsi1: gsi1pk (S) / gsi1sk (S), projection ALL.
+// Deterministic: no Math.random, no clock; variety comes from a seeded LCG.
+
+import { DynamoDBDocumentClient, PutCommand } from "@aws-sdk/lib-dynamodb";
+import { Entity } from "electrodb";
+import { checkChildCounts, checkIndexTotal, children, cmpCodePoints, lcg, parents, pick, runWriter, sampleRaw } from "./common.mjs";
+
+const LAYOUT = { hash: "pk", range: "sk", index: { name: "gsi1", hash: "gsi1pk", range: "gsi1sk" } };
+
+// ---------------------------------------------------------------------------------------------
+// The data set.
+
+// Eight members (child counts: `parents` in common.mjs). No two ids are equal after lowercasing
+// (ElectroDB lowercases key values). "M04 Ω" is a prefix of "M04 Ω#omega". Three members have no
+// city; "m02 bob#1" (one loan) also gets the migration item.
+const MEMBER_SPECS = parents("loans", `
+  memberId       | name           | city
+  M01 Alice      | Alice Ångström | Zürich
+  m02 bob#1      | bob            |
+  M03 Ünal       | Ünal Özdemir   | İzmir
+  M04 Ω#omega    | Ωmega Reader   |
+  M05 日本 Tanaka | 田中 太郎       | 東京
+  M06 ZOE        | Zoë Zeta       | Köln
+  M04 Ω          | Omega Prefix   | Αθήνα
+  m08 ça va      | Ça Va          |
+`);
+const MIGRATION_MEMBER = "m02 bob#1";
+const MEMBER_FIELDS = ["memberId", "name", "city"];
+const LOAN_FIELDS = ["memberId", "loanId", "title", "loanedAt", "status"];
+
+// Loan id tags: mixed case, spaces, unicode and `#`; distinct after lowercasing.
+const TAGS = ["Zeta", "alpha", "Ω", "Über", "日本", "B#2", "c 3", "Échec"];
+const TITLES = [
+  "Der Zauberberg",
+  "Ωmega Point",
+  "日本の昔話",
+  "Crime & Punishment #2",
+  "Les Misérables",
+  "Ελληνικά για αρχάριους",
+  "Plain Title",
+];
+
+function buildData() {
+  const rnd = lcg(20260501);
+  const members = MEMBER_SPECS.map((spec) => pick(spec, MEMBER_FIELDS));
+  // Tied times give ties on the sort key's first component.
+  const loans = children(MEMBER_SPECS, "loans", rnd, TAGS, (spec, k, { at, id }) => ({
+    memberId: spec.memberId,
+    loanId: id,
+    title: `${TITLES[rnd(TITLES.length)]} (${k})`,
+    loanedAt: at,
+    status: rnd(2) === 0 ? "OUT" : "RETURNED",
+  }));
+  return { members, loans };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The ElectroDB model.
+
+function entities(client, table) {
+  const member = new Entity(
+    {
+      model: { entity: "member", version: "1", service: "lending" },
+      attributes: {
+        memberId: { type: "string", required: true },
+        name: { type: "string", required: true },
+        city: { type: "string" },
+      },
+      indexes: {
+        primary: {
+          pk: { field: "pk", composite: ["memberId"] },
+          sk: { field: "sk", composite: [] },
+        },
+      },
+    },
+    { client, table },
+  );
+  const loan = new Entity(
+    {
+      model: { entity: "loan", version: "1", service: "lending" },
+      attributes: {
+        memberId: { type: "string", required: true },
+        loanId: { type: "string", required: true },
+        title: { type: "string", required: true },
+        loanedAt: { type: "string", required: true },
+        status: { type: ["OUT", "RETURNED"], required: true },
+      },
+      indexes: {
+        primary: {
+          pk: { field: "pk", composite: ["memberId"] },
+          sk: { field: "sk", composite: ["loanedAt", "loanId"] },
+        },
+        byStatus: {
+          index: "gsi1",
+          pk: { field: "gsi1pk", composite: ["status"] },
+          sk: { field: "gsi1sk", composite: ["loanedAt", "loanId"] },
+        },
+      },
+    },
+    { client, table },
+  );
+  return { member, loan };
+}
+
+/** Batch-puts `items` through the entity, 25 at a time; a chunk with leftovers is re-put singly. */
+async function batchPut(entity, items, log) {
+  for (let i = 0; i < items.length; i += 25) {
+    const chunk = items.slice(i, i + 25);
+    const { unprocessed } = await entity.put(chunk).go();
+    if (unprocessed.length > 0) {
+      log(`${unprocessed.length} unprocessed; re-putting the chunk one by one`);
+      for (const item of chunk) await entity.put(item).go();
+    }
+  }
+}
+
+const memberView = (m) => pick(m, MEMBER_FIELDS);
+const loanView = (l) => pick(l, LOAN_FIELDS);
+
+runWriter("electrodb", LAYOUT, async ({ ddb, tableName, log }) => {
+  const doc = DynamoDBDocumentClient.from(ddb);
+  const { member, loan } = entities(doc, tableName);
+  const { members, loans } = buildData();
+
+  await batchPut(member, members, log);
+  await batchPut(loan, loans, log);
+
+  // The item of no entity, in the partition ElectroDB wrote for the member with one loan.
+  const migrationMember = members.find((m) => m.memberId === MIGRATION_MEMBER);
+  const pk = member.put(migrationMember).params().Item.pk;
+  await doc.send(
+    new PutCommand({
+      TableName: tableName,
+      Item: { pk, sk: "migration#1", note: "legacy import Ü#1", batch: 1 },
+    }),
+  );
+  log(`wrote ${members.length} members, ${loans.length} loans, 1 migration item`);
+
+  // Ground truth, read back through ElectroDB.
+  const scanned = await member.scan.go({ pages: "all" });
+  const membersOut = scanned.data
+    .map(memberView)
+    .sort((a, b) => cmpCodePoints(a.memberId, b.memberId));
+  if (membersOut.length !== members.length) {
+    throw new Error(`member scan returned ${membersOut.length}, wrote ${members.length}`);
+  }
+
+  const loansByMember = {};
+  for (const m of membersOut) {
+    const { data } = await loan.query.primary({ memberId: m.memberId }).go({ pages: "all" });
+    loansByMember[m.memberId] = data.map(loanView);
+  }
+  const loansByStatus = {};
+  for (const status of ["OUT", "RETURNED"]) {
+    const { data } = await loan.query.byStatus({ status }).go({ pages: "all" });
+    loansByStatus[status] = data.map(loanView);
+  }
+  checkChildCounts(MEMBER_SPECS, "memberId", "loans", loansByMember);
+  checkIndexTotal("byStatus", loansByStatus, loans.length);
+
+  const kindOf = (it) => (it.__edb_e__ ? it.__edb_e__.S : "migration");
+  const raw = await sampleRaw(ddb, tableName, LAYOUT, ["member", "loan", "migration"], kindOf);
+  return { members: membersOut, loansByMember, loansByStatus, raw };
+});

@@ -1,0 +1,185 @@
+// Seeds a table with dynamodb-toolbox v2 (entities `Customer` and `Order`), then reads the ground
+// truth back through toolbox's own Scan/Query commands and prints it as one JSON object on stdout.
+//
+//   node writers/toolbox.mjs <endpoint> <tableName> [--create]
+//
+// Table: PK (S) / SK (S), GSI GSI1: GSI1PK (S) / GSI1SK (S), projection ALL.
+// Toolbox defaults are kept: entity attribute `_et`, timestamps `_ct` / `_md` (ISO strings of the
+// wall clock at write time: the only values here not fixed by this script).
+// Deterministic otherwise: no Math.random, no clock; variety comes from a seeded LCG.
+
+import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import {
+  BatchPutRequest,
+  BatchWriteCommand,
+  Entity,
+  QueryCommand,
+  ScanCommand,
+  Table,
+  executeBatchWrite,
+  item,
+  number,
+  string,
+} from "dynamodb-toolbox";
+import { checkChildCounts, checkIndexTotal, children, cmpCodePoints, lcg, parents, pick, runWriter, sampleRaw } from "./common.mjs";
+
+const LAYOUT = { hash: "PK", range: "SK", index: { name: "GSI1", hash: "GSI1PK", range: "GSI1SK" } };
+
+// ---------------------------------------------------------------------------------------------
+// The data set.
+
+const STATUSES = ["PAID", "PENDING", "SHIPPED"];
+
+// Eight customers (child counts: `parents` in common.mjs); three have no email.
+// "C04 Ω" is a prefix of "C04 Ω#Ωmega".
+const CUSTOMER_SPECS = parents("orders", `
+  customerId    | name         | email
+  C01 Anna      | Anna Åberg   | anna@example.com
+  c02 ben#x     | ben          |
+  C03 Ünsal     | Ünsal Öz     | uensal@example.de
+  C04 Ω#Ωmega   | Ωmega Shop   |
+  C05 日本 Store | 日本 商店     | shop@example.jp
+  C06 BIG       | Big Buyer    | big@example.com
+  C04 Ω         | Omega Prefix | omega@example.gr
+  c08 über      | über         |
+`);
+
+// Order id tags: mixed case, spaces, unicode and `#`.
+const TAGS = ["Zulu", "alpha", "Ω", "Über", "日本", "B#2", "c 3", "Échec"];
+const CUSTOMER_FIELDS = ["customerId", "name", "email"];
+const ORDER_FIELDS = ["customerId", "orderId", "placedAt", "total", "status"];
+
+function buildData() {
+  const rnd = lcg(424242);
+  const customers = CUSTOMER_SPECS.map((spec) => pick(spec, CUSTOMER_FIELDS));
+  // Tied times give ties on GSI1SK's first component.
+  const orders = children(CUSTOMER_SPECS, "orders", rnd, TAGS, (spec, k, { at, id }) => {
+    // Cents: some whole amounts (e.g. 20), most with decimals (e.g. 19.99).
+    const cents = rnd(5) === 0 ? 100 * (1 + rnd(300)) : 1 + rnd(50_000);
+    return {
+      customerId: spec.customerId,
+      orderId: id,
+      placedAt: at,
+      total: cents / 100,
+      status: STATUSES[rnd(STATUSES.length)],
+    };
+  });
+  return { customers, orders };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The toolbox model.
+
+function model(documentClient, tableName) {
+  const table = new Table({
+    name: tableName,
+    documentClient,
+    partitionKey: { name: "PK", type: "string" },
+    sortKey: { name: "SK", type: "string" },
+    indexes: {
+      GSI1: {
+        type: "global",
+        partitionKey: { name: "GSI1PK", type: "string" },
+        sortKey: { name: "GSI1SK", type: "string" },
+      },
+    },
+  });
+
+  // Key attributes are linked (`.key().link(...)`) to the plain `customerId` / `orderId`
+  // attributes, which are stored as themselves too. Both entities share the customer's partition.
+  const linkedKey = (fn) => string().key().link(fn);
+  const customerPartition = () => linkedKey(({ customerId }) => `CUSTOMER#${customerId}`);
+  const Customer = new Entity({
+    name: "Customer",
+    table,
+    schema: item({
+      customerId: string().key(),
+      name: string(),
+      email: string().optional(),
+    }).and(() => ({
+      PK: customerPartition(),
+      SK: linkedKey(() => "#PROFILE"),
+    })),
+  });
+
+  const Order = new Entity({
+    name: "Order",
+    table,
+    schema: item({
+      customerId: string().key(),
+      orderId: string().key(),
+      placedAt: string(),
+      total: number(),
+      status: string().enum(...STATUSES),
+    }).and(() => ({
+      PK: customerPartition(),
+      SK: linkedKey(({ orderId }) => `ORDER#${orderId}`),
+      GSI1PK: string().link(({ status }) => `STATUS#${status}`),
+      GSI1SK: string().link(({ placedAt, orderId }) => `${placedAt}#${orderId}`),
+    })),
+  });
+  return { table, Customer, Order };
+}
+
+/** Batch-puts `items` of `entity` through toolbox's BatchWriteCommand, 25 per request. */
+async function batchPut(table, entity, items) {
+  for (let i = 0; i < items.length; i += 25) {
+    const requests = items.slice(i, i + 25).map((it) => entity.build(BatchPutRequest).item(it));
+    const command = table.build(BatchWriteCommand).requests(...requests);
+    const { UnprocessedItems = {} } = await executeBatchWrite({ maxAttempts: 10 }, command);
+    const left = Object.values(UnprocessedItems).reduce((n, reqs) => n + reqs.length, 0);
+    if (left > 0) throw new Error(`${left} items still unprocessed after 10 attempts`);
+  }
+}
+
+const customerView = (c) => pick(c, CUSTOMER_FIELDS);
+const orderView = (o) => pick(o, ORDER_FIELDS);
+
+runWriter("toolbox", LAYOUT, async ({ ddb, tableName, log }) => {
+  const { table, Customer, Order } = model(DynamoDBDocumentClient.from(ddb), tableName);
+  const { customers, orders } = buildData();
+
+  await batchPut(table, Customer, customers);
+  await batchPut(table, Order, orders);
+  log(`wrote ${customers.length} customers, ${orders.length} orders`);
+
+  // Ground truth, read back through toolbox.
+  const { Items: scanned } = await table
+    .build(ScanCommand)
+    .entities(Customer)
+    .options({ maxPages: Infinity })
+    .send();
+  const customersOut = scanned
+    .map(customerView)
+    .sort((a, b) => cmpCodePoints(a.customerId, b.customerId));
+  if (customersOut.length !== customers.length) {
+    throw new Error(`customer scan returned ${customersOut.length}, wrote ${customers.length}`);
+  }
+
+  // All orders of one Query (every page).
+  const queryOrders = async (query) => {
+    const { Items } = await table
+      .build(QueryCommand)
+      .entities(Order)
+      .query(query)
+      .options({ maxPages: Infinity })
+      .send();
+    return Items.map(orderView);
+  };
+  const ordersByCustomer = {};
+  for (const c of customersOut) {
+    ordersByCustomer[c.customerId] = await queryOrders({
+      partition: `CUSTOMER#${c.customerId}`,
+      range: { beginsWith: "ORDER#" },
+    });
+  }
+  const ordersByStatus = {};
+  for (const status of STATUSES) {
+    ordersByStatus[status] = await queryOrders({ index: "GSI1", partition: `STATUS#${status}` });
+  }
+  checkChildCounts(CUSTOMER_SPECS, "customerId", "orders", ordersByCustomer);
+  checkIndexTotal("GSI1", ordersByStatus, orders.length);
+
+  const raw = await sampleRaw(ddb, tableName, LAYOUT, ["Customer", "Order"], (it) => it._et?.S);
+  return { customers: customersOut, ordersByCustomer, ordersByStatus, raw };
+});
