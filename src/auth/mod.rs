@@ -231,6 +231,25 @@ impl Principal {
         }
     }
 
+    /// The value an owner rule's `claim` names: one claim (`sub`), or a template of claims in
+    /// braces with literal text between them, such as Amplify's `{sub}::{username}`. `None` when
+    /// a claim it names is missing.
+    pub fn owner_value(&self, claim: &str) -> Option<Cow<'_, str>> {
+        if !claim.contains('{') {
+            return self.claim(claim);
+        }
+        let mut value = String::new();
+        let mut rest = claim;
+        while let Some(open) = rest.find('{') {
+            value.push_str(&rest[..open]);
+            let close = rest[open..].find('}')? + open;
+            value.push_str(&self.claim(&rest[open + 1..close])?);
+            rest = &rest[close + 1..];
+        }
+        value.push_str(rest);
+        Some(Cow::Owned(value))
+    }
+
     /// Whether the caller is in `group`.
     pub fn in_group(&self, group: &str) -> bool {
         self.groups.iter().any(|own| own == group)
@@ -635,6 +654,27 @@ mod tests {
             panic!("claims are an object")
         };
         Principal::from_claims(claims, "cognito:groups")
+    }
+
+    #[test]
+    fn owner_values_are_one_claim_or_a_template_of_claims() {
+        let p = principal(
+            json!({ "sub": "a-sub", "username": "alice", "cognito:username": "al", "n": 7 }),
+        )
+        .unwrap();
+        assert_eq!(p.owner_value("sub").as_deref(), Some("a-sub"));
+        assert_eq!(
+            p.owner_value("{sub}::{username}").as_deref(),
+            Some("a-sub::alice")
+        );
+        assert_eq!(
+            p.owner_value("{sub}::{cognito:username}").as_deref(),
+            Some("a-sub::al")
+        );
+        assert_eq!(p.owner_value("user#{n}").as_deref(), Some("user#7"));
+        // A claim the token lacks: no owner value, so the rule admits nobody.
+        assert_eq!(p.owner_value("{sub}::{email}"), None);
+        assert_eq!(p.owner_value("email"), None);
     }
 
     #[test]

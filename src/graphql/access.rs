@@ -46,7 +46,7 @@ pub fn grant(access: &Access, caller: &Caller) -> Grant {
                 return Grant::All;
             }
             Rule::Owner { field, claim } => {
-                if let Some(value) = principal.and_then(|p| p.claim(claim)) {
+                if let Some(value) = principal.and_then(|p| p.owner_value(claim)) {
                     own.push((*field, value.into_owned()));
                 }
             }

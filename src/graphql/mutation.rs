@@ -458,7 +458,7 @@ async fn create_item(
     // The key field that took the clock's value, which moves on when its key is taken.
     let mut clock_key: Option<(usize, chrono::DateTime<Utc>)> = None;
     for (f, field) in e.fields.iter().enumerate() {
-        if let Some(Generated::Now) = field.generated {
+        if field.generated.is_some() {
             if let Some(value) = clock_value(field, now) {
                 item.insert(field.attribute.clone(), value);
             }
@@ -612,6 +612,9 @@ fn write_derived(model: &Model, entity: EntityId, item: &mut Item) -> ApiResult<
     if let Some((attribute, value)) = type_attribute(model, entity) {
         item.insert(attribute, value);
     }
+    for (attribute, value) in &e.constants {
+        item.insert(attribute.clone(), AttributeValue::S(value.clone()));
+    }
     Ok(())
 }
 
@@ -649,16 +652,18 @@ fn sparse_without(e: &Entity, template: &TemplateKey, has: impl Fn(FieldId) -> b
 /// The index keys an update must rewrite: every index key `entity` builds from a template with
 /// a facet among `changed`, rendered from the new values and, for its other facets, the
 /// values in the item's primary key. Refused, naming them, when other facets are missing: the
-/// update does not read the item, so the input must give them. Index keys with a facet among
-/// `cleared` (nullable facets set to null) are removed instead: the item leaves those sparse
-/// indexes. Returns the keys to set and the keys to remove.
+/// update names the fields it needs and reads the item (`stored`) for them; an item that does
+/// not hold them either is refused, naming them. Index keys with a facet among `cleared`
+/// (nullable facets set to null) are removed instead: the item leaves those sparse indexes.
+/// Returns the keys to set and the keys to remove, or (without `stored`) the fields to read.
 fn rewritten_index_keys(
     model: &Model,
     entity: EntityId,
     key: &Key,
     changed: &[(FieldId, AttributeValue)],
     cleared: &[FieldId],
-) -> ApiResult<IndexKeyChanges> {
+    stored: Option<&Item>,
+) -> ApiResult<Result<IndexKeyChanges, Vec<FieldId>>> {
     let e = &model.entities[entity];
     let key_item: Item = key.to_attribute_map();
     let is_changed = |f: &FieldId| changed.iter().any(|(c, _)| c == f);
@@ -668,7 +673,8 @@ fn rewritten_index_keys(
             None if e.key_fields.contains(&f) => {
                 values::field_value(model, entity, f, &key_item).map(Cow::into_owned)
             }
-            None => None,
+            None => stored
+                .and_then(|item| values::field_value(model, entity, f, item).map(Cow::into_owned)),
         }
     };
     let mut keys = Vec::new();
@@ -695,6 +701,9 @@ fn rewritten_index_keys(
             .copied()
             .filter(|&f| value(f).is_none())
             .collect();
+        if !missing.is_empty() && stored.is_none() {
+            return Ok(Err(missing));
+        }
         if !missing.is_empty() {
             let given: Vec<FieldId> = template.facets.iter().copied().filter(is_changed).collect();
             return Err(bad(format!(
@@ -708,7 +717,7 @@ fn rewritten_index_keys(
         check_key_length(model, entity, template, &rendered)?;
         keys.push((template.attribute.to_owned(), AttributeValue::S(rendered)));
     }
-    Ok((keys, removed))
+    Ok(Ok((keys, removed)))
 }
 
 /// Refuses a key rendered from `template` that is longer than DynamoDB allows for its attribute
@@ -801,7 +810,7 @@ fn owner_claims(rules: &Access, caller: &Caller, what: &str) -> ApiResult<Vec<(F
         .map(|(field, claim)| {
             caller
                 .principal()
-                .and_then(|p| p.claim(claim))
+                .and_then(|p| p.owner_value(claim))
                 .map(|value| (field, value.into_owned()))
                 .ok_or_else(|| access::forbidden(what))
         })
@@ -913,7 +922,14 @@ async fn update_item(
     )?;
     expect.extend(owner.clone());
     let mut versioned = false;
+    let now = millisecond_now();
+    // Last-changed times, set by every update that changes something.
+    let mut stamped = Vec::new();
     for (f, field) in e.fields.iter().enumerate() {
+        if field.generated == Some(Generated::NowOnWrite) {
+            stamped.extend(clock_value(field, now).map(|v| (field.attribute.clone(), v)));
+            continue;
+        }
         if e.key_fields.contains(&f) || field.generated.is_some() {
             continue;
         }
@@ -952,29 +968,57 @@ async fn update_item(
     if set.is_empty() && remove.is_empty() {
         return Err(bad("Give at least one field to change."));
     }
-    let (keys, removed) = rewritten_index_keys(model, entity, &key, &changed, &cleared)?;
+    set.extend(stamped);
+    // An index key made of fields the input does not give (a creation time the server set) is
+    // rendered from the stored item, read first; the write then expects those fields unchanged.
+    let mut read_first = false;
+    let (keys, removed) = match rewritten_index_keys(model, entity, &key, &changed, &cleared, None)?
+    {
+        Ok(changes) => changes,
+        Err(missing) => {
+            let Some(stored) = store
+                .get(e.table, &key)
+                .await?
+                .filter(|item| values::entity_of(model, &[entity], item).is_some())
+            else {
+                return Err(bad(format!("No {} has this id.", words(&e.name))));
+            };
+            read_first = true;
+            for f in missing {
+                let attribute = &e.fields[f].attribute;
+                if let Some(value) = stored.get(attribute) {
+                    expect.push((attribute.clone(), value.clone()));
+                }
+            }
+            rewritten_index_keys(model, entity, &key, &changed, &cleared, Some(&stored))?
+                .map_err(|_| ApiError::Internal)?
+        }
+    };
     set.extend(keys);
     remove.extend(removed);
+    // The item as a failed write found it, when it is one of this entity's and (under an owner
+    // rule) the caller's: then only a stale version, or a field read for an index key that
+    // changed before the write, failed the condition. Anything else, someone else's item
+    // included, answers as a missing one.
+    let ours = |current: &Item| {
+        values::entity_of(model, &[entity], current).is_some()
+            && owner
+                .as_ref()
+                .is_none_or(|(attribute, claim)| current.get(attribute) == Some(claim))
+    };
     match store
         .update_existing(e.table, &key, set, remove, expect)
         .await?
     {
         Updated::Written(item) => Ok(item),
-        // The item as the failed write found it: one of this entity's, and (under an owner
-        // rule) the caller's, so only a stale version failed the condition. Anything else,
-        // someone else's item included, answers as a missing one.
-        Updated::Refused(Some(current))
-            if versioned
-                && values::entity_of(model, &[entity], &current).is_some()
-                && owner
-                    .as_ref()
-                    .is_none_or(|(attribute, claim)| current.get(attribute) == Some(claim)) =>
-        {
-            Err(bad(format!(
-                "The {} has changed since that version: read it again and retry.",
-                words(&e.name)
-            )))
-        }
+        Updated::Refused(Some(current)) if versioned && ours(&current) => Err(bad(format!(
+            "The {} has changed since that version: read it again and retry.",
+            words(&e.name)
+        ))),
+        Updated::Refused(Some(current)) if read_first && ours(&current) => Err(bad(format!(
+            "The {} changed while it was being updated: retry.",
+            words(&e.name)
+        ))),
         Updated::Refused(_) => Err(bad(format!("No {} has this id.", words(&e.name)))),
     }
 }

@@ -122,7 +122,9 @@ pub struct GroupsRuleFile {
 pub struct OwnerRuleFile {
     /// The entity's field holding the owner (a non-null `String` or `ID`).
     pub owner: String,
-    /// The token claim it must equal. Default `"sub"`.
+    /// The token claim it must equal, or several claims in braces with text between them, as
+    /// Amplify stores owners: `"{sub}::{username}"` (Cognito access tokens; `cognito:username`
+    /// in ID tokens). Default `"sub"`.
     pub claim: Option<String>,
 }
 
@@ -276,6 +278,12 @@ pub struct EntityFile {
     /// The value of the table's `type_attribute` for this entity. Default: the entity's name.
     #[schemars(with = "Option<String>")]
     pub type_value: Option<Spanned<String>>,
+    /// String attributes that `create` writes on every item of the entity besides its fields,
+    /// keys and type attribute, so that the tool that owns the table reads the item as its own:
+    /// ElectroDB's `__edb_v__ = "1"`. Reads do not look at them.
+    #[serde(default)]
+    #[schemars(with = "BTreeMap<String, String>")]
+    pub constants: BTreeMap<Spanned<String>, Spanned<String>>,
     /// The type tag global ids start with. Default: the type name and `:`. Set a short one
     /// (such as `"U"`) to keep ids compact, or to keep ids stable across a rename. No tag may
     /// begin another.
@@ -343,7 +351,9 @@ pub struct FieldFile {
     /// field is part of the key and `"now"` is taken, the next free millisecond is used.
     #[schemars(with = "Option<serde_json::Value>")]
     pub default: Option<Spanned<toml::Value>>,
-    /// Set by the server on create and absent from inputs. Only `"now"` exists.
+    /// Set by the server and absent from inputs: `"now"`, the time the item is created, or
+    /// `"now_on_write"`, the time it is created and, again, at every update (a last-changed
+    /// time such as dynamodb-toolbox's `_md`, OneTable's `updated` or Amplify's `updatedAt`).
     #[schemars(with = "Option<String>")]
     pub generated: Option<Spanned<String>>,
     /// The description of the field in mutation inputs. Default: `description`.

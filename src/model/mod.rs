@@ -221,6 +221,8 @@ pub struct Entity {
     pub templates: Vec<TemplateKey>,
     /// The value of the table's type attribute on this entity's items (when it has one).
     pub type_value: Option<String>,
+    /// String attributes `create` writes on every item besides fields, keys and the type.
+    pub constants: Vec<(String, String)>,
     /// Who may see the entity's items, however they are reached.
     pub read: Access,
 }
@@ -350,8 +352,11 @@ pub enum DefaultValue {
 /// A value the server sets on create.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Generated {
-    /// The server's clock, to the millisecond.
+    /// The server's clock when the item is created, to the millisecond.
     Now,
+    /// The server's clock when the item is created and at every update (a last-changed time,
+    /// such as dynamodb-toolbox's `_md` or OneTable's `updated`).
+    NowOnWrite,
 }
 
 /// Checks applied to input values before any write.

@@ -35,7 +35,7 @@ pub use dynamo::{
     user_item,
 };
 pub use generated::check_generated;
-pub use node::{NodeRun, run_node, written_by};
+pub use node::{NodeRun, read_back, run_node, written_by};
 pub use paging::{all_nodes, merge, walk_matches, walk_pages};
 pub use requests::{
     Answer, Origin, answer, error_code, graphql_from, graphql_request, graphql_with_authorization,

@@ -1,10 +1,11 @@
-//! Single-table data written by other tools with their own npm libraries (pinned in
-//! `tests/clients/package-lock.json`), served from the model in `examples/<tool>/` with no
-//! migration. Each writer in `tests/clients/writers/` writes a data set with boundary partition
+//! Data written by other tools, with their own npm libraries (pinned in
+//! `tests/clients/package-lock.json`) or, for Amplify, as its resolvers write it, served from the
+//! model in `examples/<tool>/` with no migration. Each writer in `tests/clients/writers/` writes a data set with boundary partition
 //! sizes (0, 1, 20, 21, 100, 250), ties on the index sort keys and values holding separators,
 //! uppercase, spaces and unicode, then reads it back through the library's own queries: that
 //! is the ground truth every connection is walked against, at every page size, both ways.
 
+mod amplify;
 mod electrodb;
 mod onetable;
 mod toolbox;

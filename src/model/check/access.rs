@@ -395,10 +395,18 @@ impl Rules {
                         None
                     }
                     Some(entity) => {
-                        owner_field(entity, &o.owner, span.clone(), out).map(|field| Rule::Owner {
-                            field,
-                            claim: o.claim.clone().unwrap_or_else(|| "sub".to_owned()),
-                        })
+                        let claim = o.claim.clone().unwrap_or_else(|| "sub".to_owned());
+                        if !claim_template_is_sound(&claim) {
+                            out.error(
+                                span.clone(),
+                                format!("owner claim `{claim}` is not a claim name or a template of claims"),
+                            )
+                            .hint("name one claim, such as \"sub\", or claims in braces with text between them, such as \"{sub}::{username}\"");
+                            None
+                        } else {
+                            owner_field(entity, &o.owner, span.clone(), out)
+                                .map(|field| Rule::Owner { field, claim })
+                        }
                     }
                 },
             };
@@ -592,4 +600,27 @@ fn owner_field(
         return None;
     }
     Some(f)
+}
+
+/// Whether an owner rule's claim is one claim name, or claims in braces (each named, none
+/// nested) with literal text between them.
+fn claim_template_is_sound(claim: &str) -> bool {
+    if !claim.contains(['{', '}']) {
+        return !claim.is_empty();
+    }
+    let mut rest = claim;
+    while let Some(open) = rest.find('{') {
+        if rest[..open].contains('}') {
+            return false;
+        }
+        let Some(close) = rest[open..].find('}').map(|c| c + open) else {
+            return false;
+        };
+        let name = &rest[open + 1..close];
+        if name.is_empty() || name.contains('{') {
+            return false;
+        }
+        rest = &rest[close + 1..];
+    }
+    !rest.contains('}')
 }

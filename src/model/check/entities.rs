@@ -28,6 +28,7 @@ impl<'f> Ctx<'f, '_> {
                 version_field: None,
                 templates: Vec::new(),
                 type_value: None,
+                constants: Vec::new(),
                 read: Access::default(),
             },
             field_spans: Vec::new(),
@@ -56,6 +57,7 @@ impl<'f> Ctx<'f, '_> {
             draft.entity.key_fields = self.key_fields(&draft, out);
             self.index_key_fields(&draft, out);
             draft.entity.type_value = self.type_value(&draft, out);
+            draft.entity.constants = self.constants(&draft, out);
         }
         draft.entity.version_field = self.version_field(&draft, out);
         draft.entity.id_tag = check_id_tag(name, file, out);
@@ -478,6 +480,41 @@ impl<'f> Ctx<'f, '_> {
             }
             (None, None) => None,
         }
+    }
+
+    /// The entity's constant attributes: none of them a key attribute, a field's attribute or
+    /// the type attribute, which are written otherwise.
+    pub(super) fn constants(
+        &self,
+        draft: &EntityDraft<'_>,
+        out: &mut Problems,
+    ) -> Vec<(String, String)> {
+        let Some(t) = draft.table else {
+            return Vec::new();
+        };
+        let table = &self.tables[t].table;
+        let mut constants = Vec::new();
+        for (name, value) in &draft.file.constants {
+            let taken = if table.attributes.iter().any(|a| a.name == name.get_ref()) {
+                Some("a key attribute of the table or an index")
+            } else if table.type_attribute.as_deref() == Some(name.get_ref().as_str()) {
+                Some("the table's type attribute")
+            } else if draft.entity.field_on(name.get_ref()).is_some() {
+                Some("a field's attribute")
+            } else {
+                None
+            };
+            if let Some(what) = taken {
+                out.error(
+                    name.span(),
+                    format!("constant `{}` is {what}, which is written otherwise", name.get_ref()),
+                )
+                .hint("constants are for other attributes the table's owner expects, such as `__edb_v__`");
+                continue;
+            }
+            constants.push((name.get_ref().clone(), value.get_ref().clone()));
+        }
+        constants
     }
 
     pub(super) fn version_field(

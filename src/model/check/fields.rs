@@ -258,22 +258,26 @@ pub(super) fn generated(
     value: &Spanned<String>,
     out: &mut Problems,
 ) -> Option<Generated> {
-    if value.get_ref() != "now" {
-        out.error(
-            value.span(),
-            format!("unknown generated value `{}`", value.get_ref()),
-        )
-        .hint("only `generated = \"now\"` exists");
-        return None;
-    }
+    let generated = match value.get_ref().as_str() {
+        "now" => Generated::Now,
+        "now_on_write" => Generated::NowOnWrite,
+        other => {
+            out.error(value.span(), format!("unknown generated value `{other}`"))
+                .hint("`generated` is `\"now\"` (set on create) or `\"now_on_write\"` (set on create and on every update)");
+            return None;
+        }
+    };
     if !matches!(ty, FieldType::Scalar(Scalar::DateTime(_))) {
         out.error(
             value.span(),
-            "`generated = \"now\"` is for DateTime fields only",
+            format!(
+                "`generated = \"{}\"` is for DateTime fields only",
+                value.get_ref()
+            ),
         );
         return None;
     }
-    Some(Generated::Now)
+    Some(generated)
 }
 
 pub(super) fn input_checks(ty: &FieldType, file: &FieldFile, out: &mut Problems) -> InputChecks {

@@ -83,3 +83,47 @@ pub async fn written_by(tool: &str, table: &str) -> serde_json::Value {
     serde_json::from_str(&run.stdout)
         .unwrap_or_else(|e| panic!("{tool}'s writer printed no JSON ({e}): {}", run.stdout))
 }
+
+/// Has the tool's own npm library read items of `table` back (`writers/<tool>.mjs --read`):
+/// `request` is `{ "get": [{ "entity", "key" }], "query": [{ "name", "params" }] }`, and the
+/// answer `{ "get": [item or null], "query": [[items]] }`, each as the library returns it.
+pub async fn read_back(tool: &str, table: &str, request: &serde_json::Value) -> serde_json::Value {
+    use tokio::io::AsyncWriteExt;
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients");
+    let mut child = tokio::process::Command::new("node")
+        .arg(format!("writers/{tool}.mjs"))
+        .args([&crate::helpers::endpoint(), table, "--read"])
+        .current_dir(&dir)
+        .envs([
+            ("AWS_REGION", "us-east-1"),
+            ("AWS_ACCESS_KEY_ID", "local"),
+            ("AWS_SECRET_ACCESS_KEY", "local"),
+            ("AWS_EC2_METADATA_DISABLED", "true"),
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|err| panic!("cannot run node: {err}"));
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(request.to_string().as_bytes())
+        .await
+        .unwrap();
+    drop(stdin);
+    let output = tokio::time::timeout(Duration::from_secs(150), child.wait_with_output())
+        .await
+        .unwrap_or_else(|_| panic!("{tool}'s reader did not finish within 150 s"))
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    assert!(
+        output.status.success(),
+        "{tool}'s reader failed\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
+    );
+    serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("{tool}'s reader printed no JSON ({e}): {stdout}\n{stderr}"))
+}

@@ -738,6 +738,17 @@ pub(super) fn cases() -> Vec<Case> {
             26,
             14,
         ),
+        one_table_with(
+            "a constant on a key attribute",
+            (
+                "SK = \"PROFILE\" }",
+                "SK = \"PROFILE\" }\nconstants = { GSI1PK = \"x\" }",
+            ),
+            "",
+            "constant `GSI1PK` is a key attribute of the table or an index, which is written otherwise",
+            12,
+            15,
+        ),
         case(
             "range on a number written as plain text",
             &format!(
@@ -892,6 +903,13 @@ pub(super) fn cases() -> Vec<Case> {
             "group rule without groups",
             &format!("allow = [{{ groups = [] }}]\n{AUTH}"),
             "a group rule needs group names",
+            10,
+            10,
+        ),
+        with_base(
+            "owner claim template left open",
+            &format!("allow = [{{ owner = \"userId\", claim = \"{{sub}}::{{username\" }}]\n{AUTH}"),
+            "owner claim `{sub}::{username` is not a claim name or a template of claims",
             10,
             10,
         ),

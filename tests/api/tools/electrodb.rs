@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use super::{pick, text, texts};
-use crate::helpers::{ModelApp, all_nodes, merge, model_app, walk_matches, written_by};
+use crate::helpers::{ModelApp, all_nodes, merge, model_app, read_back, walk_matches, written_by};
 
 const MODEL: &str = "examples/electrodb/dynarelay.toml";
 
@@ -190,5 +190,91 @@ async fn ranges_on_a_lowercased_sort_key_select_exactly() {
             .collect();
         assert!(!want.is_empty() && want.len() < loans.len(), "{extra}");
         walk_loans(&app, member, extra, &want).await;
+    }
+}
+
+/// Items the mutations write are ElectroDB's own: its `get` finds them (its ownership check
+/// needs `__edb_e__` and `__edb_v__`, and its keys lowercased), its queries list them by member
+/// and by status, an update of the status moves the loan between statuses in the index, and a
+/// deleted loan is gone. Any casing of a taken member id is refused, as ElectroDB's keys make it
+/// the same member.
+#[tokio::test]
+async fn electrodb_reads_what_the_mutations_write() {
+    let app = model_app(MODEL).await;
+    let member = "M-Neu Ü#1";
+    let create_member = "mutation($id: ID!) { createMember(input: { memberId: $id, name: \"Neu\", city: \"Bern\" }) { member { memberId } } }";
+    let answer = app.graphql(create_member, json!({ "id": member })).await;
+    assert!(answer.get("errors").is_none(), "{answer}");
+    let again = app
+        .graphql(create_member, json!({ "id": member.to_lowercase() }))
+        .await;
+    assert_eq!(
+        again["errors"][0]["extensions"]["code"], "BAD_USER_INPUT",
+        "{again}"
+    );
+    let create_loan =
+        "mutation($input: CreateLoanInput!) { createLoan(input: $input) { loan { id } } }";
+    let mut ids = Vec::new();
+    for (loan, at) in [
+        ("L#1", "2026-06-01T10:00:00.000Z"),
+        ("L#2", "2026-06-02T10:00:00.000Z"),
+    ] {
+        let input = json!({ "memberId": member, "loanId": loan, "title": "Der Zauberberg",
+                            "loanedAt": at, "status": "OUT" });
+        let answer = app.graphql(create_loan, json!({ "input": input })).await;
+        assert!(answer.get("errors").is_none(), "{answer}");
+        ids.push(answer["data"]["createLoan"]["loan"]["id"].clone());
+    }
+    let answer = app
+        .graphql(
+            "mutation($id: ID!) { updateLoan(input: { id: $id, status: RETURNED }) { loan { status } } }",
+            json!({ "id": ids[0] }),
+        )
+        .await;
+    assert!(answer.get("errors").is_none(), "{answer}");
+    let answer = app
+        .graphql(
+            "mutation($id: ID!) { deleteLoan(input: { id: $id }) { deletedLoanId } }",
+            json!({ "id": ids[1] }),
+        )
+        .await;
+    assert!(answer.get("errors").is_none(), "{answer}");
+
+    let loan_key =
+        |loan: &str, at: &str| json!({ "memberId": member, "loanedAt": at, "loanId": loan });
+    let read = read_back(
+        "electrodb",
+        &app.table("Lending"),
+        &json!({
+            "get": [
+                { "entity": "member", "key": { "memberId": member } },
+                { "entity": "loan", "key": loan_key("L#1", "2026-06-01T10:00:00.000Z") },
+                { "entity": "loan", "key": loan_key("L#2", "2026-06-02T10:00:00.000Z") },
+            ],
+            "query": [
+                { "name": "loansByMember", "params": { "memberId": member } },
+                { "name": "loansByStatus", "params": { "status": "RETURNED" } },
+                { "name": "loansByStatus", "params": { "status": "OUT" } },
+            ],
+        }),
+    )
+    .await;
+    assert_eq!(
+        pick(&read["get"][0], &["memberId", "name", "city"]),
+        json!({ "memberId": member, "name": "Neu", "city": "Bern" }),
+        "{read}"
+    );
+    let loan = json!({ "memberId": member, "loanId": "L#1", "title": "Der Zauberberg",
+                       "loanedAt": "2026-06-01T10:00:00.000Z", "status": "RETURNED" });
+    assert_eq!(pick(&read["get"][1], &LOAN_FIELDS), loan, "{read}");
+    assert_eq!(read["get"][2], Value::Null, "{read}");
+    for (at, want) in [(0, vec![loan.clone()]), (1, vec![loan]), (2, vec![])] {
+        let got: Vec<Value> = read["query"][at]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| pick(l, &LOAN_FIELDS))
+            .collect();
+        assert_eq!(got, want, "query {at}: {read}");
     }
 }

@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use super::{pick, stamps, text};
-use crate::helpers::{all_nodes, merge, model_app, walk_matches, written_by};
+use crate::helpers::{all_nodes, merge, model_app, read_back, walk_matches, written_by};
 
 const MODEL: &str = "examples/onetable/dynarelay.toml";
 
@@ -141,4 +141,71 @@ async fn onetable_data_is_served_as_onetable_reads_it() {
     let mut want: Vec<String> = projects.iter().map(|p| text(p, "id")).collect();
     want.sort();
     assert_eq!(got, want);
+}
+
+/// Issues the mutations write are OneTable's own: its `get` and `find` read them (`_type`, the
+/// key padded to 8 digits, `created` / `updated` as epoch milliseconds), an update of the state
+/// moves the issue in the index and stamps `updated` anew, and a deleted issue is gone.
+#[tokio::test]
+async fn onetable_reads_what_the_mutations_write() {
+    let app = model_app(MODEL).await;
+    let project = "P#Neu Ü";
+    let create = "mutation($input: CreateIssueInput!) { createIssue(input: $input) { issue { id created updated } } }";
+    let mut ids = Vec::new();
+    for seq in [42, 7] {
+        let input =
+            json!({ "projectId": project, "seq": seq, "title": "Ümlaut #1", "state": "open" });
+        let answer = app.graphql(create, json!({ "input": input })).await;
+        assert!(answer.get("errors").is_none(), "{answer}");
+        ids.push(answer["data"]["createIssue"]["issue"]["id"].clone());
+    }
+    let updated = app
+        .graphql(
+            "mutation($id: ID!) { updateIssue(input: { id: $id, state: closed }) { issue { created updated } } }",
+            json!({ "id": ids[0] }),
+        )
+        .await;
+    assert!(updated.get("errors").is_none(), "{updated}");
+    let times = &updated["data"]["updateIssue"]["issue"];
+    let deleted = app
+        .graphql(
+            "mutation($id: ID!) { deleteIssue(input: { id: $id }) { deletedIssueId } }",
+            json!({ "id": ids[1] }),
+        )
+        .await;
+    assert!(deleted.get("errors").is_none(), "{deleted}");
+
+    let read = read_back(
+        "onetable",
+        &app.table("Tracker"),
+        &json!({
+            "get": [
+                { "entity": "Issue", "key": { "projectId": project, "seq": 42 } },
+                { "entity": "Issue", "key": { "projectId": project, "seq": 7 } },
+            ],
+            "query": [
+                { "name": "issuesByProject", "params": { "projectId": project } },
+                { "name": "issuesByState", "params": { "state": "closed" } },
+                { "name": "issuesByState", "params": { "state": "open" } },
+            ],
+        }),
+    )
+    .await;
+    let issue = json!({ "projectId": project, "seq": 42, "title": "Ümlaut #1", "state": "closed" });
+    assert_eq!(pick(&read["get"][0], &ISSUE_FIELDS), issue, "{read}");
+    assert_eq!(
+        pick(&read["get"][0], &["created", "updated"]),
+        pick(times, &["created", "updated"]),
+        "{read}"
+    );
+    assert_eq!(read["get"][1], Value::Null, "{read}");
+    for (at, want) in [(0, vec![issue.clone()]), (1, vec![issue]), (2, vec![])] {
+        let got: Vec<Value> = read["query"][at]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| pick(i, &ISSUE_FIELDS))
+            .collect();
+        assert_eq!(got, want, "query {at}: {read}");
+    }
 }

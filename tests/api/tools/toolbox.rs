@@ -5,9 +5,13 @@
 use serde_json::{Value, json};
 
 use super::{pick, stamps, text, texts};
-use crate::helpers::{merge, model_app, walk_matches, written_by};
+use crate::helpers::{merge, model_app, read_back, walk_matches, written_by};
 
 const MODEL: &str = "examples/toolbox/dynarelay.toml";
+
+/// The names dynamodb-toolbox gives `_ct` and `_md` in the items it reads.
+const CREATED: &str = "created";
+const MODIFIED: &str = "modified";
 
 const ORDER_FIELDS: [&str; 5] = ["customerId", "orderId", "placedAt", "total", "status"];
 
@@ -128,5 +132,92 @@ async fn dynamodb_toolbox_data_is_served_as_toolbox_reads_it() {
                 }
             }
         }
+    }
+}
+
+/// Items the mutations write are dynamodb-toolbox's own: its `GetItemCommand` and queries read
+/// them (with `_et`, and `_ct` / `_md` as its creation and change times), an update of the
+/// status moves the order in the index and stamps `_md` anew, and a deleted order is gone.
+#[tokio::test]
+async fn dynamodb_toolbox_reads_what_the_mutations_write() {
+    let app = model_app(MODEL).await;
+    let customer = "C#Neu Ü";
+    let answer = app
+        .graphql(
+            "mutation($id: ID!) { createCustomer(input: { customerId: $id, name: \"Neu\", email: \"neu@example.com\" }) { customer { createdAt modifiedAt } } }",
+            json!({ "id": customer }),
+        )
+        .await;
+    assert!(answer.get("errors").is_none(), "{answer}");
+    let stamped = &answer["data"]["createCustomer"]["customer"];
+    assert_eq!(stamped["createdAt"], stamped["modifiedAt"]);
+    let create = "mutation($input: CreateOrderInput!) { createOrder(input: $input) { order { id createdAt } } }";
+    let mut ids = Vec::new();
+    for order in ["O#1", "O#2"] {
+        let input = json!({ "customerId": customer, "orderId": order, "total": "19.99",
+                            "placedAt": "2026-06-01T10:00:00.000Z", "status": "PENDING" });
+        let answer = app.graphql(create, json!({ "input": input })).await;
+        assert!(answer.get("errors").is_none(), "{answer}");
+        ids.push(answer["data"]["createOrder"]["order"]["id"].clone());
+    }
+    let updated = app
+        .graphql(
+            "mutation($id: ID!) { updateOrder(input: { id: $id, status: PAID }) { order { createdAt modifiedAt } } }",
+            json!({ "id": ids[0] }),
+        )
+        .await;
+    assert!(updated.get("errors").is_none(), "{updated}");
+    let times = &updated["data"]["updateOrder"]["order"];
+    assert!(
+        times["modifiedAt"].as_str() >= times["createdAt"].as_str(),
+        "{updated}"
+    );
+    let deleted = app
+        .graphql(
+            "mutation($id: ID!) { deleteOrder(input: { id: $id }) { deletedOrderId } }",
+            json!({ "id": ids[1] }),
+        )
+        .await;
+    assert!(deleted.get("errors").is_none(), "{deleted}");
+
+    let read = read_back(
+        "toolbox",
+        &app.table("Shop"),
+        &json!({
+            "get": [
+                { "entity": "Customer", "key": { "customerId": customer } },
+                { "entity": "Order", "key": { "customerId": customer, "orderId": "O#1" } },
+                { "entity": "Order", "key": { "customerId": customer, "orderId": "O#2" } },
+            ],
+            "query": [
+                { "name": "ordersByCustomer", "params": { "customerId": customer } },
+                { "name": "ordersByStatus", "params": { "status": "PAID" } },
+                { "name": "ordersByStatus", "params": { "status": "PENDING" } },
+            ],
+        }),
+    )
+    .await;
+    assert_eq!(
+        pick(&read["get"][0], &["customerId", "name", "email"]),
+        json!({ "customerId": customer, "name": "Neu", "email": "neu@example.com" }),
+        "{read}"
+    );
+    let order = json!({ "customerId": customer, "orderId": "O#1", "placedAt": "2026-06-01T10:00:00.000Z",
+                        "total": "19.99", "status": "PAID" });
+    assert_eq!(as_served(&read["get"][1]), order, "{read}");
+    assert_eq!(
+        (&read["get"][1][CREATED], &read["get"][1][MODIFIED]),
+        (&times["createdAt"], &times["modifiedAt"]),
+        "{read}"
+    );
+    assert_eq!(read["get"][2], Value::Null, "{read}");
+    for (at, want) in [(0, vec![order.clone()]), (1, vec![order]), (2, vec![])] {
+        let got: Vec<Value> = read["query"][at]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(as_served)
+            .collect();
+        assert_eq!(got, want, "query {at}: {read}");
     }
 }

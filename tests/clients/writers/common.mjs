@@ -1,23 +1,42 @@
-// What every writer shares: the command line, the DynamoDB Local client, the table, the seeded
-// data, DynamoDB's string order, the read-back checks and the raw sample of stored items.
+// What every writer shares: the command line and its two modes, the DynamoDB Local client, the
+// table, the seeded data, DynamoDB's string order, the read-back checks and the raw sample of
+// stored items.
 //
-// A writer is `runWriter(tool, layout, seed)`: `node writers/<tool>.mjs <endpoint> <tableName>
-// [--create]` then creates the table on `--create`, calls `seed` and prints what it returns as one
-// JSON object on stdout; on any error it prints `[<tool>] ERROR: ...` and exits with code 1.
+// A writer is `runWriter(tool, layout, { open, seed, gets, queries, present })`, run in one of
+// two modes:
+//
+//   node writers/<tool>.mjs <endpoint> <tableName> [--create]
+//     Seed: creates the table on `--create`, writes the data set, prints the ground truth.
+//   node writers/<tool>.mjs <endpoint> <tableName> --read
+//     Read: writes nothing; reads one JSON request from stdin, answers it through the tool's own
+//     APIs (items another program wrote must read back as the tool's own) and prints the answer.
+//
+// Both print one JSON object on stdout; on any error a writer prints `[<tool>] ERROR: ...` and
+// exits with code 1.
+//
+// Read request and answer, in request order (all pages of every query, in the tool's order):
+//   { "get":   [ { "entity": "<name>", "key": { ... } }, ... ],
+//     "query": [ { "name": "<access pattern>", "params": { ... } }, ... ] }
+//   { "get":   [ <item as the tool returns it, or null when it finds none>, ... ],
+//     "query": [ [ <item>, ... ], ... ] }
+// Either request list may be left out (it answers an empty list).
 //
 // `layout` names the table's keys: `{ hash, range, index: { name, hash, range } }`, all strings,
 // with one global secondary index of projection ALL.
 
 import { CreateTableCommand, DynamoDBClient, ScanCommand } from "@aws-sdk/client-dynamodb";
 
+const MODE_FLAGS = ["--create", "--read"];
+
 function parseArgs(tool, argv) {
   const positional = argv.filter((a) => !a.startsWith("--"));
   const flags = argv.filter((a) => a.startsWith("--"));
-  for (const f of flags) if (f !== "--create") throw new Error(`unknown flag ${f}`);
-  if (positional.length !== 2) {
-    throw new Error(`usage: node writers/${tool}.mjs <endpoint> <tableName> [--create]`);
+  for (const f of flags) if (!MODE_FLAGS.includes(f)) throw new Error(`unknown flag ${f}`);
+  if (positional.length !== 2 || flags.length > 1) {
+    throw new Error(`usage: node writers/${tool}.mjs <endpoint> <tableName> [--create | --read]`);
   }
-  return { endpoint: positional[0], tableName: positional[1], create: flags.includes("--create") };
+  const [endpoint, tableName] = positional;
+  return { endpoint, tableName, create: flags[0] === "--create", read: flags[0] === "--read" };
 }
 
 /** A client for DynamoDB Local at `endpoint`, with dummy credentials. */
@@ -55,21 +74,99 @@ async function createTable(ddb, tableName, { hash, range, index }) {
 }
 
 /**
- * Runs a writer from the command line. `seed({ ddb, tableName, log })` writes the data set and
- * returns the ground truth; `ddb` is the low-level DynamoDBClient, `log(...)` writes to stderr.
+ * One thing a read request may name: `run(model, arg)` answers it (a get: the item, or
+ * null/undefined for none; a query: the list of items), given an `arg` (a get's key, a query's
+ * params) of exactly the fields `fields`. Call it as `op.run(model, arg)`.
  */
-export function runWriter(tool, layout, seed) {
+export function readOp(fields, run) {
+  return { fields, run };
+}
+
+const isObject = (v) => typeof v === "object" && v !== null && !Array.isArray(v);
+
+function checkFields(where, value, fields) {
+  if (!isObject(value)) throw new Error(`${where} must be an object`);
+  const keys = Object.keys(value);
+  const missing = fields.filter((f) => !keys.includes(f));
+  const extra = keys.filter((k) => !fields.includes(k));
+  if (missing.length > 0 || extra.length > 0) {
+    const want = `{${fields.join(", ")}}`;
+    throw new Error(`${where} must have exactly ${want} (missing: [${missing}], extra: [${extra}])`);
+  }
+}
+
+/** The requests of `list` (`request[field]`, may be left out), each checked against `ops`. */
+function requests(request, field, [nameField, argField], ops) {
+  const list = request[field] ?? [];
+  if (!Array.isArray(list)) throw new Error(`request.${field} must be a list`);
+  return list.map((entry, i) => {
+    const where = `${field}[${i}]`;
+    checkFields(where, entry, [nameField, argField]);
+    const name = entry[nameField];
+    if (typeof name !== "string" || !Object.hasOwn(ops, name)) {
+      const known = Object.keys(ops).join(", ");
+      throw new Error(`${where}.${nameField}: unknown ${JSON.stringify(name)} (known: ${known})`);
+    }
+    const op = ops[name];
+    checkFields(`${where}.${argField}`, entry[argField], op.fields);
+    return { op, arg: entry[argField] };
+  });
+}
+
+/**
+ * Answers a read request (see the top of this file) through the writer's `gets` and `queries`,
+ * one call at a time; `present(item)` turns each item found into JSON.
+ */
+async function answer({ gets, queries, present = (item) => item }, model, request) {
+  if (!isObject(request)) throw new Error("the request must be a JSON object");
+  const unknown = Object.keys(request).filter((k) => k !== "get" && k !== "query");
+  if (unknown.length > 0) throw new Error(`unknown request fields: ${unknown.join(", ")}`);
+  const getList = requests(request, "get", ["entity", "key"], gets);
+  const queryList = requests(request, "query", ["name", "params"], queries);
+  const out = { get: [], query: [] };
+  for (const { op, arg } of getList) {
+    const item = await op.run(model, arg);
+    out.get.push(item === undefined || item === null ? null : present(item));
+  }
+  for (const { op, arg } of queryList) out.query.push((await op.run(model, arg)).map(present));
+  return out;
+}
+
+async function readStdin() {
+  process.stdin.setEncoding("utf8");
+  let text = "";
+  for await (const chunk of process.stdin) text += chunk;
+  return text;
+}
+
+/**
+ * Runs a writer from the command line. `open({ ddb, tableName })` builds the tool's model (its
+ * entities, over the low-level DynamoDBClient `ddb`), which both modes use. Seed mode:
+ * `seed(model, { ddb, tableName, log })` writes the data set and returns the ground truth;
+ * `log(...)` writes to stderr. Read mode: `gets` (by entity) and `queries` (by access pattern)
+ * map the names a request may use to `readOp`s; `present(item)`, if given, turns each item found
+ * into JSON.
+ */
+export function runWriter(tool, layout, { open, seed, ...reads }) {
   const log = (...args) => console.error(`[${tool}]`, ...args);
   const main = async () => {
-    const { endpoint, tableName, create } = parseArgs(tool, process.argv.slice(2));
+    const { endpoint, tableName, create, read } = parseArgs(tool, process.argv.slice(2));
+    // The request first: a malformed one fails before any connection.
+    const request = read ? JSON.parse(await readStdin()) : undefined;
     const ddb = localClient(endpoint);
     try {
-      if (create) {
-        log(`creating table ${tableName}`);
-        await createTable(ddb, tableName, layout);
+      const model = open({ ddb, tableName });
+      let out;
+      if (read) {
+        out = await answer(reads, model, request);
+      } else {
+        if (create) {
+          log(`creating table ${tableName}`);
+          await createTable(ddb, tableName, layout);
+        }
+        out = await seed(model, { ddb, tableName, log });
       }
-      const truth = await seed({ ddb, tableName, log });
-      process.stdout.write(`${JSON.stringify(truth)}\n`);
+      process.stdout.write(`${JSON.stringify(out)}\n`);
     } finally {
       ddb.destroy();
     }

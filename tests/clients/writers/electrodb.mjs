@@ -3,13 +3,21 @@
 // ElectroDB's own scan/query APIs and prints it as one JSON object on stdout.
 //
 //   node writers/electrodb.mjs <endpoint> <tableName> [--create]
+//   node writers/electrodb.mjs <endpoint> <tableName> --read   < request.json
+//
+// Read mode (request and answer: common.mjs) writes nothing. Gets: `member` {memberId}, `loan`
+// {memberId, loanedAt, loanId}, through `entity.get(key).go()`. Queries, every page:
+// `loansByMember` {memberId} (index primary), `loansByStatus` {status} (index byStatus). Items are
+// ElectroDB's `data`, which holds only items whose `__edb_e__` / `__edb_v__` name the entity (no
+// ignoreOwnership): an item another program wrote reads back only if ElectroDB owns it (a get of
+// an item it does not own answers null). This model has no timestamp attributes.
 //
 // Table: pk (S) / sk (S), GSI gsi1: gsi1pk (S) / gsi1sk (S), projection ALL.
 // Deterministic: no Math.random, no clock; variety comes from a seeded LCG.
 
 import { DynamoDBDocumentClient, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { Entity } from "electrodb";
-import { checkChildCounts, checkIndexTotal, children, cmpCodePoints, lcg, parents, pick, runWriter, sampleRaw } from "./common.mjs";
+import { checkChildCounts, checkIndexTotal, children, cmpCodePoints, lcg, parents, pick, readOp, runWriter, sampleRaw } from "./common.mjs";
 
 const LAYOUT = { hash: "pk", range: "sk", index: { name: "gsi1", hash: "gsi1pk", range: "gsi1sk" } };
 
@@ -120,12 +128,30 @@ async function batchPut(entity, items, log) {
   }
 }
 
+// What read mode may ask, by entity and by access pattern (every page, ElectroDB's own order);
+// seed mode reads its ground truth through the same access patterns.
+const getData = (entity) => async (model, key) => (await model[entity].get(key).go()).data;
+const GETS = {
+  member: readOp(["memberId"], getData("member")),
+  loan: readOp(["memberId", "loanedAt", "loanId"], getData("loan")),
+};
+const QUERIES = {
+  loansByMember: readOp(["memberId"], async ({ loan }, { memberId }) =>
+    (await loan.query.primary({ memberId }).go({ pages: "all" })).data),
+  loansByStatus: readOp(["status"], async ({ loan }, { status }) =>
+    (await loan.query.byStatus({ status }).go({ pages: "all" })).data),
+};
+
 const memberView = (m) => pick(m, MEMBER_FIELDS);
 const loanView = (l) => pick(l, LOAN_FIELDS);
 
-runWriter("electrodb", LAYOUT, async ({ ddb, tableName, log }) => {
+function open({ ddb, tableName }) {
   const doc = DynamoDBDocumentClient.from(ddb);
-  const { member, loan } = entities(doc, tableName);
+  return { doc, ...entities(doc, tableName) };
+}
+
+async function seed(model, { ddb, tableName, log }) {
+  const { doc, member, loan } = model;
   const { members, loans } = buildData();
 
   await batchPut(member, members, log);
@@ -151,20 +177,26 @@ runWriter("electrodb", LAYOUT, async ({ ddb, tableName, log }) => {
     throw new Error(`member scan returned ${membersOut.length}, wrote ${members.length}`);
   }
 
-  const loansByMember = {};
+  const loansByMemberOut = {};
   for (const m of membersOut) {
-    const { data } = await loan.query.primary({ memberId: m.memberId }).go({ pages: "all" });
-    loansByMember[m.memberId] = data.map(loanView);
+    const loans = await QUERIES.loansByMember.run(model, { memberId: m.memberId });
+    loansByMemberOut[m.memberId] = loans.map(loanView);
   }
-  const loansByStatus = {};
+  const loansByStatusOut = {};
   for (const status of ["OUT", "RETURNED"]) {
-    const { data } = await loan.query.byStatus({ status }).go({ pages: "all" });
-    loansByStatus[status] = data.map(loanView);
+    loansByStatusOut[status] = (await QUERIES.loansByStatus.run(model, { status })).map(loanView);
   }
-  checkChildCounts(MEMBER_SPECS, "memberId", "loans", loansByMember);
-  checkIndexTotal("byStatus", loansByStatus, loans.length);
+  checkChildCounts(MEMBER_SPECS, "memberId", "loans", loansByMemberOut);
+  checkIndexTotal("byStatus", loansByStatusOut, loans.length);
 
   const kindOf = (it) => (it.__edb_e__ ? it.__edb_e__.S : "migration");
   const raw = await sampleRaw(ddb, tableName, LAYOUT, ["member", "loan", "migration"], kindOf);
-  return { members: membersOut, loansByMember, loansByStatus, raw };
-});
+  return {
+    members: membersOut,
+    loansByMember: loansByMemberOut,
+    loansByStatus: loansByStatusOut,
+    raw,
+  };
+}
+
+runWriter("electrodb", LAYOUT, { open, seed, gets: GETS, queries: QUERIES });

@@ -3,6 +3,7 @@
 // stdout.
 //
 //   node writers/onetable.mjs <endpoint> <tableName> [--create]
+//   node writers/onetable.mjs <endpoint> <tableName> --read   < request.json
 //
 // Table: pk (S) / sk (S), GSI gs1: gs1pk (S) / gs1sk (S), projection ALL.
 // `Project.name` is unique, so OneTable also writes one `_unique#Project#name#<name>` item per
@@ -12,9 +13,14 @@
 // Padding: OneTable's value templates support `${name:length:padChar}` (Model.runTemplate in
 // dist/mjs/Model.js: the value is left-padded with padChar, default '0', to `length`), so Issue keys
 // use `${seq:8}`: seq 7 is stored in the key as `00000007`.
+//
+// Read mode (request and answer: common.mjs) writes nothing. Gets: `Project` {id}, `Issue`
+// {projectId, seq}, through `Model.get`. Queries, every page, as the ground truth reads them:
+// `issuesByProject` {projectId}, `issuesByState` {state}. Items are OneTable's, with its Date
+// values (`created` / `updated`) printed as ISO strings (toISOString).
 
 import { Table } from "dynamodb-onetable";
-import { checkChildCounts, checkIndexTotal, cmpCodePoints, lcg, parents, runWriter, sampleRaw } from "./common.mjs";
+import { checkChildCounts, checkIndexTotal, cmpCodePoints, lcg, parents, readOp, runWriter, sampleRaw } from "./common.mjs";
 
 const LAYOUT = { hash: "pk", range: "sk", index: { name: "gs1", hash: "gs1pk", range: "gs1sk" } };
 
@@ -124,13 +130,30 @@ async function allPages(call) {
 }
 
 const PAGE = 40; // small pages, so `next` cursors are really followed
+
+function open({ ddb: client, tableName }) {
+  const table = new Table({ client, name: tableName, schema: SCHEMA, partial: false });
+  return { Project: table.getModel("Project"), Issue: table.getModel("Issue") };
+}
+
+// What read mode may ask, by model and by access pattern (every page, OneTable's own order); seed
+// mode reads its ground truth through the same access patterns.
+const GETS = {
+  Project: readOp(["id"], ({ Project }, key) => Project.get(key)),
+  Issue: readOp(["projectId", "seq"], ({ Issue }, key) => Issue.get(key)),
+};
+const QUERIES = {
+  issuesByProject: readOp(["projectId"], ({ Issue }, { projectId }) =>
+    allPages((next) => Issue.find({ projectId }, { limit: PAGE, next }))),
+  issuesByState: readOp(["state"], ({ Issue }, { state }) =>
+    allPages((next) => Issue.find({ state }, { index: "gs1", limit: PAGE, next }))),
+};
+
 const projectView = (p) => ({ id: p.id, name: p.name });
 const issueView = (i) => ({ projectId: i.projectId, seq: i.seq, title: i.title, state: i.state });
 
-runWriter("onetable", LAYOUT, async ({ ddb: client, tableName, log }) => {
-  const table = new Table({ client, name: tableName, schema: SCHEMA, partial: false });
-  const Project = table.getModel("Project");
-  const Issue = table.getModel("Issue");
+async function seed(model, { ddb: client, tableName, log }) {
+  const { Project, Issue } = model;
   const { projects, issues } = buildData();
 
   // Projects one by one (each is a transaction with its `_unique#` item), issues 8 in flight.
@@ -147,22 +170,33 @@ runWriter("onetable", LAYOUT, async ({ ddb: client, tableName, log }) => {
     throw new Error(`project scan returned ${projectsOut.length}, wrote ${projects.length}`);
   }
 
-  const issuesByProject = {};
+  const issuesByProjectOut = {};
   for (const p of projectsOut) {
-    const found = await allPages((next) => Issue.find({ projectId: p.id }, { limit: PAGE, next }));
-    issuesByProject[p.id] = found.map(issueView);
+    const found = await QUERIES.issuesByProject.run(model, { projectId: p.id });
+    issuesByProjectOut[p.id] = found.map(issueView);
   }
-  const issuesByState = {};
+  const issuesByStateOut = {};
   for (const state of ["open", "closed"]) {
-    const found = await allPages((next) =>
-      Issue.find({ state }, { index: "gs1", limit: PAGE, next }),
-    );
-    issuesByState[state] = found.map(issueView);
+    issuesByStateOut[state] = (await QUERIES.issuesByState.run(model, { state })).map(issueView);
   }
-  checkChildCounts(PROJECT_SPECS, "id", "issues", issuesByProject);
-  checkIndexTotal("gs1", issuesByState, issues.length);
+  checkChildCounts(PROJECT_SPECS, "id", "issues", issuesByProjectOut);
+  checkIndexTotal("gs1", issuesByStateOut, issues.length);
 
   const kindOf = (it) => (it.pk.S.startsWith("_unique#") ? "_unique" : it._type?.S);
   const raw = await sampleRaw(client, tableName, LAYOUT, ["Project", "Issue", "_unique"], kindOf);
-  return { projects: projectsOut, issuesByProject, issuesByState, raw };
-});
+  return {
+    projects: projectsOut,
+    issuesByProject: issuesByProjectOut,
+    issuesByState: issuesByStateOut,
+    raw,
+  };
+}
+
+/** `item` with its Date values (`created`, `updated`) as ISO strings, for JSON. */
+function isoDates(item) {
+  const out = {};
+  for (const [k, v] of Object.entries(item)) out[k] = v instanceof Date ? v.toISOString() : v;
+  return out;
+}
+
+runWriter("onetable", LAYOUT, { open, seed, gets: GETS, queries: QUERIES, present: isoDates });

@@ -2,10 +2,18 @@
 // truth back through toolbox's own Scan/Query commands and prints it as one JSON object on stdout.
 //
 //   node writers/toolbox.mjs <endpoint> <tableName> [--create]
+//   node writers/toolbox.mjs <endpoint> <tableName> --read   < request.json
 //
 // Table: PK (S) / SK (S), GSI GSI1: GSI1PK (S) / GSI1SK (S), projection ALL.
 // Toolbox defaults are kept: entity attribute `_et`, timestamps `_ct` / `_md` (ISO strings of the
 // wall clock at write time: the only values here not fixed by this script).
+//
+// Read mode (request and answer: common.mjs) writes nothing. Gets: `Customer` {customerId},
+// `Order` {customerId, orderId}, through GetItemCommand. Queries, every page, as the ground truth
+// reads them: `ordersByCustomer` {customerId}, `ordersByStatus` {status}. Items are toolbox's
+// formatted (and, by default, validated) output: every schema attribute, the linked table keys
+// (PK, SK, GSI1PK, GSI1SK) included, plus the timestamps under their formatted names `created` /
+// `modified` (saved as `_ct` / `_md`); the entity attribute (`entity`, saved as `_et`) is hidden.
 // Deterministic otherwise: no Math.random, no clock; variety comes from a seeded LCG.
 
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
@@ -13,6 +21,7 @@ import {
   BatchPutRequest,
   BatchWriteCommand,
   Entity,
+  GetItemCommand,
   QueryCommand,
   ScanCommand,
   Table,
@@ -21,7 +30,7 @@ import {
   number,
   string,
 } from "dynamodb-toolbox";
-import { checkChildCounts, checkIndexTotal, children, cmpCodePoints, lcg, parents, pick, runWriter, sampleRaw } from "./common.mjs";
+import { checkChildCounts, checkIndexTotal, children, cmpCodePoints, lcg, parents, pick, readOp, runWriter, sampleRaw } from "./common.mjs";
 
 const LAYOUT = { hash: "PK", range: "SK", index: { name: "GSI1", hash: "GSI1PK", range: "GSI1SK" } };
 
@@ -132,11 +141,37 @@ async function batchPut(table, entity, items) {
   }
 }
 
+// What read mode may ask, by entity and by access pattern; seed mode reads its ground truth
+// through the same access patterns.
+const getItem = (entity) => async (model, key) =>
+  (await model[entity].build(GetItemCommand).key(key).send()).Item;
+const GETS = {
+  Customer: readOp(["customerId"], getItem("Customer")),
+  Order: readOp(["customerId", "orderId"], getItem("Order")),
+};
+
+/** All orders of one Query (every page), in toolbox's own order. */
+async function queryOrders({ table, Order }, query) {
+  const { Items } = await table
+    .build(QueryCommand)
+    .entities(Order)
+    .query(query)
+    .options({ maxPages: Infinity })
+    .send();
+  return Items;
+}
+const QUERIES = {
+  ordersByCustomer: readOp(["customerId"], (model, { customerId }) =>
+    queryOrders(model, { partition: `CUSTOMER#${customerId}`, range: { beginsWith: "ORDER#" } })),
+  ordersByStatus: readOp(["status"], (model, { status }) =>
+    queryOrders(model, { index: "GSI1", partition: `STATUS#${status}` })),
+};
+
 const customerView = (c) => pick(c, CUSTOMER_FIELDS);
 const orderView = (o) => pick(o, ORDER_FIELDS);
 
-runWriter("toolbox", LAYOUT, async ({ ddb, tableName, log }) => {
-  const { table, Customer, Order } = model(DynamoDBDocumentClient.from(ddb), tableName);
+async function seed(model, { ddb, tableName, log }) {
+  const { table, Customer, Order } = model;
   const { customers, orders } = buildData();
 
   await batchPut(table, Customer, customers);
@@ -156,30 +191,27 @@ runWriter("toolbox", LAYOUT, async ({ ddb, tableName, log }) => {
     throw new Error(`customer scan returned ${customersOut.length}, wrote ${customers.length}`);
   }
 
-  // All orders of one Query (every page).
-  const queryOrders = async (query) => {
-    const { Items } = await table
-      .build(QueryCommand)
-      .entities(Order)
-      .query(query)
-      .options({ maxPages: Infinity })
-      .send();
-    return Items.map(orderView);
-  };
-  const ordersByCustomer = {};
+  const ordersByCustomerOut = {};
   for (const c of customersOut) {
-    ordersByCustomer[c.customerId] = await queryOrders({
-      partition: `CUSTOMER#${c.customerId}`,
-      range: { beginsWith: "ORDER#" },
-    });
+    const found = await QUERIES.ordersByCustomer.run(model, { customerId: c.customerId });
+    ordersByCustomerOut[c.customerId] = found.map(orderView);
   }
-  const ordersByStatus = {};
+  const ordersByStatusOut = {};
   for (const status of STATUSES) {
-    ordersByStatus[status] = await queryOrders({ index: "GSI1", partition: `STATUS#${status}` });
+    const found = await QUERIES.ordersByStatus.run(model, { status });
+    ordersByStatusOut[status] = found.map(orderView);
   }
-  checkChildCounts(CUSTOMER_SPECS, "customerId", "orders", ordersByCustomer);
-  checkIndexTotal("GSI1", ordersByStatus, orders.length);
+  checkChildCounts(CUSTOMER_SPECS, "customerId", "orders", ordersByCustomerOut);
+  checkIndexTotal("GSI1", ordersByStatusOut, orders.length);
 
   const raw = await sampleRaw(ddb, tableName, LAYOUT, ["Customer", "Order"], (it) => it._et?.S);
-  return { customers: customersOut, ordersByCustomer, ordersByStatus, raw };
-});
+  return {
+    customers: customersOut,
+    ordersByCustomer: ordersByCustomerOut,
+    ordersByStatus: ordersByStatusOut,
+    raw,
+  };
+}
+
+const open = ({ ddb, tableName }) => model(DynamoDBDocumentClient.from(ddb), tableName);
+runWriter("toolbox", LAYOUT, { open, seed, gets: GETS, queries: QUERIES });
