@@ -275,6 +275,14 @@ pub struct EntityFile {
     /// own attributes store.
     #[schemars(with = "Option<KeyCaseFile>")]
     pub key_case: Option<Spanned<KeyCaseFile>>,
+    /// The entity as ElectroDB declares it: its service, entity name, version and composite
+    /// attributes. Its `keys` are then ElectroDB's, lowercased (`pk = "$lending#memberid_{memberId}"`,
+    /// `sk = "$loan_1#loanedat_{loanedAt}#loanid_{loanId}"`), written without escapes; its
+    /// `type_value` is the entity name, and `create` writes `__edb_v__`. The table's
+    /// `type_attribute` must be `__edb_e__`. Leave `keys`, `escape_keys`, `key_case`,
+    /// `type_value` and `constants` out.
+    #[schemars(with = "Option<ElectroDbFile>")]
+    pub electrodb: Option<Spanned<ElectroDbFile>>,
     /// The value of the table's `type_attribute` for this entity. Default: the entity's name.
     #[schemars(with = "Option<String>")]
     pub type_value: Option<Spanned<String>>,
@@ -314,6 +322,43 @@ pub struct EntityFile {
     /// if it did not exist. Default: `["public"]`.
     #[schemars(with = "Option<Vec<RuleFile>>")]
     pub allow: Option<Spanned<Vec<Spanned<RuleFile>>>>,
+}
+
+/// An ElectroDB entity's model, as its `new Entity({ model, attributes, indexes })` says.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ElectroDbFile {
+    /// `model.service`.
+    pub service: String,
+    /// `model.entity`.
+    pub entity: String,
+    /// `model.version`. Default `"1"`.
+    pub version: Option<String>,
+    /// The table index's `pk.composite`: fields, in order.
+    pub pk: Vec<String>,
+    /// The table index's `sk.composite`: fields, in order. Default: none.
+    #[serde(default)]
+    pub sk: Vec<String>,
+    /// The table index's `collection`, if it has one.
+    pub collection: Option<String>,
+    /// The key casing: `lower` (ElectroDB's default), `upper`, or `as_stored` (its `"none"`).
+    pub casing: Option<KeyCaseFile>,
+    /// The entity's secondary indexes, by DynamoDB index name (their `index`).
+    #[serde(default)]
+    pub indexes: BTreeMap<String, ElectroDbIndexFile>,
+}
+
+/// One of an ElectroDB entity's secondary indexes.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ElectroDbIndexFile {
+    /// `pk.composite`: fields, in order.
+    pub pk: Vec<String>,
+    /// `sk.composite`: fields, in order. Default: none.
+    #[serde(default)]
+    pub sk: Vec<String>,
+    /// The index's `collection`, if it has one.
+    pub collection: Option<String>,
 }
 
 /// The case keys are written in.

@@ -51,11 +51,17 @@ pub enum KeyCase {
 impl KeyCase {
     /// `text` in this case.
     pub fn apply<'t>(self, text: &'t str) -> Cow<'t, str> {
+        // Unicode's full mappings, as JavaScript's `toLowerCase` (ElectroDB's) applies them:
+        // titlecase letters such as `ᾈ` change too, so only ASCII text is let through unchanged.
         match self {
             KeyCase::AsStored => Cow::Borrowed(text),
-            KeyCase::Lower if !text.chars().any(char::is_uppercase) => Cow::Borrowed(text),
+            KeyCase::Lower if text.is_ascii() && !text.bytes().any(|b| b.is_ascii_uppercase()) => {
+                Cow::Borrowed(text)
+            }
             KeyCase::Lower => Cow::Owned(text.to_lowercase()),
-            KeyCase::Upper if !text.chars().any(char::is_lowercase) => Cow::Borrowed(text),
+            KeyCase::Upper if text.is_ascii() && !text.bytes().any(|b| b.is_ascii_lowercase()) => {
+                Cow::Borrowed(text)
+            }
             KeyCase::Upper => Cow::Owned(text.to_uppercase()),
         }
     }
@@ -778,6 +784,28 @@ mod tests {
             let key = t.render(values(&[("a", &a), ("b", &b)])).unwrap();
             let read = t.read(&key).unwrap();
             prop_assert_eq!(read, vec![("a", Cow::Borrowed(a.as_str())), ("b", Cow::Borrowed(b.as_str()))]);
+        }
+
+        /// A cased template reads back the values in its case (ElectroDB's lowercase keys), and
+        /// another casing of a value renders the same key, escaped or not.
+        #[test]
+        fn cased_values_round_trip_in_their_case(a in "[^#]*", b in "\\PC*") {
+            for (escaped, case) in [(false, KeyCase::Lower), (true, KeyCase::Lower), (false, KeyCase::Upper)] {
+                let text = "Loan#{a}#{b}";
+                let t = if escaped { KeyTemplate::parse(text) } else { KeyTemplate::parse_unescaped(text) }
+                    .unwrap()
+                    .with_case(case);
+                let key = t.render(values(&[("a", &a), ("b", &b)])).unwrap();
+                let read = t.read(&key).unwrap();
+                let (a, b) = (case.apply(&a).into_owned(), case.apply(&b).into_owned());
+                prop_assert_eq!(read, vec![("a", Cow::Borrowed(a.as_str())), ("b", Cow::Borrowed(b.as_str()))]);
+                // Another casing of the same values (ASCII's: Unicode's full mappings do not
+                // always return, `µ` uppercases to `Μ`, which lowercases to `μ`, in JavaScript
+                // as here).
+                let (upper, lower) = (a.to_ascii_uppercase(), b.to_ascii_lowercase());
+                let other = t.render(values(&[("a", &upper), ("b", &lower)])).unwrap();
+                prop_assert_eq!(other, key);
+            }
         }
 
         /// Any values, separators and escapes included, render to a key that reads back to them,

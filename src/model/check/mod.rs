@@ -38,6 +38,7 @@ use toml::{
 
 mod access;
 mod connections;
+mod electrodb;
 mod entities;
 mod fields;
 mod filters;

@@ -14,13 +14,14 @@ pub(super) fn check_text(text: &str, out: &mut Problems) -> Option<Model> {
         }
     };
     unknown_keys(doc.get_ref(), out);
-    let file: ModelFile = match toml::from_str(text) {
+    let mut file: ModelFile = match toml::from_str(text) {
         Ok(file) => file,
         Err(err) => {
             toml_error(&err, out);
             return None;
         }
     };
+    electrodb::expand(&mut file, out);
     Some(check_model(&file, doc.get_ref(), out))
 }
 

@@ -749,6 +749,17 @@ pub(super) fn cases() -> Vec<Case> {
             12,
             15,
         ),
+        one_table_with(
+            "an ElectroDB entity on a table without __edb_e__",
+            (
+                "keys = { PK = \"CUSTOMER#{username}\", SK = \"PROFILE\" }",
+                "electrodb = { service = \"shop\", entity = \"customer\", pk = [\"username\"] }",
+            ),
+            "",
+            "ElectroDB names each item's entity in `__edb_e__`, and table `Shop` has another `type_attribute`, or none",
+            11,
+            13,
+        ),
         case(
             "range on a number written as plain text",
             &format!(

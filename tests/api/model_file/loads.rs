@@ -118,3 +118,53 @@ fn every_example_model_checks_and_builds_a_schema() {
         "{checked:?}"
     );
 }
+
+/// An entity declared as ElectroDB declares it gets ElectroDB's own keys (electrodb 3's
+/// `_makeIndexPrefixes` and `_makeKey`): `$service#attribute_value…` partition keys, sort keys
+/// starting `$entity_version` (or `$collection#entity_version` in a collection), an index with
+/// no sort key carrying the entity part at the end of its partition key, labels from attribute
+/// names, all lowercased; its type value and `__edb_v__`. The table's own example keys are
+/// checked against ElectroDB itself by `tools::electrodb`.
+#[test]
+fn an_electrodb_entity_gets_electrodbs_keys() {
+    let text = r#"version = 1
+[tables.Lending]
+partition_key = "pk"
+sort_key = "sk"
+attributes = { pk = "S", sk = "S", gsi1pk = "S", gsi1sk = "S", gsi2pk = "S" }
+type_attribute = "__edb_e__"
+indexes.gsi1 = { partition_key = "gsi1pk", sort_key = "gsi1sk" }
+indexes.gsi2 = { partition_key = "gsi2pk" }
+
+[entities.Loan]
+table = "Lending"
+electrodb = { service = "Lending", entity = "loan", version = "2", pk = ["member"], sk = ["loanedAt", "loanId"], indexes = { gsi1 = { pk = ["member"], sk = ["loanedAt"], collection = "history" }, gsi2 = { pk = ["loanId"] } } }
+fields.member = { type = "String!", attribute = "memberId" }
+fields.loanId = { type = "String!" }
+fields.loanedAt = { type = "DateTime!", stored_as = "iso8601" }
+"#;
+    let model = model::parse("test.toml", text).unwrap_or_else(|e| panic!("{e}"));
+    let loan = &model.entities[0];
+    let templates: Vec<(&str, String)> = loan
+        .templates
+        .iter()
+        .map(|t| (t.attribute, t.template.to_string()))
+        .collect();
+    let want = [
+        ("pk", "$lending#memberid_{member}"),
+        ("sk", "$loan_2#loanedat_{loanedAt}#loanid_{loanId}"),
+        ("gsi1pk", "$lending#memberid_{member}"),
+        ("gsi1sk", "$history#loan_2#loanedat_{loanedAt}"),
+        ("gsi2pk", "$lending#loanid_{loanId}$loan_2"),
+    ];
+    for (attribute, template) in want {
+        assert!(
+            templates.contains(&(attribute, template.to_owned())),
+            "{attribute} = {template} in {templates:?}"
+        );
+    }
+    assert_eq!(templates.len(), want.len(), "{templates:?}");
+    assert!(loan.templates.iter().all(|t| !t.template.is_escaped()));
+    assert_eq!(loan.type_value.as_deref(), Some("loan"));
+    assert_eq!(loan.constants, [("__edb_v__".to_owned(), "2".to_owned())]);
+}
