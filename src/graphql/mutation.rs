@@ -37,7 +37,7 @@ use crate::{
     dynamo::{Item, Store, Updated},
     model::{
         Access, DefaultValue, Entity, EntityId, Field as ModelField, FieldId, FieldType, Generated,
-        Model, PartitionFrom, Read, Scalar, TemplateKey,
+        Model, PartitionFrom, Read, Scalar, TemplateKey, TimeFormat,
     },
     number::DynamoNumber,
 };
@@ -416,19 +416,13 @@ fn millisecond_now() -> chrono::DateTime<Utc> {
     chrono::DateTime::from_timestamp_millis(now).unwrap_or_default()
 }
 
-/// `time` as `field` stores it; a field stored in epoch seconds takes the whole second.
+/// `time` as `field` stores it, cut down to what its format holds (the whole second, or the day).
 fn clock_value(field: &ModelField, time: chrono::DateTime<Utc>) -> Option<AttributeValue> {
     let format = time_format(field)?;
-    let time = match format {
-        crate::model::TimeFormat::EpochSeconds => {
-            chrono::DateTime::from_timestamp(time.timestamp(), 0).unwrap_or(time)
-        }
-        _ => time,
-    };
-    values::write_time(format, time)
+    values::write_time(format, values::truncate_time(format, time))
 }
 
-fn time_format(field: &ModelField) -> Option<crate::model::TimeFormat> {
+fn time_format(field: &ModelField) -> Option<TimeFormat> {
     match field.ty {
         FieldType::Scalar(Scalar::DateTime(format)) => Some(format),
         _ => None,
@@ -536,9 +530,12 @@ async fn create_item(
         };
         attempt += 1;
         let field = &e.fields[*f];
-        // The next value the field can hold: a millisecond later, or a second.
+        // The next value the field can hold: a millisecond later, a second, or a day.
         *at += match time_format(field) {
-            Some(crate::model::TimeFormat::EpochSeconds) => chrono::Duration::seconds(1),
+            Some(TimeFormat::EpochSeconds | TimeFormat::Iso8601Seconds) => {
+                chrono::Duration::seconds(1)
+            }
+            Some(TimeFormat::Date) => chrono::Duration::days(1),
             _ => chrono::Duration::milliseconds(1),
         };
         if let Some(value) = clock_value(field, *at) {

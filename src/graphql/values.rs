@@ -122,9 +122,16 @@ fn read_time(format: TimeFormat, value: &AttributeValue) -> Result<DateTime<Utc>
         (TimeFormat::EpochSeconds, AttributeValue::N(n)) => {
             DateTime::from_timestamp(integer(n)?, 0).ok_or(Misfit)
         }
-        (TimeFormat::Iso8601, AttributeValue::S(s)) => DateTime::parse_from_rfc3339(s)
-            .map(|t| t.with_timezone(&Utc))
-            .map_err(|_| Misfit),
+        (TimeFormat::Iso8601 | TimeFormat::Iso8601Seconds, AttributeValue::S(s)) => {
+            DateTime::parse_from_rfc3339(s)
+                .map(|t| t.with_timezone(&Utc))
+                .map_err(|_| Misfit)
+        }
+        (TimeFormat::Date, AttributeValue::S(s)) => {
+            chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d")
+                .map(|d| d.and_time(chrono::NaiveTime::MIN).and_utc())
+                .map_err(|_| Misfit)
+        }
         _ => Err(Misfit),
     }
 }
@@ -305,7 +312,7 @@ pub fn scalar_input(
         (Scalar::Boolean, Value::Boolean(b)) => AttributeValue::Bool(*b),
         (Scalar::DateTime(format), value) => {
             let time = date_time(value).map_err(|m| format!("`{name}`: {m}"))?;
-            write_time(format, time).ok_or_else(|| invalid("a time in whole seconds"))?
+            write_time(format, time).ok_or_else(|| invalid(time_rule(format)))?
         }
         (Scalar::Bytes, Value::String(s)) => AttributeValue::B(Blob::new(
             STANDARD.decode(s).map_err(|_| invalid("base64"))?,
@@ -373,13 +380,40 @@ pub fn date_time(value: &Value) -> Result<DateTime<Utc>, String> {
     Ok(parsed)
 }
 
-/// A time as stored in `format`; `None` when epoch seconds would lose milliseconds.
+/// A time as stored in `format`; `None` when the format would lose part of it (milliseconds
+/// in whole seconds, the time of day in a date).
 pub fn write_time(format: TimeFormat, time: DateTime<Utc>) -> Option<AttributeValue> {
+    let whole_seconds = time.timestamp_subsec_millis() == 0;
     match format {
         TimeFormat::EpochMillis => Some(AttributeValue::N(time.timestamp_millis().to_string())),
-        TimeFormat::EpochSeconds => (time.timestamp_subsec_millis() == 0)
-            .then(|| AttributeValue::N(time.timestamp().to_string())),
+        TimeFormat::EpochSeconds => {
+            whole_seconds.then(|| AttributeValue::N(time.timestamp().to_string()))
+        }
         TimeFormat::Iso8601 => Some(AttributeValue::S(time_text(time))),
+        TimeFormat::Iso8601Seconds => whole_seconds
+            .then(|| AttributeValue::S(time.to_rfc3339_opts(SecondsFormat::Secs, true))),
+        TimeFormat::Date => (time.time() == chrono::NaiveTime::MIN)
+            .then(|| AttributeValue::S(time.format("%Y-%m-%d").to_string())),
+    }
+}
+
+/// What a time input must be to fit `format`, for messages.
+pub fn time_rule(format: TimeFormat) -> &'static str {
+    match format {
+        TimeFormat::EpochSeconds | TimeFormat::Iso8601Seconds => "a time in whole seconds",
+        TimeFormat::Date => "a date: a time at midnight UTC, such as \"2026-05-01T00:00:00Z\"",
+        TimeFormat::EpochMillis | TimeFormat::Iso8601 => "a time",
+    }
+}
+
+/// `time` cut down to what `format` holds (the whole second, or the day).
+pub fn truncate_time(format: TimeFormat, time: DateTime<Utc>) -> DateTime<Utc> {
+    match format {
+        TimeFormat::EpochSeconds | TimeFormat::Iso8601Seconds => {
+            DateTime::from_timestamp(time.timestamp(), 0).unwrap_or(time)
+        }
+        TimeFormat::Date => time.date_naive().and_time(chrono::NaiveTime::MIN).and_utc(),
+        TimeFormat::EpochMillis | TimeFormat::Iso8601 => time,
     }
 }
 
@@ -471,6 +505,13 @@ fn facet_value(template: &KeyTemplate, scalar: Scalar, text: String) -> Option<A
             read_sortable_integer(&text).map(|n| AttributeValue::N(n.to_string()))
         }
         Scalar::Int | Scalar::BigInt => text
+            .parse::<i64>()
+            .ok()
+            .map(|n| AttributeValue::N(n.to_string())),
+        Scalar::DateTime(format) if format.is_number() && template.is_escaped() => {
+            read_sortable_integer(&text).map(|n| AttributeValue::N(n.to_string()))
+        }
+        Scalar::DateTime(format) if format.is_number() => text
             .parse::<i64>()
             .ok()
             .map(|n| AttributeValue::N(n.to_string())),

@@ -388,7 +388,8 @@ pub struct FieldFile {
     /// The field's description in the schema.
     pub description: Option<String>,
     /// How the value is stored. `DateTime`: `epoch_millis` (N, the default), `epoch_seconds`
-    /// (N) or `iso8601` (S). Lists: `list` (L, the default) or `set` (SS, NS or BS).
+    /// (N), `iso8601` (S, with milliseconds), `iso8601_seconds` (S, whole seconds) or `date` (S,
+    /// `2026-05-01`). Lists: `list` (L, the default) or `set` (SS, NS or BS).
     #[schemars(with = "Option<StoredAsFile>")]
     pub stored_as: Option<Spanned<StoredAsFile>>,
     /// In create inputs: the value used when the input omits the field, which makes it
@@ -432,8 +433,13 @@ pub enum StoredAsFile {
     EpochMillis,
     /// N: seconds since 1970-01-01T00:00:00Z.
     EpochSeconds,
-    /// S: an ISO 8601 (RFC 3339) date-time.
+    /// S: an ISO 8601 (RFC 3339) date-time with milliseconds, as JavaScript's `toISOString()`
+    /// writes it (`2026-05-01T12:00:00.123Z`).
     Iso8601,
+    /// S: an RFC 3339 date-time in whole seconds (`2026-05-01T12:00:00Z`).
+    Iso8601Seconds,
+    /// S: a calendar date (`2026-05-01`), read as midnight UTC.
+    Date,
     /// L: a list.
     List,
     /// SS, NS or BS: a set (no duplicates, no order).

@@ -314,7 +314,9 @@ impl Scalar {
     pub fn key_type(self) -> Option<KeyType> {
         match self {
             Scalar::String | Scalar::Id | Scalar::Enum(_) => Some(KeyType::S),
-            Scalar::DateTime(TimeFormat::Iso8601) => Some(KeyType::S),
+            Scalar::DateTime(
+                TimeFormat::Iso8601 | TimeFormat::Iso8601Seconds | TimeFormat::Date,
+            ) => Some(KeyType::S),
             Scalar::Int
             | Scalar::BigInt
             | Scalar::Float
@@ -335,8 +337,19 @@ pub enum TimeFormat {
     EpochMillis,
     /// N: seconds since the Unix epoch.
     EpochSeconds,
-    /// S: RFC 3339.
+    /// S: RFC 3339 with milliseconds, in UTC (`2026-05-01T12:00:00.123Z`).
     Iso8601,
+    /// S: RFC 3339 in whole seconds, in UTC (`2026-05-01T12:00:00Z`).
+    Iso8601Seconds,
+    /// S: a calendar date (`2026-05-01`), midnight UTC.
+    Date,
+}
+
+impl TimeFormat {
+    /// Whether times are stored as numbers (N) rather than text (S).
+    pub fn is_number(self) -> bool {
+        matches!(self, TimeFormat::EpochMillis | TimeFormat::EpochSeconds)
+    }
 }
 
 /// A create input's fallback value.
@@ -744,6 +757,12 @@ impl Model {
                 integer(text).is_some_and(|n| i32::try_from(n).is_ok())
             }
             FieldType::Scalar(Scalar::BigInt) => integer(text).is_some(),
+            FieldType::Scalar(Scalar::DateTime(format)) if format.is_number() => {
+                integer(text).is_some()
+            }
+            FieldType::Scalar(Scalar::DateTime(TimeFormat::Date)) => {
+                chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d").is_ok()
+            }
             // RFC 3339's `T` and `Z`, whatever case the key is in.
             FieldType::Scalar(Scalar::DateTime(_)) => {
                 chrono::DateTime::parse_from_rfc3339(&text.to_ascii_uppercase()).is_ok()

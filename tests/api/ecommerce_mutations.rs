@@ -15,7 +15,7 @@ use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
 use dynarelay::dynamo::Item;
 use serde_json::{Value, json};
 
-use crate::helpers::{ModelApp, error_code, model_app, unique_prefix};
+use crate::helpers::{ModelApp, error_code, model_app};
 
 const MODEL: &str = "examples/ecommerce/dynarelay.toml";
 const TABLE: &str = "ECommerce";
@@ -627,11 +627,7 @@ mutations = { create = {}, update = {}, delete = {} }
 
 /// The help desk served on fresh tables.
 async fn desk() -> ModelApp {
-    let dir = std::env::temp_dir().join(format!("dynarelay-desk-{}", unique_prefix()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("dynarelay.toml");
-    std::fs::write(&path, DESK).unwrap();
-    model_app(path.to_str().unwrap()).await
+    crate::helpers::model_app_from(DESK).await
 }
 
 #[tokio::test]

@@ -167,12 +167,7 @@ async fn escaped_templates_do_not_read_keys_written_without_escapes() {
             .unwrap();
     let escaped = text.replace("escape_keys = false\n", "");
     assert_ne!(escaped, text);
-    let path = std::env::temp_dir().join(format!(
-        "dynarelay-tickets-escaped-{}.toml",
-        std::process::id()
-    ));
-    std::fs::write(&path, escaped).unwrap();
-    let app = model_app(path.to_str().unwrap()).await;
+    let app = crate::helpers::model_app_from(&escaped).await;
     write_items(&app).await;
     let (customer, _) = customer_and_orders(&app, "a#b@example.com").await;
     assert!(customer.is_null(), "{customer}");

@@ -27,6 +27,7 @@ mod foreign_keys;
 mod helpers;
 mod http;
 mod issuer;
+mod key_formats;
 mod limits;
 mod load;
 mod local_aws;

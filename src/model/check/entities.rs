@@ -384,7 +384,7 @@ impl<'f> Ctx<'f, '_> {
                             | Scalar::Enum(_)
                             | Scalar::Int
                             | Scalar::BigInt
-                            | Scalar::DateTime(TimeFormat::Iso8601)
+                            | Scalar::DateTime(_)
                     )
                 );
                 let primary = table.key.iter().any(|a| a.name == key_attr.name);
@@ -403,14 +403,18 @@ impl<'f> Ctx<'f, '_> {
                     )
                     .also(text.span(), "the template")
                     .hint(
-                        "facets are String, ID, enum, Int, BigInt, or DateTime stored as iso8601, \
-                         non-null in the table's keys (nullable only in an index's, which items \
-                         without the value are then not in)",
+                        "facets are String, ID, enum, Int, BigInt or DateTime, non-null in the \
+                         table's keys (nullable only in an index's, which items without the value \
+                         are then not in)",
                     );
                     continue;
                 }
                 if let Some(width) = template.pad(facet) {
-                    let integer = matches!(f.ty, FieldType::Scalar(Scalar::Int | Scalar::BigInt));
+                    let integer = match f.ty {
+                        FieldType::Scalar(Scalar::Int | Scalar::BigInt) => true,
+                        FieldType::Scalar(Scalar::DateTime(format)) => format.is_number(),
+                        _ => false,
+                    };
                     if escaped || !integer {
                         ok = false;
                         out.error(
@@ -424,7 +428,7 @@ impl<'f> Ctx<'f, '_> {
                                         .to_owned()
                                 } else {
                                     format!(
-                                        "`{facet}` is `{}`, not an integer",
+                                        "`{facet}` is `{}`, not an integer or a time stored as one",
                                         self.type_text(&f.ty, f.nullable)
                                     )
                                 }
@@ -434,7 +438,7 @@ impl<'f> Ctx<'f, '_> {
                             "padding is for keys other tools wrote: set `escape_keys = false`, or \
                              write the facet as `{name}`"
                         } else {
-                            "pad only Int and BigInt facets"
+                            "pad only Int, BigInt and epoch-stored DateTime facets"
                         });
                         continue;
                     }

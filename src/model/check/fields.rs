@@ -197,12 +197,14 @@ pub(super) fn scalar_storage(
         StoredAsFile::EpochMillis => TimeFormat::EpochMillis,
         StoredAsFile::EpochSeconds => TimeFormat::EpochSeconds,
         StoredAsFile::Iso8601 => TimeFormat::Iso8601,
+        StoredAsFile::Iso8601Seconds => TimeFormat::Iso8601Seconds,
+        StoredAsFile::Date => TimeFormat::Date,
         StoredAsFile::List | StoredAsFile::Set => {
             out.error(
                 stored_as.span(),
                 "`list` and `set` storage is for list fields",
             )
-            .hint("a DateTime is stored as epoch_millis, epoch_seconds or iso8601");
+            .hint("a DateTime is stored as epoch_millis, epoch_seconds, iso8601, iso8601_seconds or date");
             return None;
         }
     };
@@ -210,7 +212,7 @@ pub(super) fn scalar_storage(
         Some(Scalar::DateTime(format))
     } else {
         out.error(stored_as.span(), "`stored_as` with a time format is for DateTime fields")
-            .hint("only DateTime fields (epoch_millis, epoch_seconds, iso8601) and lists (list, set) choose their storage");
+            .hint("only DateTime fields (epoch_millis, epoch_seconds, iso8601, iso8601_seconds, date) and lists (list, set) choose their storage");
         None
     }
 }

@@ -329,12 +329,17 @@ impl<'f> Ctx<'f, '_> {
         };
         // Integers in keys other tools wrote are plain decimal text, which sorts as the numbers
         // only at one width: ranges need the facet padded (`{seq:08}`).
-        let plain = matches!(scalar, Scalar::Int | Scalar::BigInt)
-            && !template.template.is_escaped()
-            && template.template.pad(&f.name).is_none();
+        let integer = match scalar {
+            Scalar::Int | Scalar::BigInt => true,
+            Scalar::DateTime(format) => format.is_number(),
+            _ => false,
+        };
+        let plain =
+            integer && !template.template.is_escaped() && template.template.pad(&f.name).is_none();
         let alphabet: Option<&str> = match scalar {
-            Scalar::Int | Scalar::BigInt if plain => None,
-            Scalar::Int | Scalar::BigInt => Some("0123456789"),
+            _ if plain => None,
+            _ if integer => Some("0123456789"),
+            Scalar::DateTime(TimeFormat::Date) => Some("-0123456789"),
             Scalar::DateTime(_) => Some("+-.0123456789:TZ"),
             _ => None,
         };
@@ -411,12 +416,12 @@ impl<'f> Ctx<'f, '_> {
             }
         }
         if let Some(begins_with) = &sort.begins_with
-            && !matches!(scalar, Scalar::String | Scalar::Id | Scalar::DateTime(_))
+            && (integer || !matches!(scalar, Scalar::String | Scalar::Id | Scalar::DateTime(_)))
         {
             out.error(
                 begins_with.span(),
                 format!(
-                    "`begins_with` needs a text or DateTime facet; `{}` is `{}`",
+                    "`begins_with` needs a text facet, or a DateTime stored as text; `{}` is `{}`",
                     f.name,
                     self.type_text(&f.ty, f.nullable)
                 ),

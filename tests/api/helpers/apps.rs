@@ -233,6 +233,15 @@ pub struct ModelApp {
     pub router: Router,
 }
 
+/// Serves the model file `text` (written to a file of its own) on fresh tables.
+pub async fn model_app_from(text: &str) -> ModelApp {
+    let dir = std::env::temp_dir().join(format!("dynarelay-model-{}", unique_prefix()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("dynarelay.toml");
+    std::fs::write(&path, text).unwrap();
+    model_app(path.to_str().unwrap()).await
+}
+
 /// Serves the model file at `path` (relative to the crate root) on fresh tables.
 pub async fn model_app(path: &str) -> ModelApp {
     let model = load_model(path);

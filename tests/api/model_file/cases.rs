@@ -773,7 +773,7 @@ pub(super) fn cases() -> Vec<Case> {
         case(
             "padding a String facet",
             &foreign_orders("ORDER#{orderId:08}"),
-            "facet `orderId` of key template `ORDER#{orderId:08}` is padded to 8 digits, but `orderId` is `String!`, not an integer",
+            "facet `orderId` of key template `ORDER#{orderId:08}` is padded to 8 digits, but `orderId` is `String!`, not an integer or a time stored as one",
             18,
             43,
         ),
@@ -800,7 +800,7 @@ pub(super) fn cases() -> Vec<Case> {
             "begins_with on an Int facet",
             ("ORDER#{placedAt}#{orderId}", "ORDER#{count}#{orderId}"),
             &format!("{ORDERS}sort.begins_with = \"prefix\"\n"),
-            "`begins_with` needs a text or DateTime facet; `count` is `Int!`",
+            "`begins_with` needs a text facet, or a DateTime stored as text; `count` is `Int!`",
             26,
             20,
         ),
