@@ -48,6 +48,22 @@ async fn stamps(
         .collect()
 }
 
+/// Refetches every node of `nodes` (of type `typename`, each with its `id`) by global id, with
+/// `nodes(ids:)` a hundred at a time, and asserts each comes back with the `fields` it showed.
+async fn refetch_all(app: &ModelApp, typename: &str, nodes: &[Value], fields: &[&str]) {
+    assert!(!nodes.is_empty());
+    let query = format!(
+        "query($ids: [ID!]!) {{ nodes(ids: $ids) {{ ... on {typename} {{ {} }} }} }}",
+        fields.join(" ")
+    );
+    for chunk in nodes.chunks(100) {
+        let ids: Vec<&Value> = chunk.iter().map(|n| &n["id"]).collect();
+        let answer = app.graphql(&query, serde_json::json!({ "ids": ids })).await;
+        let want: Vec<Value> = chunk.iter().map(|n| pick(n, fields)).collect();
+        assert_eq!(answer["data"]["nodes"], Value::Array(want), "{answer}");
+    }
+}
+
 /// The strings at `field` of each object in `list`.
 fn texts(list: &Value, field: &str) -> Vec<String> {
     list.as_array()

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::{pick, stamps, text};
+use super::{pick, refetch_all, stamps, text};
 use crate::helpers::{all_nodes, merge, model_app, read_back, walk_matches, written_by};
 
 const MODEL: &str = "examples/onetable/dynarelay.toml";
@@ -43,6 +43,7 @@ async fn onetable_data_is_served_as_onetable_reads_it() {
     let seqs =
         |list: &[Value]| -> Vec<String> { list.iter().map(|i| i["seq"].to_string()).collect() };
 
+    let mut issues = Vec::new();
     for project in projects {
         let id = text(project, "id");
         let answer = app
@@ -80,6 +81,7 @@ async fn onetable_data_is_served_as_onetable_reads_it() {
                 (created, updated)
             );
         }
+        issues.extend(nodes);
         // A range of issue numbers, on the padded key.
         if want.len() > 10 {
             let (from, to) = (
@@ -102,6 +104,14 @@ async fn onetable_data_is_served_as_onetable_reads_it() {
             .await;
         }
     }
+
+    refetch_all(
+        &app,
+        "Issue",
+        &issues,
+        &["id", "projectId", "seq", "title", "state"],
+    )
+    .await;
 
     let issue_key = |i: &Value| format!("{}/{}", text(i, "projectId"), i["seq"]);
     for (state, want) in truth["issuesByState"].as_object().unwrap() {

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::{pick, stamps, text, texts};
+use super::{pick, refetch_all, stamps, text, texts};
 use crate::helpers::{merge, model_app, read_back, walk_matches, written_by};
 
 const MODEL: &str = "examples/toolbox/dynarelay.toml";
@@ -53,6 +53,7 @@ async fn dynamodb_toolbox_data_is_served_as_toolbox_reads_it() {
     let customers = truth["customers"].as_array().unwrap();
     assert_eq!(customers.len(), 8, "{truth}");
 
+    let mut orders = Vec::new();
     for customer in customers {
         let id = text(customer, "customerId");
         let answer = app
@@ -91,7 +92,16 @@ async fn dynamodb_toolbox_data_is_served_as_toolbox_reads_it() {
                 (created, modified)
             );
         }
+        orders.extend(nodes);
     }
+
+    refetch_all(
+        &app,
+        "Order",
+        &orders,
+        &["id", "customerId", "orderId", "placedAt", "total", "status"],
+    )
+    .await;
 
     let order_key = |o: &Value| format!("{}/{}", text(o, "customerId"), text(o, "orderId"));
     for (status, want) in truth["ordersByStatus"].as_object().unwrap() {
