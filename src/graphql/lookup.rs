@@ -1,10 +1,11 @@
 //! Root lookups: one item by the table's key (a GetItem, with the pages of its connections read
 //! at the same time), or through an index (a Query of at most two items: one is the answer, two
-//! are a fault in the data, never an arbitrary pick).
+//! are a fault in the data, never an arbitrary pick), which relations through an index share.
 
 use std::sync::Arc;
 
 use async_graphql::{dynamic::ResolverContext, futures_util};
+use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::{
     access,
@@ -15,7 +16,7 @@ use super::{
 use crate::{
     cursor::Key,
     dynamo::{Item, Keep, ReadPlan, ReadSpec, SortKeyCondition, Store},
-    model::{EntityId, Lookup, LookupIndex, Model, PartitionFrom, Projection, Read},
+    model::{EntityId, FieldId, Lookup, LookupIndex, Model, PartitionFrom, Projection, Read},
 };
 
 /// Reads a lookup's item by the table's key; reads the pages of selected connections whose
@@ -102,24 +103,45 @@ pub async fn by_key(
 /// entities under the same index key, before it answers with what it found.
 const INDEX_LOOKUP_BUDGET: usize = 100;
 
-/// Reads a lookup's item through its index: the index key its arguments make, exactly (the
-/// partition key, and the sort key when the index has one), keeping items of the entity only.
-/// An index that does not hold every attribute is followed by a read of the item itself.
+/// Reads a lookup's item through its index (see [`read_through_index`]), if the caller may see
+/// it.
 pub async fn through_index(
     ctx: &ResolverContext<'_>,
     model: &'static Model,
     lookup: &'static Lookup,
     via: &LookupIndex,
 ) -> Result<Option<Item>, ApiError> {
-    let entity = lookup.entity;
+    let given = resolve::key_args(
+        model,
+        lookup.entity,
+        &via.arguments,
+        ctx.args.as_index_map(),
+    )?;
+    let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
+    let item = read_through_index(store, model, lookup.entity, via, &given, &lookup.name).await?;
+    let caller = access::caller(ctx);
+    Ok(item.filter(|item| access::may_see(model, lookup.entity, item, &caller)))
+}
+
+/// The item of `entity` under the index key that the values `given` (by field) make through
+/// `via`, exactly (the partition key, and the sort key when the index has one), keeping items
+/// of the entity only; `what` names the lookup or relation in the log. An index that does not
+/// hold every attribute is followed by a read of the item itself. Whether the caller may see
+/// it is the caller's to decide.
+pub async fn read_through_index(
+    store: &Store,
+    model: &'static Model,
+    entity: EntityId,
+    via: &LookupIndex,
+    given: &[(FieldId, AttributeValue)],
+    what: &str,
+) -> Result<Option<Item>, ApiError> {
     let e = &model.entities[entity];
     let table = model.table_of(entity);
     let index = &table.indexes[via.index];
-    let given = resolve::key_args(model, entity, &via.arguments, ctx.args.as_index_map())?;
     let value = |f| given.iter().find(|(g, _)| *g == f).map(|(_, v)| v.clone());
     let key_value = |name: &str| match e.template_on(name) {
-        Some(template) => values::render(template, &e.fields, value)
-            .map(aws_sdk_dynamodb::types::AttributeValue::S),
+        Some(template) => values::render(template, &e.fields, value).map(AttributeValue::S),
         None => value(e.field_on(name)?),
     };
     let pk = index.key[0];
@@ -131,7 +153,6 @@ pub async fn through_index(
         }
         None => None,
     };
-    let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
     let spec = ReadSpec {
         table: store.tables().name(e.table),
         index: Some(&index.name),
@@ -153,24 +174,21 @@ pub async fn through_index(
     let mut rows = store.read_page(spec, plan).await?.rows;
     if rows.len() > 1 {
         tracing::error!(
-            lookup = lookup.name,
+            what,
             index = index.name,
-            "more than one item of the entity holds the index key the lookup was given"
+            "more than one item of the entity holds the index key it was given"
         );
         return Err(ApiError::Internal);
     }
     let Some(row) = rows.pop() else {
         return Ok(None);
     };
-    let item = if index.projection == Projection::All {
-        Some(row.record)
-    } else {
-        let key = Key::from_item(&row.record, table.key).map_err(|_| ApiError::Internal)?;
-        store
-            .get(e.table, &key)
-            .await?
-            .filter(|item| values::entity_of(model, &[entity], item).is_some())
-    };
-    let caller = access::caller(ctx);
-    Ok(item.filter(|item| access::may_see(model, entity, item, &caller)))
+    if index.projection == Projection::All {
+        return Ok(Some(row.record));
+    }
+    let key = Key::from_item(&row.record, table.key).map_err(|_| ApiError::Internal)?;
+    Ok(store
+        .get(e.table, &key)
+        .await?
+        .filter(|item| values::entity_of(model, &[entity], item).is_some()))
 }

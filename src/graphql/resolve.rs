@@ -722,13 +722,16 @@ pub fn key_args(
 }
 
 /// The key of a relation's target, from the fields of the item holding it; `None` when one of
-/// them is absent.
+/// them is absent, or when the relation finds its target through an index.
 pub fn relation_key(
     model: &Model,
     entity: EntityId,
     relation: &Relation,
     item: &Item,
 ) -> Option<Key> {
+    if relation.index.is_some() {
+        return None;
+    }
     let target = &model.entities[relation.target];
     let key = values::primary_key(model, relation.target, |f| {
         let at = target.key_fields.iter().position(|&k| k == f)?;
@@ -747,10 +750,43 @@ pub async fn follow(
     relation: &'static Relation,
     item: &Item,
 ) -> ApiResult<Option<Item>> {
+    let caller = access::caller(ctx);
+    if let Some(via) = &relation.index {
+        let given: Option<Vec<(FieldId, AttributeValue)>> = via
+            .arguments
+            .iter()
+            .zip(&relation.key)
+            .map(|(&target_field, &own)| {
+                values::field_value(model, entity, own, item)
+                    .map(|v| (target_field, v.into_owned()))
+            })
+            .collect();
+        let Some(given) = given else {
+            return missing(model, entity, relation);
+        };
+        let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
+        let found = crate::graphql::lookup::read_through_index(
+            store,
+            model,
+            relation.target,
+            via,
+            &given,
+            &relation.name,
+        )
+        .await?;
+        return match found {
+            Some(item) if access::may_see(model, relation.target, &item, &caller) => Ok(Some(item)),
+            Some(_) if relation.nullable => Ok(None),
+            Some(_) => Err(ApiError::Forbidden(format!(
+                "You may not see this `{}`.",
+                model.entities[relation.target].name
+            ))),
+            None => missing(model, entity, relation),
+        };
+    }
     let Some(key) = relation_key(model, entity, relation, item) else {
         return missing(model, entity, relation);
     };
-    let caller = access::caller(ctx);
     let hidden = || {
         if relation.nullable {
             Ok(None)
@@ -803,6 +839,8 @@ pub async fn prefetch_relations(
     let wanted: Vec<&Relation> = e
         .relations
         .iter()
+        // Targets found through an index are read one Query each, when resolved.
+        .filter(|r| r.index.is_none())
         .filter(|r| {
             look.field("edges").field("node").field(&r.name).exists()
                 || look.field("nodes").field(&r.name).exists()

@@ -463,6 +463,12 @@ pub struct RelationFile {
     /// Create mutations refuse an input whose target does not exist.
     #[serde(default)]
     pub check_on_create: bool,
+    /// Find the target through this index of its table rather than by its table key: `key`
+    /// then lists the fields giving the index key's facets (or fields), as the target's lookup
+    /// through that index takes them. As for such lookups, two targets under one index key are
+    /// an error, never an arbitrary pick.
+    #[schemars(with = "Option<String>")]
+    pub index: Option<Spanned<String>>,
 }
 
 /// A root field reading one item by its full key.

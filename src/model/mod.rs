@@ -398,10 +398,13 @@ pub struct Relation {
     pub target: EntityId,
     /// Null (rather than an error) when the target does not exist.
     pub nullable: bool,
-    /// This entity's fields holding the target's key, in the target table's key order.
+    /// This entity's fields holding the target's key, in the target table's key order (or, with
+    /// `index`, its index lookup's arguments' order).
     pub key: Vec<FieldId>,
     /// Create mutations refuse an input whose target does not exist.
     pub check_on_create: bool,
+    /// The target's index the target is found through, instead of its table key.
+    pub index: Option<LookupIndex>,
 }
 
 /// A root lookup: one item by its full key.

@@ -404,3 +404,38 @@ async fn fixed_leading_facets_select_exactly_one_section() {
         .await;
     }
 }
+
+/// A relation through an index: a sold ticket names its order by id only, and `order` finds it
+/// through `GSI1` (`ORDER#<orderId>`); an unsold ticket's order is null, as is one whose order
+/// does not exist.
+#[tokio::test]
+async fn a_relation_through_an_index_finds_its_target() {
+    let app = model_app(MODEL).await;
+    write_items(&app).await;
+    let mut sold = ticket("A", "1", Some("a#b@example.com"));
+    sold.insert("orderId".to_owned(), s("x#y"));
+    let mut lost = ticket("A", "3", Some("a#b@example.com"));
+    lost.insert("orderId".to_owned(), s("gone"));
+    app.store
+        .put_items(
+            &app.table("Tickets"),
+            vec![sold, ticket("A", "2", None), lost],
+        )
+        .await
+        .unwrap();
+    let answer = app
+        .graphql(
+            r#"{ seats(eventId: "e-1", first: 10) { nodes { seat order { orderId total customer { name } } } } }"#,
+            json!({}),
+        )
+        .await;
+    assert!(answer.get("errors").is_none(), "{answer}");
+    assert_eq!(
+        answer["data"]["seats"]["nodes"],
+        json!([
+            { "seat": "1", "order": { "orderId": "x#y", "total": "20.5", "customer": { "name": "A B" } } },
+            { "seat": "2", "order": null },
+            { "seat": "3", "order": null },
+        ])
+    );
+}

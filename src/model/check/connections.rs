@@ -126,7 +126,7 @@ impl<'f> Ctx<'f, '_> {
 
     /// A lookup's index: one of the entity's table, whose every key attribute the entity builds
     /// from its fields (a template, or a field on it).
-    fn lookup_index(
+    pub(super) fn lookup_index(
         &self,
         entity: EntityId,
         index: &Spanned<String>,

@@ -32,11 +32,31 @@ impl Ctx<'_, '_> {
         let key_attrs = info.table.key;
         let fields = file.key.get_ref();
         let target_entity = &self.entities[target].entity;
-        let templated = !target_entity.templates.is_empty();
+        let through = match &file.index {
+            Some(index) => Some(self.lookup_index(target, index, out)?),
+            None => None,
+        };
+        if let (Some(index), true) = (&file.index, file.check_on_create) {
+            out.error(
+                index.span(),
+                format!(
+                    "relation `{}` finds its target through an index, which `check_on_create` \
+                     cannot read in the create's conditional write",
+                    name.get_ref()
+                ),
+            )
+            .hint("leave `check_on_create` out, or relate through the target's table key");
+            return None;
+        }
+        // Through an index, the fields give the index lookup's arguments: facets or fields.
+        let templated = through.is_some() || !target_entity.templates.is_empty();
+        let target_keys: &[FieldId] = match &through {
+            Some(index) => &index.arguments,
+            None => &target_entity.key_fields,
+        };
         // What each relation field gives: a key attribute, or a facet of the target's key.
         let wanted: Vec<(String, KeyType)> = if templated {
-            target_entity
-                .key_fields
+            target_keys
                 .iter()
                 .filter_map(|&f| {
                     let field = &target_entity.fields[f];
@@ -58,8 +78,7 @@ impl Ctx<'_, '_> {
                 (
                     format!("entity `{target_name}` is keyed by"),
                     wanted.len(),
-                    target_entity
-                        .key_fields
+                    target_keys
                         .iter()
                         .map(|&f| target_entity.fields[f].name.clone())
                         .collect(),
@@ -118,6 +137,7 @@ impl Ctx<'_, '_> {
             nullable,
             key,
             check_on_create: file.check_on_create,
+            index: through,
         })
     }
 }

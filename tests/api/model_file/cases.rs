@@ -718,6 +718,13 @@ pub(super) fn cases() -> Vec<Case> {
             12,
         ),
         with_one_table(
+            "checking a relation through an index on create",
+            "\n[entities.Order.relations.self]\ntype = \"Order\"\nkey = [\"orderId\"]\nindex = \"GSI1\"\ncheck_on_create = true\n",
+            "relation `self` finds its target through an index, which `check_on_create` cannot read in the create's conditional write",
+            26,
+            9,
+        ),
+        with_one_table(
             "lookup through an unknown index",
             "\n[lookups.order]\nentity = \"Order\"\nindex = \"GSI2\"\n",
             "table `Shop` has no index `GSI2`",
