@@ -4,6 +4,7 @@
 
 pub mod access;
 pub mod connection;
+pub mod derived_keys;
 pub mod direct;
 pub mod documents;
 pub mod error;

@@ -24,6 +24,7 @@ use chrono::Utc;
 use super::{
     access::{self, Grant},
     connection::EdgeValue,
+    derived_keys::{field_list, rewritten_index_keys, type_attribute, write_derived},
     error::{ApiError, ApiResult},
     limits::FieldCosts,
     node::{loader, node_id, parse_node_id},
@@ -33,21 +34,17 @@ use super::{
 };
 use crate::{
     auth::Caller,
-    cursor::{CursorCodec, Key, KeyValue, MAX_KEY_VALUE_BYTES},
+    cursor::{CursorCodec, Key},
     dynamo::{Item, Store, Updated},
     model::{
         Access, DefaultValue, Entity, EntityId, Field as ModelField, FieldId, FieldType, Generated,
-        Model, PartitionFrom, Read, Scalar, TemplateKey, TimeFormat,
+        Model, PartitionFrom, Read, Scalar, TimeFormat,
     },
     number::DynamoNumber,
 };
 
 /// How many later milliseconds a create tries when a key field defaulted to now is taken.
 const CLOCK_RETRIES: i64 = 10;
-
-/// The most bytes DynamoDB allows in a string or binary sort key value (partition keys:
-/// [`MAX_KEY_VALUE_BYTES`]).
-const MAX_SORT_KEY_BYTES: usize = 1024;
 
 /// The `Mutation` root and the input and payload types of every generated mutation.
 pub fn types(model: &'static Model, costs: &mut FieldCosts) -> (Object, Vec<Type>) {
@@ -552,199 +549,6 @@ async fn create_item(
         item,
         entity: Some(entity),
     })
-}
-
-/// `fields` as a message names them: "`a`", "`a` and `b`".
-fn field_list(e: &Entity, fields: &[FieldId]) -> String {
-    let names: Vec<String> = fields
-        .iter()
-        .map(|&f| format!("`{}`", e.fields[f].name))
-        .collect();
-    names.join(" and ")
-}
-
-/// The attribute and value that tell `entity`'s items apart in a table with a type attribute.
-fn type_attribute(model: &Model, entity: EntityId) -> Option<(String, AttributeValue)> {
-    let attribute = model.table_of(entity).type_attribute.as_ref()?;
-    let value = model.entities[entity].type_value.as_ref()?;
-    Some((attribute.clone(), AttributeValue::S(value.clone())))
-}
-
-/// Writes into a new item of `entity` what the entity derives from its fields: every key it
-/// builds from a template (the primary key through [`values::primary_key`], index keys through
-/// [`values::render`]) and the table's type attribute. The facets stay attributes of their own.
-fn write_derived(model: &Model, entity: EntityId, item: &mut Item) -> ApiResult<()> {
-    let e = &model.entities[entity];
-    if !e.templates.is_empty() {
-        let value = |f: FieldId| item.get(&e.fields[f].attribute).cloned();
-        let Some(key) = values::primary_key(model, entity, value) else {
-            // Facets are non-null fields, which a create always has.
-            tracing::error!(entity = e.name, "a created item has no primary key");
-            return Err(ApiError::Internal);
-        };
-        let mut keys = Vec::with_capacity(e.templates.len());
-        for template in &e.templates {
-            // An index key with a nullable facet the input left null is not written: the item
-            // is then not in that (sparse) index.
-            if !template.primary
-                && index_partners(model, entity, template)
-                    .any(|t| sparse_without(e, t, |f| value(f).is_some()))
-            {
-                continue;
-            }
-            let rendered = match (template.primary, key.get(template.attribute)) {
-                (true, Some(KeyValue::S(rendered))) => Some(rendered.clone()),
-                (true, _) => None,
-                (false, _) => values::render(template, &e.fields, value),
-            }
-            .ok_or(ApiError::Internal)?;
-            check_key_length(model, entity, template, &rendered)?;
-            keys.push((template.attribute, rendered));
-        }
-        item.extend(key.to_attribute_map());
-        for (attribute, rendered) in keys {
-            item.insert(attribute.to_owned(), AttributeValue::S(rendered));
-        }
-    }
-    if let Some((attribute, value)) = type_attribute(model, entity) {
-        item.insert(attribute, value);
-    }
-    for (attribute, value) in &e.constants {
-        item.insert(attribute.clone(), AttributeValue::S(value.clone()));
-    }
-    Ok(())
-}
-
-/// The index key templates of `entity` that share an index with `template` (itself included):
-/// an index's keys are written, rewritten and removed together.
-fn index_partners<'m>(
-    model: &'m Model,
-    entity: EntityId,
-    template: &'m TemplateKey,
-) -> impl Iterator<Item = &'m TemplateKey> {
-    let e = &model.entities[entity];
-    let indexes = &model.table_of(entity).indexes;
-    e.templates.iter().filter(move |t| {
-        !t.primary
-            && (t.attribute == template.attribute
-                || indexes.iter().any(|i| {
-                    i.key.iter().any(|a| a.name == t.attribute)
-                        && i.key.iter().any(|a| a.name == template.attribute)
-                }))
-    })
-}
-
-/// Index keys an update writes (attribute, new value), and those it removes.
-type IndexKeyChanges = (Vec<(String, AttributeValue)>, Vec<String>);
-
-/// Whether `template` has a nullable facet that `has` says has no value: such an index key is
-/// not written, and the item is not in the (sparse) index.
-fn sparse_without(e: &Entity, template: &TemplateKey, has: impl Fn(FieldId) -> bool) -> bool {
-    template
-        .facets
-        .iter()
-        .any(|&f| e.fields[f].nullable && !has(f))
-}
-
-/// The index keys an update must rewrite: every index key `entity` builds from a template with
-/// a facet among `changed`, rendered from the new values and, for its other facets, the
-/// values in the item's primary key. Refused, naming them, when other facets are missing: the
-/// update names the fields it needs and reads the item (`stored`) for them; an item that does
-/// not hold them either is refused, naming them. Index keys with a facet among `cleared`
-/// (nullable facets set to null) are removed instead: the item leaves those sparse indexes.
-/// Returns the keys to set and the keys to remove, or (without `stored`) the fields to read.
-fn rewritten_index_keys(
-    model: &Model,
-    entity: EntityId,
-    key: &Key,
-    changed: &[(FieldId, AttributeValue)],
-    cleared: &[FieldId],
-    stored: Option<&Item>,
-) -> ApiResult<Result<IndexKeyChanges, Vec<FieldId>>> {
-    let e = &model.entities[entity];
-    let key_item: Item = key.to_attribute_map();
-    let is_changed = |f: &FieldId| changed.iter().any(|(c, _)| c == f);
-    let value = |f: FieldId| -> Option<AttributeValue> {
-        match changed.iter().find(|(c, _)| *c == f) {
-            Some((_, v)) => Some(v.clone()),
-            None if e.key_fields.contains(&f) => {
-                values::field_value(model, entity, f, &key_item).map(Cow::into_owned)
-            }
-            None => stored
-                .and_then(|item| values::field_value(model, entity, f, item).map(Cow::into_owned)),
-        }
-    };
-    let mut keys = Vec::new();
-    let mut removed = Vec::new();
-    for template in e.templates.iter().filter(|t| !t.primary) {
-        let partners = || index_partners(model, entity, template);
-        if partners().any(|t| t.facets.iter().any(|f| cleared.contains(f))) {
-            removed.push(template.attribute.to_owned());
-            continue;
-        }
-        // Rewritten when its own facets change, or when a nullable facet of its index's other
-        // key is given (the item may be entering the sparse index, which needs both keys).
-        let entering = partners().any(|t| {
-            t.facets
-                .iter()
-                .any(|f| is_changed(f) && e.fields[*f].nullable)
-        });
-        if !template.facets.iter().any(is_changed) && !entering {
-            continue;
-        }
-        let missing: Vec<FieldId> = template
-            .facets
-            .iter()
-            .copied()
-            .filter(|&f| value(f).is_none())
-            .collect();
-        if !missing.is_empty() && stored.is_none() {
-            return Ok(Err(missing));
-        }
-        if !missing.is_empty() {
-            let given: Vec<FieldId> = template.facets.iter().copied().filter(is_changed).collect();
-            return Err(bad(format!(
-                "Changing {} rewrites a key that is also made of {}: give {} as well.",
-                field_list(e, &given),
-                field_list(e, &missing),
-                if missing.len() == 1 { "it" } else { "them" }
-            )));
-        }
-        let rendered = values::render(template, &e.fields, value).ok_or(ApiError::Internal)?;
-        check_key_length(model, entity, template, &rendered)?;
-        keys.push((template.attribute.to_owned(), AttributeValue::S(rendered)));
-    }
-    Ok(Ok((keys, removed)))
-}
-
-/// Refuses a key rendered from `template` that is longer than DynamoDB allows for its attribute
-/// (less for a sort key of the table or of an index than for a partition key).
-fn check_key_length(
-    model: &Model,
-    entity: EntityId,
-    template: &TemplateKey,
-    rendered: &str,
-) -> ApiResult<()> {
-    let table = model.table_of(entity);
-    let sort_key = std::iter::once(table.key)
-        .chain(table.indexes.iter().map(|i| i.key))
-        .any(|key| key.get(1).is_some_and(|a| a.name == template.attribute));
-    let limit = if sort_key {
-        MAX_SORT_KEY_BYTES
-    } else {
-        MAX_KEY_VALUE_BYTES
-    };
-    if rendered.len() <= limit {
-        return Ok(());
-    }
-    let (verb, pronoun) = match template.facets.len() {
-        1 => ("is", "it"),
-        _ => ("are", "them"),
-    };
-    Err(bad(format!(
-        "{} {verb} too long for a key: the key made of {pronoun} must be at most {limit} bytes.",
-        field_list(&model.entities[entity], &template.facets),
-    )))
 }
 
 /// The cursor of a created item of `entity` in the unfiltered connection `connection` of
