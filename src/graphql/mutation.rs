@@ -38,7 +38,7 @@ use crate::{
     dynamo::{Item, Store, Updated},
     model::{
         Access, DefaultValue, Entity, EntityId, Field as ModelField, FieldId, FieldType, Generated,
-        Model, PartitionFrom, Read, Scalar, TimeFormat,
+        Model, PartitionFrom, Read, Scalar, TextFormat, TimeFormat,
     },
     number::DynamoNumber,
 };
@@ -334,8 +334,19 @@ fn check(field: &ModelField, value: &Value) -> ApiResult<()> {
                 "`{name}` must be at most {max} characters long."
             )));
         }
-        if checks.email && !looks_like_email(s) {
+        if checks.format == Some(TextFormat::Email) && !looks_like_email(s) {
             return Err(bad(format!("`{name}` must be an email address.")));
+        }
+        if let Some(TextFormat::Id(format)) = checks.format
+            && !format.is_valid(s)
+        {
+            return Err(bad(format!(
+                "`{name}` must be a {}.",
+                match format {
+                    crate::model::sortable_id::SortableId::Ulid => "ULID",
+                    crate::model::sortable_id::SortableId::Ksuid => "KSUID",
+                }
+            )));
         }
     }
     if checks.min.is_some() || checks.max.is_some() {

@@ -410,6 +410,26 @@ fn plan<'a>(
                         Value::String(s) => Some(AttributeValue::S(s.clone())),
                         _ => return Err(bad(format!("`{}` must be a string.", argument.name))),
                     }
+                } else if let Some(format) = field.sortable_id() {
+                    // A time, as the smallest id of it (`min`) or the largest (`max`).
+                    match given {
+                        Value::Null => None,
+                        given => {
+                            let time = values::date_time(given)
+                                .map_err(|m| bad(format!("`{}`: {m}", argument.name)))?;
+                            let upper = sort.max.as_ref().is_some_and(|m| m.name == argument.name);
+                            let id =
+                                format
+                                    .bound(time.timestamp_millis(), upper)
+                                    .ok_or_else(|| {
+                                        bad(format!(
+                                            "`{}` is outside the times an id can hold.",
+                                            argument.name
+                                        ))
+                                    })?;
+                            Some(AttributeValue::S(id))
+                        }
+                    }
                 } else {
                     argument_value(model, field, &argument.name, given)?
                 };

@@ -506,9 +506,14 @@ fn connection_arguments(model: &Model, connection: &Connection) -> Vec<InputValu
                 Some(_) => TypeRef::STRING,
                 None => scalar_name(model, scalar),
             };
+            // An id that sorts by time takes a range of times.
+            let bound = match node.fields[sort.field].sortable_id() {
+                Some(_) => "DateTime",
+                None => scalar_name(model, scalar),
+            };
             for (a, ty) in [
-                (&sort.min, scalar_name(model, scalar)),
-                (&sort.max, scalar_name(model, scalar)),
+                (&sort.min, bound),
+                (&sort.max, bound),
                 (&sort.begins_with, prefix),
             ] {
                 if let Some(a) = a {

@@ -416,7 +416,9 @@ pub struct FieldFile {
     /// Inputs: the most characters a string may have.
     #[schemars(with = "Option<u32>")]
     pub max_length: Option<Spanned<u32>>,
-    /// Inputs: a string format to check. Only `email` exists.
+    /// A string format: `email` (inputs must look like an email address), or `ulid` or `ksuid`
+    /// (inputs must be such an id; ids of these formats sort by the time they were made, so a
+    /// sort key holding them takes `min` and `max` as times).
     #[schemars(with = "Option<String>")]
     pub format: Option<Spanned<String>>,
     /// Who may read this field, besides seeing its item; for others it is null with a

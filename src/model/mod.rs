@@ -13,6 +13,7 @@
 
 pub mod check;
 pub mod file;
+pub mod sortable_id;
 pub mod template;
 
 use smallvec::SmallVec;
@@ -383,8 +384,28 @@ pub struct InputChecks {
     pub min_length: Option<u32>,
     /// Most characters.
     pub max_length: Option<u32>,
-    /// Must look like an email address.
-    pub email: bool,
+    /// A text format the value must have.
+    pub format: Option<TextFormat>,
+}
+
+/// A format of text values: checked on input, and for ids that sort by time, what lets a key
+/// holding them take a range of times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextFormat {
+    /// Something, `@`, something.
+    Email,
+    /// A ULID or a KSUID.
+    Id(sortable_id::SortableId),
+}
+
+impl Field {
+    /// The id format of a field whose values sort by time, if it has one.
+    pub fn sortable_id(&self) -> Option<sortable_id::SortableId> {
+        match self.checks.format {
+            Some(TextFormat::Id(format)) => Some(format),
+            _ => None,
+        }
+    }
 }
 
 /// A field resolving to another entity by the key its fields hold.

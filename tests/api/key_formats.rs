@@ -1,12 +1,14 @@
 //! Times in keys as other tools write them: plain dates (`DAY#2026-05-01`), epoch milliseconds
-//! zero-padded to 13 digits (`AT#1714564800000`), and RFC 3339 in whole seconds
-//! (`T#2026-05-01T12:00:00Z`). Items are written with the plain SDK in those forms; ranges on
+//! zero-padded to 13 digits (`AT#1714564800000`), RFC 3339 in whole seconds
+//! (`T#2026-05-01T12:00:00Z`), and ULIDs, whose text sorts by time (`N#01HW…`). Items are written with the plain SDK in those forms; ranges on
 //! each select exactly the items in range at every page size both ways, and the mutations write
 //! the same forms.
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use chrono::{DateTime, Duration, SecondsFormat, Utc};
 use serde_json::{Value, json};
+
+use dynarelay::model::sortable_id::SortableId;
 
 use crate::helpers::{ModelApp, merge, model_app_from, walk_matches};
 
@@ -41,6 +43,19 @@ escape_keys = false
 fields.sensorId = { type = "String!" }
 fields.at = { type = "DateTime!", stored_as = "iso8601_seconds" }
 mutations = { create = {} }
+
+[entities.Note]
+table = "Log"
+keys = { PK = "NOTE#{sensorId}", SK = "N#{noteId}" }
+escape_keys = false
+fields.sensorId = { type = "String!" }
+fields.noteId = { type = "ID!", format = "ulid" }
+fields.kind = { type = "String!" }
+
+[connections.notes]
+entity = "Note"
+partition = { argument = "sensorId" }
+sort = { min = "from", max = "until" }
 
 [connections.days]
 entity = "Day"
@@ -104,6 +119,20 @@ async fn seeded() -> ModelApp {
             ("_type", s("Event".into())),
             ("sensorId", s("s-1".into())),
             ("at", s(seconds)),
+        ]);
+    }
+    // Notes keyed by ULIDs of the same times (KSUIDs alike: both sort by time), each with a
+    // tail that is not the smallest.
+    for (i, t) in times().into_iter().enumerate() {
+        let ulid = SortableId::Ulid.bound(t.timestamp_millis(), false).unwrap();
+        let id = format!("{}{:016}", &ulid[..10], i * 7919);
+        items.push(vec![
+            ("PK", s("NOTE#s-1".into())),
+            ("SK", s(format!("N#{id}"))),
+            ("_type", s("Note".into())),
+            ("sensorId", s("s-1".into())),
+            ("noteId", s(id)),
+            ("kind", s(iso(t))),
         ]);
     }
     let items = items
@@ -212,6 +241,16 @@ async fn times_stored_as_dates_epoch_digits_and_whole_seconds_take_exact_ranges(
         .map(|d| iso(*d))
         .collect();
     walk(&app, "days", "day", json!({ "prefix": "2026-05" }), &may).await;
+    // Notes keyed by ULIDs: a range of times is the range of their ids.
+    let want: Vec<String> = all.iter().filter(|t| within(t)).map(|t| iso(*t)).collect();
+    walk(
+        &app,
+        "notes",
+        "kind",
+        json!({ "from": iso(from), "until": iso(until) }),
+        &want,
+    )
+    .await;
 }
 
 /// The mutations write each form as the others are stored, and refuse a time the form cannot

@@ -335,27 +335,47 @@ pub(super) fn input_checks(ty: &FieldType, file: &FieldFile, out: &mut Problems)
             format!("`max_length` {hi} is below `min_length` {lo}"),
         );
     }
-    let email = match &file.format {
-        None => false,
-        Some(format) if format.get_ref() != "email" => {
-            out.error(
-                format.span(),
-                format!("unknown format `{}`", format.get_ref()),
-            )
-            .hint("only `format = \"email\"` exists");
-            false
+    let format = match &file.format {
+        None => None,
+        Some(format) => {
+            let parsed = match format.get_ref().as_str() {
+                "email" => Some(TextFormat::Email),
+                "ulid" => Some(TextFormat::Id(SortableId::Ulid)),
+                "ksuid" => Some(TextFormat::Id(SortableId::Ksuid)),
+                _ => None,
+            };
+            match parsed {
+                None => {
+                    out.error(
+                        format.span(),
+                        format!("unknown format `{}`", format.get_ref()),
+                    )
+                    .hint("`format` is \"email\", \"ulid\" or \"ksuid\"");
+                    None
+                }
+                Some(TextFormat::Email) if scalar != Some(Scalar::String) => {
+                    out.error(
+                        format.span(),
+                        "`format = \"email\"` is for String fields only",
+                    );
+                    None
+                }
+                Some(TextFormat::Id(_)) if !matches!(scalar, Some(Scalar::String | Scalar::Id)) => {
+                    out.error(
+                        format.span(),
+                        "`ulid` and `ksuid` are for String and ID fields only",
+                    );
+                    None
+                }
+                parsed => parsed,
+            }
         }
-        Some(format) if scalar != Some(Scalar::String) => {
-            out.error(format.span(), "`format` is for String fields only");
-            false
-        }
-        Some(_) => true,
     };
     InputChecks {
         min,
         max,
         min_length,
         max_length,
-        email,
+        format,
     }
 }

@@ -56,13 +56,14 @@ use super::{
     Access, Argument, Collection, Connection, CreateMutation, DefaultValue, Entity, EntityId,
     EnumType, Field, FieldId, FieldType, Filter, FilterOp, Generated, Index, InputChecks, Lookup,
     LookupIndex, Model, Mutation, Mutations, Order, Partition, PartitionFrom, Projection, Read,
-    Relation, Scalar, SortCondition, Table, TableId, TemplateKey, TimeFormat, TypeTest,
+    Relation, Scalar, SortCondition, Table, TableId, TemplateKey, TextFormat, TimeFormat, TypeTest,
     file::{
         ArgumentFile, ConnectionFile, EntityFile, EnumValuesFile, FieldFile, IndexFile,
         IndexKindFile, KeyCaseFile, KeyTypeFile, ModelFile, MutationFile, PageSizeFile,
         ProjectionFile, ProjectionKindFile, RelationFile, StoredAsFile, TableFile,
     },
     leak_shape, leak_str,
+    sortable_id::SortableId,
     template::{KeyCase, KeyTemplate},
 };
 use crate::{

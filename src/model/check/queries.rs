@@ -341,8 +341,32 @@ impl<'f> Ctx<'f, '_> {
             _ if integer => Some("0123456789"),
             Scalar::DateTime(TimeFormat::Date) => Some("-0123456789"),
             Scalar::DateTime(_) => Some("+-.0123456789:TZ"),
+            // Ids that sort by time: ranges of times are ranges of ids.
+            Scalar::String | Scalar::Id => match f.sortable_id() {
+                Some(SortableId::Ulid) => {
+                    Some("0123456789ABCDEFGHJKMNPQRSTVWXYZabcdefghjkmnpqrstvwxyz")
+                }
+                Some(SortableId::Ksuid) => {
+                    Some("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+                }
+                None => None,
+            },
             _ => None,
         };
+        if f.sortable_id() == Some(SortableId::Ksuid)
+            && template.template.case() != KeyCase::AsStored
+            && (sort.min.is_some() || sort.max.is_some())
+        {
+            out.error(
+                span.clone(),
+                format!(
+                    "KSUIDs sort by time only as written: key template `{}` changes their case",
+                    template.template
+                ),
+            )
+            .hint("leave `key_case` out, or give no `min` and `max`");
+            return None;
+        }
         let mut ok = true;
         if sort.min.is_some() || sort.max.is_some() {
             let at = sort
@@ -375,7 +399,7 @@ impl<'f> Ctx<'f, '_> {
                             self.type_text(&f.ty, f.nullable)
                         ),
                     )
-                    .hint("ranges work on Int, BigInt and DateTime facets; use `begins_with` for text");
+                    .hint("ranges work on Int, BigInt and DateTime facets, and on ids that sort by time (`format = \"ulid\"` or `\"ksuid\"`); use `begins_with` for text");
                     ok = false;
                 }
                 Some(alphabet) => {

@@ -228,6 +228,13 @@ pub(super) fn cases() -> Vec<Case> {
             43,
         ),
         with_base(
+            "a ULID format on a number",
+            "fields.rank = { type = \"Int\", format = \"ulid\" }\n",
+            "`ulid` and `ksuid` are for String and ID fields only",
+            10,
+            40,
+        ),
+        with_base(
             "unknown format",
             "fields.email = { type = \"String\", format = \"phone\" }\n",
             "unknown format `phone`",
