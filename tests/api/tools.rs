@@ -16,7 +16,27 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use chrono::{DateTime, SecondsFormat};
 use serde_json::Value;
 
-use crate::helpers::ModelApp;
+use crate::helpers::{ModelApp, all_nodes};
+
+/// Every node of the Scan connection `field` (selecting `selection`), read to its end at 1, 7,
+/// 20 and 100 items a page (Scans read forward only), each size giving the same nodes; sorted
+/// by the text at `key`.
+async fn scanned(app: &ModelApp, field: &str, selection: &str, key: &str) -> Vec<Value> {
+    let query = format!(
+        "query($first: Int, $after: String) {{ {field}(first: $first, after: $after) {{
+           nodes {{ {selection} }} pageInfo {{ hasNextPage endCursor }} }} }}"
+    );
+    let mut first: Option<Vec<Value>> = None;
+    for size in [1, 7, 20, 100] {
+        let mut nodes = all_nodes(|paging| app.graphql(&query, paging), &[field], size).await;
+        nodes.sort_by_key(|n| text(n, key));
+        match &first {
+            None => first = Some(nodes),
+            Some(earlier) => assert_eq!(&nodes, earlier, "{field}, {size} a page"),
+        }
+    }
+    first.unwrap_or_default()
+}
 
 /// Two times every item of a table holds (a tool's creation and change stamps), as the API
 /// writes times, by the item's key (`keys`: partition and sort key attributes), from a plain

@@ -4,8 +4,8 @@
 
 use serde_json::{Value, json};
 
-use super::{pick, refetch_all, text, texts};
-use crate::helpers::{ModelApp, all_nodes, merge, model_app, read_back, walk_matches, written_by};
+use super::{pick, refetch_all, scanned, text, texts};
+use crate::helpers::{ModelApp, merge, model_app, read_back, walk_matches, written_by};
 
 const MODEL: &str = "examples/electrodb/dynarelay.toml";
 
@@ -106,19 +106,7 @@ async fn electrodb_data_is_served_as_electrodb_reads_it() {
     }
 
     // Members, by a Scan that keeps members only.
-    let mut scanned = all_nodes(
-        |paging| {
-            app.graphql(
-                "query($first: Int, $after: String) { members(first: $first, after: $after) {
-                   nodes { memberId name city } pageInfo { hasNextPage endCursor } } }",
-                paging,
-            )
-        },
-        &["members"],
-        3,
-    )
-    .await;
-    scanned.sort_by_key(|m| text(m, "memberId"));
+    let scanned = scanned(&app, "members", "memberId name city", "memberId").await;
     let mut want: Vec<Value> = members
         .iter()
         .map(|m| json!({ "memberId": m["memberId"], "name": m["name"], "city": m["city"] }))

@@ -4,8 +4,8 @@
 
 use serde_json::{Value, json};
 
-use super::{pick, refetch_all, stamps, text};
-use crate::helpers::{all_nodes, merge, model_app, read_back, walk_matches, written_by};
+use super::{pick, refetch_all, scanned, stamps, text};
+use crate::helpers::{merge, model_app, read_back, walk_matches, written_by};
 
 const MODEL: &str = "examples/onetable/dynarelay.toml";
 
@@ -132,22 +132,11 @@ async fn onetable_data_is_served_as_onetable_reads_it() {
     }
 
     // Projects by a Scan: OneTable's `_unique#…` items are skipped.
-    let mut got: Vec<String> = all_nodes(
-        |paging| {
-            app.graphql(
-                "query($first: Int, $after: String) { projects(first: $first, after: $after) {
-                   nodes { projectId } pageInfo { hasNextPage endCursor } } }",
-                paging,
-            )
-        },
-        &["projects"],
-        5,
-    )
-    .await
-    .iter()
-    .map(|p| text(p, "projectId"))
-    .collect();
-    got.sort();
+    let got: Vec<String> = scanned(&app, "projects", "projectId", "projectId")
+        .await
+        .iter()
+        .map(|p| text(p, "projectId"))
+        .collect();
     let mut want: Vec<String> = projects.iter().map(|p| text(p, "id")).collect();
     want.sort();
     assert_eq!(got, want);

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::{pick, refetch_all, stamps, text, texts};
+use super::{pick, refetch_all, scanned, stamps, text, texts};
 use crate::helpers::{merge, model_app, read_back, walk_matches, written_by};
 
 const MODEL: &str = "examples/toolbox/dynarelay.toml";
@@ -102,6 +102,16 @@ async fn dynamodb_toolbox_data_is_served_as_toolbox_reads_it() {
         &["id", "customerId", "orderId", "placedAt", "total", "status"],
     )
     .await;
+
+    // Customers, by a Scan that keeps customers only.
+    let got: Vec<String> = scanned(&app, "customers", "customerId", "customerId")
+        .await
+        .iter()
+        .map(|c| text(c, "customerId"))
+        .collect();
+    let mut want: Vec<String> = customers.iter().map(|c| text(c, "customerId")).collect();
+    want.sort();
+    assert_eq!(got, want);
 
     let order_key = |o: &Value| format!("{}/{}", text(o, "customerId"), text(o, "orderId"));
     for (status, want) in truth["ordersByStatus"].as_object().unwrap() {
