@@ -30,16 +30,20 @@
 //!   that Queries with `Limit = first` until the page is full;
 //! - page 1 against page 1000 of the long partition, and the time dynarelay adds to each.
 //!
-//! Beside the shop, it measures the single-table example (`examples/ecommerce/dynarelay.toml`):
-//! a second server of the same binary, on the same DynamoDB Local with a table prefix of its
-//! own, serves one customer shaped like the long user (as many orders as the long user has
-//! purchases, written raw through the SDK, and a few addresses). Two of its pages are timed in
-//! the same loops as the shop's page, and loaded in the same CPU rounds: `customer { orders }`,
-//! the shop page's twin (one entity type in a shared partition), and `customer { activity }`,
-//! the item collection of addresses, the profile and orders. Their rows follow the shop page's,
-//! with the ratio to it: p50, p99, server CPU per page (issue 16's target: within 10%), and the
-//! DynamoDB calls per page by operation, counted from each server's `/metrics` over a walk of
-//! consecutive pages (the shop page's counted the same way).
+//! Beside the shop, it measures the single-table examples, each served by a server of its own
+//! of the same binary, on the same DynamoDB Local with a table prefix of its own, and each with
+//! one owner shaped like the long user (as many items as the long user has purchases, written
+//! raw through the SDK): the ecommerce example (`examples/ecommerce/dynarelay.toml`), a customer
+//! with orders and a few addresses; the ElectroDB example (`examples/electrodb/dynarelay.toml`),
+//! a member with loans, and the OneTable example (`examples/onetable/dynarelay.toml`), a project
+//! with issues, both written byte for byte as those libraries store them. Their pages are timed
+//! in the same loops as the shop's page, and loaded in the same CPU rounds: `customer { orders }`,
+//! the shop page's twin (one entity type in a shared partition), `customer { activity }`, the
+//! item collection of addresses, the profile and orders, `member { loans }` and
+//! `project { issues }`. Their rows follow the shop page's, with the ratio to it: p50, p99,
+//! server CPU per page (target: within 10%), and the DynamoDB calls per page by operation,
+//! counted from each server's `/metrics` over a walk of consecutive pages (the shop page's
+//! counted the same way).
 //!
 //! With `DYNARELAY_BENCH_BASELINE` naming another dynarelay binary (`scripts/bench --baseline
 //! REV` builds one from a git revision), that binary is started too, on the same tables and the
@@ -49,8 +53,8 @@
 //! server's with the ratio current / baseline (start to ready, idle RSS, page p50 and p99, the
 //! time added per page, CPU per page). `DYNARELAY_BENCH_REV` and `DYNARELAY_BENCH_BASELINE_REV`,
 //! when set, say which commits the two binaries were built from; the table's heading prints
-//! them with each binary's path and `--version`. The baseline predates the single-table example,
-//! so its rows have no baseline columns: the current binary serves them.
+//! them with each binary's path and `--version`. The baseline predates the single-table examples,
+//! so their rows have no baseline columns: the current binary serves them.
 //!
 //! The Node reference: with `DYNARELAY_BENCH_PEER` naming its `server.mjs` (`scripts/bench`
 //! copies `../shared/bench-peer` to `target/bench-peer` and installs its dependencies there), it
@@ -67,9 +71,10 @@
 //! stderr at once) and everything else is measured as before.
 //!
 //! This file holds the run, measure by measure; its parts are in `compare/`: the seeded tables
-//! (`seed.rs`), the servers (`server.rs`), their `/graphql` and `/metrics` (`api.rs`), the same
-//! calls sent directly (`direct.rs`), the delaying proxy (`proxy.rs`), CPU and RSS (`cpu.rs`), the
-//! SDK floor (`floor.rs`), the Node reference (`peer.rs`), statistics (`stats.rs`) and the table
+//! (`seed.rs`), the single-table examples' servers and pages (`examples.rs`), the servers
+//! (`server.rs`), their `/graphql` and `/metrics` (`api.rs`), the same calls sent directly
+//! (`direct.rs`), the delaying proxy (`proxy.rs`), CPU and RSS (`cpu.rs`), the SDK floor
+//! (`floor.rs`), the Node reference (`peer.rs`), statistics (`stats.rs`) and the table
 //! (`table.rs`).
 
 /// The tests' token issuer: test-only RSA keys and a JWKS served on loopback, for the shop's
@@ -87,6 +92,8 @@ mod api;
 mod cpu;
 #[path = "compare/direct.rs"]
 mod direct;
+#[path = "compare/examples.rs"]
+mod examples;
 #[path = "compare/floor.rs"]
 mod floor;
 #[path = "compare/peer.rs"]
@@ -118,10 +125,11 @@ use serde_json::json;
 use api::{Api, PageShape, Timers, calls_text};
 use cpu::{cpu_rounds, rss_kib, ticks_to_duration};
 use direct::Direct;
+use examples::{Examples, to_shop};
 use floor::{FloorRuntime, sdk_floor};
 use peer::{Peer, peer_failed, peer_row};
 use proxy::DelayProxy;
-use seed::{ShopNames, seed, seed_ecommerce};
+use seed::{ShopNames, seed};
 use server::{Binary, Server};
 use stats::{interleaved, mean, median, ms, percentile, ratio};
 use table::{print_table, quotient, row};
@@ -157,37 +165,6 @@ const SHOP_PAGE: PageShape = PageShape {
     name: "`user { purchases(first: 20) }`",
     filtered: true,
 };
-/// The shop page's twin on the single-table example: one entity type in a shared partition,
-/// the same four kinds of field (a time, a decimal, an enum, an integer) and the same `status`
-/// filter variable.
-const ORDERS_PAGE: PageShape = PageShape {
-    query: "query($u: String!, $after: String, $status: OrderStatus) {
-  customer(username: $u) { orders(first: 20, after: $after, status: $status) {
-    edges { cursor node { placedAt total status itemCount } }
-    pageInfo { hasNextPage endCursor } } } }",
-    lookup: "customer",
-    connection: "orders",
-    name: "single table: `customer { orders(first: 20) }`",
-    filtered: true,
-};
-/// The item collection of the single-table example: addresses, the profile and orders in one
-/// connection of a union, the orders with the same fields as [`ORDERS_PAGE`].
-const ACTIVITY_PAGE: PageShape = PageShape {
-    query: "query($u: String!, $after: String) {
-  customer(username: $u) { activity(first: 20, after: $after) {
-    edges { cursor node { __typename
-      ... on Order { placedAt total status itemCount }
-      ... on Address { label }
-      ... on Customer { name } } }
-    pageInfo { hasNextPage endCursor } } } }",
-    lookup: "customer",
-    connection: "activity",
-    name: "single table: `customer { activity(first: 20) }`, the item collection",
-    filtered: false,
-};
-/// The single-table example's customer: as many orders as [`LONG_USER`] has purchases.
-const CUSTOMER: &str = LONG_USER;
-
 /// Consecutive pages walked, from the first, to count DynamoDB calls per page.
 const CALL_PAGES: usize = 50;
 /// The shop page on the Node reference (`DYNARELAY_BENCH_PEER`): the same fields as
@@ -244,27 +221,8 @@ async fn run() -> anyhow::Result<()> {
     let seeding = Instant::now();
     seed(&Store::new(client.clone(), tables), &names).await?;
     eprintln!("seeded in {:.1} s", seeding.elapsed().as_secs_f64());
-    // The single-table example, under a prefix of its own.
-    let ecommerce_prefix = format!("{prefix}ecommerce_");
-    let ecommerce = model::load(Path::new(ECOMMERCE_MODEL))?;
-    let ecommerce_tables = Tables::new(&ecommerce, &ecommerce_prefix);
-    tables::create_missing(
-        &client,
-        &ecommerce,
-        &ecommerce_tables,
-        Duration::from_secs(60),
-    )
-    .await?;
-    let seeding = Instant::now();
-    seed_ecommerce(
-        &Store::new(client.clone(), ecommerce_tables),
-        &format!("{ecommerce_prefix}ECommerce"),
-    )
-    .await?;
-    eprintln!(
-        "seeded the single-table example in {:.1} s",
-        seeding.elapsed().as_secs_f64()
-    );
+    // The single-table examples, each under a prefix of its own.
+    examples::seed_all(&client, &prefix).await?;
 
     let server = Server::start(&binary.path, &endpoint, &prefix, SHOP_MODEL)?;
     let ready = server.wait_ready().await?;
@@ -281,15 +239,8 @@ async fn run() -> anyhow::Result<()> {
         }
         None => None,
     };
-    // The single-table example's server, started last so that it competes with no start-up.
-    let ecommerce_server =
-        Server::start(&binary.path, &endpoint, &ecommerce_prefix, ECOMMERCE_MODEL)?;
-    let ecommerce_ready = ecommerce_server.wait_ready().await?;
-    eprintln!(
-        "single-table example serve: pid {}, ready in {}",
-        ecommerce_server.pid(),
-        ms(ecommerce_ready)
-    );
+    // The single-table examples' servers, started last so that they compete with no start-up.
+    let examples = Examples::start(&binary.path, &endpoint, &prefix).await?;
     // The secure shop, verifying tokens against a JWKS served here on loopback.
     let token_issuer = issuer::TestIssuer::start().await;
     let secure_server = Server::start_with(
@@ -375,20 +326,8 @@ async fn run() -> anyhow::Result<()> {
         shape: SHOP_PAGE,
         token: None,
     });
-    // The single-table example's two pages, from the same server.
-    let ecommerce_url = format!("http://{}/graphql", ecommerce_server.address);
-    let orders_api = Arc::new(Api {
-        http: api.http.clone(),
-        url: ecommerce_url.clone(),
-        shape: ORDERS_PAGE,
-        token: None,
-    });
-    let activity_api = Arc::new(Api {
-        http: api.http.clone(),
-        url: ecommerce_url,
-        shape: ACTIVITY_PAGE,
-        token: None,
-    });
+    // The single-table examples' pages, two of them from the ecommerce example's server.
+    let example_pages = examples.pages(&api.http);
     // The shop page on the secure model, as the page's user: one RS256 token, as a browser
     // session sends the same token with every request.
     let secure_token = token_issuer.mint(&issuer::with(
@@ -427,13 +366,13 @@ async fn run() -> anyhow::Result<()> {
 
     // Latency, one request at a time, interleaved so that drift affects all alike. The pages
     // through dynarelay (the shop page; with a baseline, the baseline's; the single-table
-    // example's two) are timed in an order that changes from sample to sample, so that each
+    // examples') are timed in an order that changes from sample to sample, so that each
     // goes before each other as often as after.
     // The Node reference's page is timed in the same order, when it runs.
     let mut pages: Vec<(&Api, &str)> = vec![(&api, LONG_USER)];
     pages.extend(base_api.as_ref().map(|base| (base, LONG_USER)));
-    let (orders_at, activity_at) = (pages.len(), pages.len() + 1);
-    pages.extend([(&*orders_api, CUSTOMER), (&*activity_api, CUSTOMER)]);
+    let examples_at = pages.len();
+    pages.extend(example_pages.iter().map(|page| (&*page.api, page.owner)));
     let peer_at = peer_api.as_ref().map(|peer_api| {
         pages.push((&**peer_api, LONG_USER));
         pages.len() - 1
@@ -443,7 +382,7 @@ async fn run() -> anyhow::Result<()> {
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut added, mut health) = (Vec::new(), Vec::new());
     let (mut via_base, mut base_added) = (Vec::new(), Vec::new());
-    let (mut via_orders, mut via_activity) = (Vec::new(), Vec::new());
+    let mut via_examples = vec![Vec::new(); example_pages.len()];
     let mut timers_before = Timers::default();
     for i in 0..WARM_UP + SAMPLES {
         if i == WARM_UP {
@@ -480,8 +419,9 @@ async fn run() -> anyhow::Result<()> {
                 via_base.push(b);
                 base_added.push(b.as_secs_f64() - c.as_secs_f64());
             }
-            via_orders.push(times[orders_at]);
-            via_activity.push(times[activity_at]);
+            for (j, samples) in via_examples.iter_mut().enumerate() {
+                samples.push(times[examples_at + j]);
+            }
             if let (Some(k), None) = (peer_at, &peer_down) {
                 via_peer.push(times[k]);
             }
@@ -512,30 +452,16 @@ async fn run() -> anyhow::Result<()> {
             Some(percentile(&mut via_base, 0.99)),
         )
     };
-    let (orders_p50, orders_p99) = (
-        percentile(&mut via_orders, 0.5),
-        percentile(&mut via_orders, 0.99),
-    );
-    let (activity_p50, activity_p99) = (
-        percentile(&mut via_activity, 0.5),
-        percentile(&mut via_activity, 0.99),
-    );
+    let example_latency: Vec<_> = via_examples
+        .iter_mut()
+        .map(|samples| (percentile(samples, 0.5), percentile(samples, 0.99)))
+        .collect();
     let peer_latency = (peer_down.is_none() && !via_peer.is_empty()).then(|| {
         (
             percentile(&mut via_peer, 0.5),
             percentile(&mut via_peer, 0.99),
         )
     });
-    // The single-table example's pages beside the shop page, with the ratio to it.
-    let to_shop = |shape: PageShape, what: &str, value: String, ratio: String, note: &str| {
-        row(
-            format!("{}, {what}", shape.name),
-            value,
-            "",
-            ratio,
-            format!("ratio: / the shop page's{note}"),
-        )
-    };
     let added_p50 = median(&mut added);
     let base_added_p50 = (!base_added.is_empty()).then(|| median(&mut base_added));
     let at_most = |note: &str| {
@@ -559,8 +485,14 @@ async fn run() -> anyhow::Result<()> {
         )
         .beside(base_p50.map(|b| (ms(b), quotient(api_p50, b)))),
     );
-    for (shape, p50) in [(ORDERS_PAGE, orders_p50), (ACTIVITY_PAGE, activity_p50)] {
-        rows.push(to_shop(shape, "p50", ms(p50), quotient(p50, api_p50), ""));
+    for (page, &(p50, _)) in example_pages.iter().zip(&example_latency) {
+        rows.push(to_shop(
+            page.api.shape,
+            "p50",
+            ms(p50),
+            quotient(p50, api_p50),
+            "",
+        ));
     }
     rows.push(peer_row(
         "page of 20, p50, against the Node reference (1 client)",
@@ -625,8 +557,14 @@ async fn run() -> anyhow::Result<()> {
         )
         .beside(base_p99.map(|b| (ms(b), quotient(api_p99, b)))),
     );
-    for (shape, p99) in [(ORDERS_PAGE, orders_p99), (ACTIVITY_PAGE, activity_p99)] {
-        rows.push(to_shop(shape, "p99", ms(p99), quotient(p99, api_p99), ""));
+    for (page, &(_, p99)) in example_pages.iter().zip(&example_latency) {
+        rows.push(to_shop(
+            page.api.shape,
+            "p99",
+            ms(p99),
+            quotient(p99, api_p99),
+            "",
+        ));
     }
     rows.push(peer_row(
         "page of 20, p99, against the Node reference (1 client)",
@@ -685,11 +623,12 @@ async fn run() -> anyhow::Result<()> {
     ));
 
     // Server CPU per page at a fixed concurrency, from /proc. The load runs in rounds, each
-    // page's in turn (the shop page; with a baseline, the baseline's; the single-table example's
-    // two), in an order that changes from round to round as in the latency loop, so that drift
-    // affects all alike. A page's server is read before and after each of that page's rounds,
-    // and its CPU is what those windows add up to: the single-table example's two pages share
-    // one server, and no server is charged for the time it idles during another's rounds.
+    // page's in turn (the shop page; with a baseline, the baseline's; the secure shop's; the
+    // single-table examples'), in an order that changes from round to round as in the latency
+    // loop, so that drift affects all alike. A page's server is read before and after each of
+    // that page's rounds, and its CPU is what those windows add up to: the ecommerce example's
+    // two pages share one server, and no server is charged for the time it idles during
+    // another's rounds.
     let api = Arc::new(api);
     let mut loaded = vec![(server.pid(), Arc::clone(&api), LONG_USER)];
     if let (Some((base, _)), Some(base_api)) = (&base_server, base_api) {
@@ -697,9 +636,12 @@ async fn run() -> anyhow::Result<()> {
     }
     let secure_at = loaded.len();
     loaded.push((secure_server.pid(), Arc::clone(&secure_api), LONG_USER));
-    let (orders_at, activity_at) = (loaded.len(), loaded.len() + 1);
-    loaded.push((ecommerce_server.pid(), Arc::clone(&orders_api), CUSTOMER));
-    loaded.push((ecommerce_server.pid(), Arc::clone(&activity_api), CUSTOMER));
+    let examples_at = loaded.len();
+    loaded.extend(
+        example_pages
+            .iter()
+            .map(|page| (page.pid, Arc::clone(&page.api), page.owner)),
+    );
     // The Node reference's rounds take their turn with the others'.
     let peer_load = match (&peer, &peer_api) {
         (Some(peer), Some(peer_api)) if peer_down.is_none() => {
@@ -770,7 +712,7 @@ async fn run() -> anyhow::Result<()> {
         ))
     } else {
         format!(
-            "{}; {CPU_ROUNDS} rounds, alternating with the secure shop's, the single-table pages'{}",
+            "{}; {CPU_ROUNDS} rounds, alternating with the secure shop's, the single-table examples' pages'{}",
             rate(walls[0]),
             if peer_at.is_some() {
                 " and the Node reference's"
@@ -805,12 +747,10 @@ async fn run() -> anyhow::Result<()> {
         ),
     ));
     drop((secure_api, secure_server, token_issuer));
-    for (shape, cpu, wall) in [
-        (ORDERS_PAGE, per_page[orders_at], walls[orders_at]),
-        (ACTIVITY_PAGE, per_page[activity_at], walls[activity_at]),
-    ] {
+    for (j, page) in example_pages.iter().enumerate() {
+        let (cpu, wall) = (per_page[examples_at + j], walls[examples_at + j]);
         rows.push(to_shop(
-            shape,
+            page.api.shape,
             &format!("server CPU per page ({CONCURRENCY} clients)"),
             micros(cpu),
             quotient(cpu, per_page[0]),
@@ -877,10 +817,10 @@ async fn run() -> anyhow::Result<()> {
         "",
         format!("pages 1 to {CALL_PAGES}, counted from /metrics"),
     ));
-    for page_api in [&orders_api, &activity_api] {
-        let calls = page_api.calls_per_page(CUSTOMER).await?;
+    for page in &example_pages {
+        let calls = page.api.calls_per_page(page.owner).await?;
         rows.push(to_shop(
-            page_api.shape,
+            page.api.shape,
             "DynamoDB calls per page",
             calls_text(&calls),
             quotient(
@@ -890,7 +830,7 @@ async fn run() -> anyhow::Result<()> {
             ", all calls; one Query per page, as the shop page",
         ));
     }
-    drop((orders_api, activity_api, ecommerce_server));
+    drop((example_pages, examples));
 
     // DynamoDB work per filled page at 2% selectivity.
     let (ours_calls, ours_items) = api.filtered_walk(SPARSE_USER).await?;
@@ -980,8 +920,3 @@ const SHOP_MODEL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/shop/dyn
 /// The shop with rules on who may see what, on the same tables: its page is the shop page,
 /// sent with an RS256 token of the page's user.
 const SECURE_MODEL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/shop/secure.toml");
-/// The single-table example, served by a second server.
-const ECOMMERCE_MODEL: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/examples/ecommerce/dynarelay.toml"
-);

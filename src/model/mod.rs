@@ -787,9 +787,9 @@ impl Model {
             FieldType::Scalar(Scalar::DateTime(TimeFormat::Date)) => {
                 chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d").is_ok()
             }
-            // RFC 3339's `T` and `Z`, whatever case the key is in.
+            // chrono reads RFC 3339's `T` and `Z` in either case, as a lowercased key has them.
             FieldType::Scalar(Scalar::DateTime(_)) => {
-                chrono::DateTime::parse_from_rfc3339(&text.to_ascii_uppercase()).is_ok()
+                chrono::DateTime::parse_from_rfc3339(text).is_ok()
             }
             FieldType::Scalar(Scalar::Enum(e))
                 if template.case() == template::KeyCase::AsStored =>
