@@ -7,7 +7,8 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{Value, json};
 
 use crate::helpers::{
-    ModelApp, TestIssuer, auth_model_app, graphql_with_token, load_model, merge, walk_matches, with,
+    GroundQuery, ModelApp, TestIssuer, auth_model_app, graphql_with_token, load_model, merge,
+    query_all, walk_matches, with,
 };
 
 const MODEL: &str = "examples/amplify/dynarelay.toml";
@@ -61,6 +62,13 @@ async fn ask(app: &ModelApp, user: &User, query: &str, vars: Value) -> Value {
         .body
 }
 
+const ORDERS_ALL: &str = r#"query($owner: String!, $first: Int, $after: String, $last: Int, $before: String) {
+  orders(owner: $owner, first: $first, after: $after, last: $last, before: $before) {
+    edges { cursor node { orderId status createdAt } }
+    pageInfo { hasNextPage hasPreviousPage startCursor endCursor }
+  }
+}"#;
+
 const ORDERS: &str = r#"query($owner: String!, $status: OrderStatus!, $from: DateTime, $until: DateTime,
     $first: Int, $after: String, $last: Int, $before: String) {
   ordersInStatus(owner: $owner, status: $status, createdFrom: $from, createdUntil: $until,
@@ -70,53 +78,92 @@ const ORDERS: &str = r#"query($owner: String!, $status: OrderStatus!, $from: Dat
   }
 }"#;
 
-/// An owner sees their orders through the index, by status and time, with the status fixed and
-/// a time range, walked at every page size both ways; the owner rule reads Amplify's
+/// Every owner sees their orders through the index, by status and time and with the status
+/// fixed and a time range, walked at every page size both ways against DynamoDB's own reads of
+/// the index; owners hold 0, 1, 20, 21, 100 and 250 orders, with ties on the index's sort key,
+/// usernames with spaces, `#`, uppercase and unicode. The owner rule reads Amplify's
 /// `<sub>::<username>` from the token's claims, so nobody else's orders or lookups show; and an
 /// order created and updated through the API is written as Amplify writes one.
 #[tokio::test]
 async fn amplify_data_is_served_to_its_owners() {
     let issuer = TestIssuer::start().await;
     let (app, _) = auth_model_app(load_model(MODEL), &issuer).await;
-    let alice = user(&issuer, "a-sub", "alice", &[]).await;
-    let bob = user(&issuer, "b-sub", "bob", &[]).await;
+    let owners = [
+        ("z-sub", "nobody", 0),
+        ("o-sub", "Ünï Cödé", 1),
+        ("t-sub", "twenty#20", 20),
+        ("u-sub", "TWENTY ONE", 21),
+        ("h-sub", "日本 hundred", 100),
+        ("a-sub", "alice", 250),
+    ];
+    let mut users = Vec::new();
     let mut items = Vec::new();
-    let mut shipped = Vec::new();
-    for i in 0..30 {
-        let status = ["PLACED", "SHIPPED", "DELIVERED"][i % 3];
-        let at = format!("2026-05-01T12:{:02}:00.{:03}Z", i, i * 7);
-        let id = format!("o-{i:02}");
-        if status == "SHIPPED" {
-            shipped.push((id.clone(), at.clone()));
+    for (n, (sub, username, count)) in owners.into_iter().enumerate() {
+        let caller = user(&issuer, sub, username, &[]).await;
+        for i in 0..count {
+            let status = ["PLACED", "SHIPPED", "DELIVERED"][(i * 7 + n) % 3];
+            // Every fourth order shares its time with the one before: ties on `status#createdAt`.
+            let minute = i - usize::from(i % 4 == 3);
+            let at = format!("2026-05-01T{:02}:{:02}:00.000Z", minute / 60, minute % 60);
+            items.push(order(
+                &format!("{sub}-{i:03}"),
+                &caller.owner,
+                status,
+                &at,
+                "10.5",
+            ));
         }
-        items.push(order(&id, &alice.owner, status, &at, "10.5"));
-        items.push(order(&format!("b-{i:02}"), &bob.owner, status, &at, "3"));
+        users.push((caller, count));
     }
     app.store.put_items(&app.table(TABLE), items).await.unwrap();
+    let (alice, bob) = (&users[5].0, &users[1].0);
 
-    let (from, until) = (shipped[2].1.clone(), shipped[6].1.clone());
-    for (extra, want) in [
-        (
-            json!({}),
-            shipped.iter().map(|(id, _)| id.clone()).collect::<Vec<_>>(),
-        ),
-        (
-            json!({ "from": from, "until": until }),
-            shipped[2..=6].iter().map(|(id, _)| id.clone()).collect(),
-        ),
-    ] {
-        let vars = merge(json!({ "owner": alice.owner, "status": "SHIPPED" }), extra);
+    for (caller, count) in &users {
+        let ids = |orders: Vec<(String, String)>| -> Vec<String> {
+            orders.into_iter().map(|(id, _)| id).collect()
+        };
+        let all = ids(indexed(&app, &caller.owner, None).await);
+        assert_eq!(all.len(), *count);
+        let vars = json!({ "owner": caller.owner });
         walk_matches(
-            |paging| ask(&app, &alice, ORDERS, merge(vars.clone(), paging)),
+            |paging| ask(&app, caller, ORDERS_ALL, merge(vars.clone(), paging)),
+            &["orders"],
+            |node| node["orderId"].as_str().unwrap().to_owned(),
+            &all,
+            &format!("{}'s orders", caller.owner),
+        )
+        .await;
+        let shipped = ids(indexed(&app, &caller.owner, Some("SHIPPED")).await);
+        let vars = json!({ "owner": caller.owner, "status": "SHIPPED" });
+        walk_matches(
+            |paging| ask(&app, caller, ORDERS, merge(vars.clone(), paging)),
             &["ordersInStatus"],
             |node| node["orderId"].as_str().unwrap().to_owned(),
-            &want,
-            &format!("alice's orders {vars}"),
+            &shipped,
+            &format!("{}'s shipped orders", caller.owner),
         )
         .await;
     }
 
-    // Bob's orders are not Alice's to list, nor to look up.
+    // A time range within one status, on Alice's orders.
+    let shipped = indexed(&app, &alice.owner, Some("SHIPPED")).await;
+    let (from, until) = (shipped[10].1.clone(), shipped[40].1.clone());
+    let want: Vec<String> = shipped
+        .iter()
+        .filter(|(_, at)| *at >= from && *at <= until)
+        .map(|(id, _)| id.clone())
+        .collect();
+    let vars = json!({ "owner": alice.owner, "status": "SHIPPED", "from": from, "until": until });
+    walk_matches(
+        |paging| ask(&app, alice, ORDERS, merge(vars.clone(), paging)),
+        &["ordersInStatus"],
+        |node| node["orderId"].as_str().unwrap().to_owned(),
+        &want,
+        "alice's shipped orders in a time range",
+    )
+    .await;
+
+    // Another owner's orders are not Alice's to list, nor to look up.
     let answer = ask(
         &app,
         &alice,
@@ -129,13 +176,13 @@ async fn amplify_data_is_served_to_its_owners() {
         "{answer}"
     );
     let lookup = "query($id: ID!) { order(orderId: $id) { orderId owner total } }";
-    let answer = ask(&app, &alice, lookup, json!({ "id": "o-01" })).await;
+    let answer = ask(&app, alice, lookup, json!({ "id": "a-sub-001" })).await;
     assert_eq!(
         answer["data"]["order"],
-        json!({ "orderId": "o-01", "owner": "a-sub::alice", "total": 10.5 }),
+        json!({ "orderId": "a-sub-001", "owner": "a-sub::alice", "total": 10.5 }),
         "{answer}"
     );
-    let answer = ask(&app, &alice, lookup, json!({ "id": "b-01" })).await;
+    let answer = ask(&app, alice, lookup, json!({ "id": "o-sub-000" })).await;
     assert_eq!(answer["data"]["order"], Value::Null, "{answer}");
 
     // Created and updated through the API, as Amplify would: the owner from the token, the
@@ -205,4 +252,39 @@ async fn stored(app: &ModelApp, id: &str) -> dynarelay::dynamo::Item {
         .into_iter()
         .find(|item| item["id"].as_s().unwrap() == id)
         .unwrap_or_else(|| panic!("no order {id}"))
+}
+
+/// An owner's orders (id and `createdAt`) in DynamoDB's own order of the index `byOwner`, all
+/// of them or those in `status`, read with plain SDK Queries.
+async fn indexed(app: &ModelApp, owner: &str, status: Option<&str>) -> Vec<(String, String)> {
+    let table = app.table(TABLE);
+    let mut values = vec![(":o", AttributeValue::S(owner.to_owned()))];
+    let (condition, names): (&str, &[(&str, &str)]) = match status {
+        Some(status) => {
+            values.push((":s", AttributeValue::S(format!("{status}#"))));
+            (
+                "#o = :o AND begins_with(#k, :s)",
+                &[("#o", "owner"), ("#k", "status#createdAt")],
+            )
+        }
+        None => ("#o = :o", &[("#o", "owner")]),
+    };
+    let query = GroundQuery {
+        table: &table,
+        index: Some("byOwner"),
+        condition,
+        names,
+        values: &values,
+        forward: true,
+    };
+    query_all(app.client(), &query)
+        .await
+        .iter()
+        .map(|i| {
+            (
+                i["id"].as_s().unwrap().clone(),
+                i["createdAt"].as_s().unwrap().clone(),
+            )
+        })
+        .collect()
 }
