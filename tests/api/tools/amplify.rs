@@ -166,7 +166,7 @@ async fn amplify_data_is_served_to_its_owners() {
     // Another owner's orders are not Alice's to list, nor to look up.
     let answer = ask(
         &app,
-        &alice,
+        alice,
         ORDERS,
         json!({ "owner": bob.owner, "status": "SHIPPED", "first": 5 }),
     )
@@ -189,7 +189,7 @@ async fn amplify_data_is_served_to_its_owners() {
     // times, `__typename` and the composite key.
     let created = ask(
         &app,
-        &alice,
+        alice,
         "mutation { createOrder(input: { orderId: \"new\", status: PLACED, total: 7.25 }) { order { owner createdAt updatedAt } } }",
         json!({}),
     )
@@ -206,7 +206,7 @@ async fn amplify_data_is_served_to_its_owners() {
     );
     let id = ask(
         &app,
-        &alice,
+        alice,
         "{ order(orderId: \"new\") { id } }",
         json!({}),
     )
@@ -214,7 +214,7 @@ async fn amplify_data_is_served_to_its_owners() {
         .clone();
     let updated = ask(
         &app,
-        &alice,
+        alice,
         "mutation($id: ID!) { updateOrder(input: { id: $id, status: SHIPPED }) { order { status createdAt updatedAt } } }",
         json!({ "id": id }),
     )
@@ -233,7 +233,7 @@ async fn amplify_data_is_served_to_its_owners() {
     // Bob may not change it: to him it does not exist.
     let refused = ask(
         &app,
-        &bob,
+        bob,
         "mutation($id: ID!) { updateOrder(input: { id: $id, status: DELIVERED }) { order { status } } }",
         json!({ "id": id }),
     )
