@@ -771,42 +771,6 @@ pub async fn follow(
     item: &Item,
 ) -> ApiResult<Option<Item>> {
     let caller = access::caller(ctx);
-    if let Some(via) = &relation.index {
-        let given: Option<Vec<(FieldId, AttributeValue)>> = via
-            .arguments
-            .iter()
-            .zip(&relation.key)
-            .map(|(&target_field, &own)| {
-                values::field_value(model, entity, own, item)
-                    .map(|v| (target_field, v.into_owned()))
-            })
-            .collect();
-        let Some(given) = given else {
-            return missing(model, entity, relation);
-        };
-        let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
-        let found = crate::graphql::lookup::read_through_index(
-            store,
-            model,
-            relation.target,
-            via,
-            &given,
-            &relation.name,
-        )
-        .await?;
-        return match found {
-            Some(item) if access::may_see(model, relation.target, &item, &caller) => Ok(Some(item)),
-            Some(_) if relation.nullable => Ok(None),
-            Some(_) => Err(ApiError::Forbidden(format!(
-                "You may not see this `{}`.",
-                model.entities[relation.target].name
-            ))),
-            None => missing(model, entity, relation),
-        };
-    }
-    let Some(key) = relation_key(model, entity, relation, item) else {
-        return missing(model, entity, relation);
-    };
     let hidden = || {
         if relation.nullable {
             Ok(None)
@@ -817,14 +781,51 @@ pub async fn follow(
             )))
         }
     };
-    // Someone else's item, as its key shows: not read at all.
-    if access::may_see_key(model, relation.target, &key.to_attribute_map(), &caller) == Some(false)
-    {
-        return hidden();
-    }
-    let table = model.entities[relation.target].table;
-    let found = loader(ctx)?.load_one((table, key)).await?.flatten();
-    match found.filter(|item| values::entity_of(model, &[relation.target], item).is_some()) {
+    let found = match &relation.index {
+        // Through the target's index: its arguments, from this item's fields.
+        Some(via) => {
+            let given: Option<Vec<(FieldId, AttributeValue)>> = via
+                .arguments
+                .iter()
+                .zip(&relation.key)
+                .map(|(&target_field, &own)| {
+                    values::field_value(model, entity, own, item)
+                        .map(|v| (target_field, v.into_owned()))
+                })
+                .collect();
+            let Some(given) = given else {
+                return missing(model, entity, relation);
+            };
+            let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
+            crate::graphql::lookup::read_through_index(
+                store,
+                model,
+                relation.target,
+                via,
+                &given,
+                &relation.name,
+            )
+            .await?
+        }
+        None => {
+            let Some(key) = relation_key(model, entity, relation, item) else {
+                return missing(model, entity, relation);
+            };
+            // Someone else's item, as its key shows: not read at all.
+            if access::may_see_key(model, relation.target, &key.to_attribute_map(), &caller)
+                == Some(false)
+            {
+                return hidden();
+            }
+            let table = model.entities[relation.target].table;
+            loader(ctx)?
+                .load_one((table, key))
+                .await?
+                .flatten()
+                .filter(|item| values::entity_of(model, &[relation.target], item).is_some())
+        }
+    };
+    match found {
         Some(item) if access::may_see(model, relation.target, &item, &caller) => Ok(Some(item)),
         Some(_) => hidden(),
         None => missing(model, entity, relation),

@@ -17,7 +17,6 @@ use crate::{
     dynamo::Item,
     model::{
         EntityId, Field, FieldId, FieldType, KeyTemplate, Model, Scalar, TemplateKey, TimeFormat,
-        template::{read_sortable_integer, sortable_integer},
     },
     number::DynamoNumber,
 };
@@ -471,20 +470,12 @@ pub fn canonical(value: &AttributeValue) -> String {
 
 // ------------------------------------------------------------------------------- key templates
 
-/// A facet's text in a key of `template`: strings as they are; integers, in dynarelay's own
-/// (escaped) keys, at [`sortable_integer`]'s fixed width, and in keys other tools write, as
-/// plain decimal text, zero-padded when the facet has a width (`{seq:08}`). `None` for a value
-/// the facet cannot hold.
+/// A facet's text in a key of `template`: strings as they are, numbers as the template writes
+/// integers ([`KeyTemplate::integer_text`]). `None` for a value the facet cannot hold.
 pub fn facet_text(template: &KeyTemplate, facet: &str, value: &AttributeValue) -> Option<String> {
     match value {
         AttributeValue::S(s) => Some(s.clone()),
-        AttributeValue::N(n) if template.is_escaped() => {
-            n.parse::<i64>().ok().map(sortable_integer)
-        }
-        AttributeValue::N(n) => match (template.pad(facet), n.parse::<i64>()) {
-            (Some(width), Ok(i)) if i >= 0 => Some(format!("{i:0width$}")),
-            _ => Some(n.clone()),
-        },
+        AttributeValue::N(n) => template.integer_text(facet, n),
         _ => None,
     }
 }
@@ -499,22 +490,20 @@ pub fn plain_text(value: &AttributeValue) -> Option<&str> {
 
 /// The attribute value a facet's text in a key of `template` stands for, as its field stores
 /// it: the inverse of [`facet_text`]. A key written in one case gives its values in that case.
-fn facet_value(template: &KeyTemplate, scalar: Scalar, text: String) -> Option<AttributeValue> {
+fn facet_value(
+    template: &KeyTemplate,
+    facet: &str,
+    scalar: Scalar,
+    text: String,
+) -> Option<AttributeValue> {
+    let integer = || {
+        template
+            .read_integer(facet, &text)
+            .map(|n| AttributeValue::N(n.to_string()))
+    };
     match scalar {
-        Scalar::Int | Scalar::BigInt if template.is_escaped() => {
-            read_sortable_integer(&text).map(|n| AttributeValue::N(n.to_string()))
-        }
-        Scalar::Int | Scalar::BigInt => text
-            .parse::<i64>()
-            .ok()
-            .map(|n| AttributeValue::N(n.to_string())),
-        Scalar::DateTime(format) if format.is_number() && template.is_escaped() => {
-            read_sortable_integer(&text).map(|n| AttributeValue::N(n.to_string()))
-        }
-        Scalar::DateTime(format) if format.is_number() => text
-            .parse::<i64>()
-            .ok()
-            .map(|n| AttributeValue::N(n.to_string())),
+        Scalar::Int | Scalar::BigInt => integer(),
+        Scalar::DateTime(format) if format.is_number() => integer(),
         // RFC 3339's `T` and `Z`, whatever case the key is in.
         Scalar::DateTime(_) => Some(AttributeValue::S(text.to_ascii_uppercase())),
         _ => Some(AttributeValue::S(text)),
@@ -543,10 +532,11 @@ pub fn key_facet(
             true
         })
         .then_some(())?;
-    let FieldType::Scalar(scalar) = e.fields[field].ty else {
+    let f = &e.fields[field];
+    let FieldType::Scalar(scalar) = f.ty else {
         return None;
     };
-    facet_value(&template.template, scalar, text?.into_owned())
+    facet_value(&template.template, &f.name, scalar, text?.into_owned())
 }
 
 /// The stored value of field `field` of an item of `entity`: its own attribute, as every tool
@@ -643,6 +633,7 @@ pub fn entity_of(model: &Model, candidates: &[EntityId], item: &Item) -> Option<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::template::sortable_integer;
 
     #[test]
     fn facets_are_written_as_their_template_says_and_read_back() {
@@ -670,7 +661,10 @@ mod tests {
             (&plain, "42".to_owned()),
             (&padded, "00000042".to_owned()),
         ] {
-            assert_eq!(facet_value(template, Scalar::Int, text), Some(n("42")));
+            assert_eq!(
+                facet_value(template, "seq", Scalar::Int, text),
+                Some(n("42"))
+            );
         }
         let lower = KeyTemplate::parse_unescaped("T#{at}")
             .unwrap()
@@ -678,6 +672,7 @@ mod tests {
         assert_eq!(
             facet_value(
                 &lower,
+                "at",
                 Scalar::DateTime(TimeFormat::Iso8601),
                 "2026-05-01t00:00:00.000z".to_owned()
             ),

@@ -765,17 +765,7 @@ impl Model {
     /// Whether a facet's text in a key of `template` is a value of its field's type, as such a
     /// key writes it (see `values::facet_text`).
     fn facet_fits(&self, template: &KeyTemplate, field: &Field, text: &str) -> bool {
-        let integer = |text: &str| {
-            if template.is_escaped() {
-                template::read_sortable_integer(text)
-            } else if template.pad(&field.name).is_some()
-                && !text.bytes().all(|b| b.is_ascii_digit())
-            {
-                None
-            } else {
-                text.parse::<i64>().ok()
-            }
-        };
+        let integer = |text: &str| template.read_integer(&field.name, text);
         match field.ty {
             FieldType::Scalar(Scalar::Int) => {
                 integer(text).is_some_and(|n| i32::try_from(n).is_ok())

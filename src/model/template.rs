@@ -266,6 +266,34 @@ impl KeyTemplate {
         self.case
     }
 
+    /// An integer value of facet `facet` (DynamoDB's decimal text) as this template writes it:
+    /// at [`sortable_integer`]'s fixed width in dynarelay's own (escaped) keys; in keys other tools
+    /// write, as plain decimal text, zero-padded when the facet has a width (a negative number,
+    /// or one wider than that, as it is, as those tools write it). `None` for a number an escaped
+    /// key cannot hold (not a 64-bit integer).
+    pub fn integer_text(&self, facet: &str, number: &str) -> Option<String> {
+        if self.escaped {
+            return number.parse::<i64>().ok().map(sortable_integer);
+        }
+        match (self.pad(facet), number.parse::<i64>()) {
+            (Some(width), Ok(n)) if n >= 0 => Some(format!("{n:0width$}")),
+            _ => Some(number.to_owned()),
+        }
+    }
+
+    /// The integer an integer facet's text in a key of this template stands for: the inverse of
+    /// [`KeyTemplate::integer_text`]; `None` for text it does not write (a padded facet holds
+    /// digits only).
+    pub fn read_integer(&self, facet: &str, text: &str) -> Option<i64> {
+        if self.escaped {
+            read_sortable_integer(text)
+        } else if self.pad(facet).is_some() && !text.bytes().all(|b| b.is_ascii_digit()) {
+            None
+        } else {
+            text.parse().ok()
+        }
+    }
+
     /// The width numbers of facet `facet` are zero-padded to (`{seq:08}`), if it has one.
     pub fn pad(&self, facet: &str) -> Option<usize> {
         self.parts.iter().find_map(|p| match p {

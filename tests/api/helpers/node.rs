@@ -41,19 +41,40 @@ impl NodeRun {
 /// Runs `node <script> <args>` in `tests/clients` (whose packages `scripts/test` installs from
 /// the lockfile), with a time limit, and with loopback-only settings in the environment.
 pub async fn run_node(script: &str, args: &[&str], env: &[(&str, &str)]) -> NodeRun {
+    run_node_with_input(script, args, env, b"").await
+}
+
+/// [`run_node`], with `input` on the script's standard input.
+pub async fn run_node_with_input(
+    script: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+    input: &[u8],
+) -> NodeRun {
+    use tokio::io::AsyncWriteExt;
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients");
     assert!(
         dir.join("node_modules").is_dir(),
         "tests/clients/node_modules is missing: run the tests with scripts/test, which installs them with `npm ci`"
     );
-    let mut command = tokio::process::Command::new("node");
-    command
+    let mut child = tokio::process::Command::new("node")
         .arg(script)
         .args(args)
         .current_dir(&dir)
         .envs(env.iter().copied())
-        .kill_on_drop(true);
-    let output = tokio::time::timeout(Duration::from_secs(150), command.output())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|err| panic!("cannot run node: {err}"));
+    let mut stdin = child.stdin.take().expect("a piped stdin");
+    stdin
+        .write_all(input)
+        .await
+        .expect("writing the script's input");
+    drop(stdin);
+    let output = tokio::time::timeout(Duration::from_secs(150), child.wait_with_output())
         .await
         .unwrap_or_else(|_| panic!("node {script} did not finish within 150 s"))
         .unwrap_or_else(|err| panic!("cannot run node: {err}"));
@@ -64,6 +85,15 @@ pub async fn run_node(script: &str, args: &[&str], env: &[(&str, &str)]) -> Node
     }
 }
 
+/// The settings every writer runs with: DynamoDB Local's region and dummy credentials, and no
+/// instance metadata.
+const LOCAL_AWS: [(&str, &str); 4] = [
+    ("AWS_REGION", "us-east-1"),
+    ("AWS_ACCESS_KEY_ID", "local"),
+    ("AWS_SECRET_ACCESS_KEY", "local"),
+    ("AWS_EC2_METADATA_DISABLED", "true"),
+];
+
 /// Has `tests/clients/writers/<tool>.mjs` write its data set into `table` with the tool's own
 /// npm library, and returns what the library read back (the ground truth each writer prints).
 pub async fn written_by(tool: &str, table: &str) -> serde_json::Value {
@@ -71,12 +101,7 @@ pub async fn written_by(tool: &str, table: &str) -> serde_json::Value {
     let run = run_node(
         &format!("writers/{tool}.mjs"),
         &[&endpoint, table],
-        &[
-            ("AWS_REGION", "us-east-1"),
-            ("AWS_ACCESS_KEY_ID", "local"),
-            ("AWS_SECRET_ACCESS_KEY", "local"),
-            ("AWS_EC2_METADATA_DISABLED", "true"),
-        ],
+        &LOCAL_AWS,
     )
     .await;
     run.assert_success();
@@ -88,42 +113,15 @@ pub async fn written_by(tool: &str, table: &str) -> serde_json::Value {
 /// `request` is `{ "get": [{ "entity", "key" }], "query": [{ "name", "params" }] }`, and the
 /// answer `{ "get": [item or null], "query": [[items]] }`, each as the library returns it.
 pub async fn read_back(tool: &str, table: &str, request: &serde_json::Value) -> serde_json::Value {
-    use tokio::io::AsyncWriteExt;
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients");
-    let mut child = tokio::process::Command::new("node")
-        .arg(format!("writers/{tool}.mjs"))
-        .args([&crate::helpers::endpoint(), table, "--read"])
-        .current_dir(&dir)
-        .envs([
-            ("AWS_REGION", "us-east-1"),
-            ("AWS_ACCESS_KEY_ID", "local"),
-            ("AWS_SECRET_ACCESS_KEY", "local"),
-            ("AWS_EC2_METADATA_DISABLED", "true"),
-        ])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap_or_else(|err| panic!("cannot run node: {err}"));
-    let mut stdin = child.stdin.take().unwrap();
-    stdin
-        .write_all(request.to_string().as_bytes())
-        .await
-        .unwrap();
-    drop(stdin);
-    let output = tokio::time::timeout(Duration::from_secs(150), child.wait_with_output())
-        .await
-        .unwrap_or_else(|_| panic!("{tool}'s reader did not finish within 150 s"))
-        .unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr),
-    );
-    assert!(
-        output.status.success(),
-        "{tool}'s reader failed\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
-    );
-    serde_json::from_str(&stdout)
-        .unwrap_or_else(|e| panic!("{tool}'s reader printed no JSON ({e}): {stdout}\n{stderr}"))
+    let endpoint = crate::helpers::endpoint();
+    let run = run_node_with_input(
+        &format!("writers/{tool}.mjs"),
+        &[&endpoint, table, "--read"],
+        &LOCAL_AWS,
+        request.to_string().as_bytes(),
+    )
+    .await;
+    run.assert_success();
+    serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("{tool}'s reader printed no JSON ({e}): {}", run.stdout))
 }
