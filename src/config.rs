@@ -68,6 +68,31 @@ pub enum Command {
     Tables(TablesCommand),
     /// Print a new random cursor key as ID:SECRET, for DYNARELAY_CURSOR_KEYS.
     Keygen(KeygenArgs),
+    /// Write a model file from live tables: their keys and indexes, and field types from a
+    /// sample of their items. Only reads from DynamoDB.
+    Init(InitArgs),
+}
+
+/// `init` flags.
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The tables to read, comma-separated, by their names without --table-prefix. Default:
+    /// every table the credentials can list whose name starts with the prefix.
+    #[arg(long, env = "DYNARELAY_INIT_TABLES", value_delimiter = ',')]
+    pub tables: Option<Vec<String>>,
+    /// The prefix of the tables' names: only tables named with it are read, and the model
+    /// names them without it (serve with the same --table-prefix).
+    #[arg(long, env = "DYNARELAY_TABLE_PREFIX", default_value = "", value_parser = parse_prefix)]
+    pub table_prefix: String,
+    /// The most items read per table, with Scans, to infer field types from.
+    #[arg(long, env = "DYNARELAY_INIT_SAMPLE", default_value_t = 500)]
+    pub sample: usize,
+    /// The model file to write.
+    #[arg(long, env = "DYNARELAY_INIT_OUT", default_value = "dynarelay.toml")]
+    pub out: PathBuf,
+    /// Replace --out if it exists (without it, an existing file is never touched).
+    #[arg(long, env = "DYNARELAY_INIT_FORCE")]
+    pub force: bool,
 }
 
 /// `keygen` flags.

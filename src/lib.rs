@@ -22,6 +22,7 @@ pub mod cursor;
 pub mod dynamo;
 pub mod graphql;
 pub mod http;
+pub mod init;
 pub mod metrics;
 pub mod model;
 pub mod number;

@@ -9,7 +9,10 @@ use anyhow::Context;
 use clap::Parser;
 use dynarelay::{
     auth::Authenticator,
-    config::{CheckArgs, Cli, Command, KeygenArgs, LogFormat, ModelArgs, ServeArgs, TablesCommand},
+    config::{
+        CheckArgs, Cli, Command, InitArgs, KeygenArgs, LogFormat, ModelArgs, ServeArgs,
+        TablesCommand,
+    },
     cursor::{CursorCodec, CursorSecret},
     dynamo::{self, SdkSettings, Store, Tables, tables},
     graphql, http,
@@ -56,6 +59,7 @@ async fn run() -> ExitCode {
             create_tables(&args.model, args.wait_timeout_secs).await
         }
         Command::Keygen(args) => keygen(args),
+        Command::Init(args) => init(args).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -271,6 +275,60 @@ async fn create_tables(args: &ModelArgs, wait_timeout_secs: u64) -> anyhow::Resu
     for (table, outcome) in outcomes {
         tracing::info!(table, ?outcome, "table is ACTIVE");
     }
+    Ok(())
+}
+
+/// `init`: reads the tables, then writes the model file, never over an existing one without
+/// `--force`. Progress and the summary go to stderr.
+#[allow(clippy::print_stderr)]
+async fn init(args: InitArgs) -> anyhow::Result<()> {
+    if args.out.exists() && !args.force {
+        anyhow::bail!(
+            "{} exists: pass --force to replace it, or --out to write elsewhere",
+            args.out.display()
+        );
+    }
+    let client = dynamo::client_from_env().await;
+    let options = dynarelay::init::InitOptions {
+        tables: args.tables,
+        prefix: args.table_prefix,
+        sample: args.sample,
+    };
+    let terminal = std::io::stderr().is_terminal();
+    let mut last = String::new();
+    let mut progress = |table: &str, items: usize, limit: usize| {
+        if terminal {
+            eprint!("\rsampling {table}: {items} of at most {limit} items ");
+        } else if last != table {
+            eprintln!("sampling {table} (at most {limit} items)");
+        }
+        last = table.to_owned();
+    };
+    let outcome = dynarelay::init::init(&client, &options, &mut progress).await;
+    if terminal {
+        eprintln!();
+    }
+    let outcome = outcome?;
+    for failure in &outcome.skipped {
+        eprintln!(
+            "warning: table {} left out: {}",
+            failure.table, failure.reason
+        );
+    }
+    // Written beside the target, then renamed over it: a reader never sees half a file.
+    let partial = args.out.with_extension("toml.partial");
+    std::fs::write(&partial, &outcome.text)
+        .with_context(|| format!("writing {}", partial.display()))?;
+    std::fs::rename(&partial, &args.out)
+        .with_context(|| format!("writing {}", args.out.display()))?;
+    eprintln!(
+        "wrote {}: {} table(s), {} items sampled with {} Scan call(s), {} read capacity units",
+        args.out.display(),
+        outcome.tables,
+        outcome.items,
+        outcome.scans,
+        outcome.capacity
+    );
     Ok(())
 }
 

@@ -1,6 +1,7 @@
 //! DynamoDB: client construction, the model's tables (creating and checking them), and the store
 //! that runs reads and writes on items and keys. Nothing here knows about GraphQL.
 
+pub mod sample;
 pub mod store;
 pub mod tables;
 

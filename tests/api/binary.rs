@@ -359,6 +359,23 @@ async fn the_readme_s_five_steps_serve_the_orders_example() {
         String::from_utf8(output.stdout).unwrap()
     };
     run(&["tables", "create"]);
+    // Step 1 starts with `init`: the model it writes from the table loads as written.
+    let dir = std::env::temp_dir().join(format!("dynarelay-readme-{prefix}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let written = dir.join("orders.toml");
+    let init = dynarelay(&prefix)
+        .args(["init", "--tables", "Orders", "--out"])
+        .arg(&written)
+        .output()
+        .unwrap();
+    assert!(
+        init.status.success(),
+        "{}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+    let text = std::fs::read_to_string(&written).unwrap();
+    assert!(text.contains("[tables.Orders]"), "{text}");
+    dynarelay::model::parse("orders.toml", &text).unwrap();
     assert!(run(&["check"]).contains("the live tables match the model"));
     let sdl = run(&["schema"]);
     assert!(

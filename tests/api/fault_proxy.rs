@@ -1,6 +1,7 @@
 //! A loopback HTTP proxy between the server and DynamoDB Local that injects faults on demand:
-//! added latency, throttling answers, connections reset without an answer, and answers whose
-//! body stops half way. Faults change at
+//! added latency, throttling answers, connections reset without an answer, answers whose body
+//! stops half way, and access denied on chosen tables (as IAM answers; DynamoDB Local has no
+//! IAM). Faults change at
 //! run time through its methods, and it counts what it did. It stops when dropped.
 
 use std::{
@@ -96,6 +97,8 @@ struct Faults {
     stall_all: bool,
     /// The mix and its generator's state.
     chaos: Option<(ChaosMix, u64)>,
+    /// Tables whose requests get `AccessDeniedException`.
+    denied_tables: Vec<String>,
 }
 
 enum Action {
@@ -263,6 +266,12 @@ impl FaultProxy {
         self.faults().stall_all = true;
     }
 
+    /// Answers every request naming table `name` with `AccessDeniedException`, as DynamoDB
+    /// does for credentials whose policy does not allow it.
+    pub fn deny_table(&self, name: &str) {
+        self.faults().denied_tables.push(name.to_owned());
+    }
+
     /// Draws a fault for every request from `mix` (after any scripted faults).
     pub fn chaos(&self, mix: ChaosMix) {
         self.faults().chaos = Some((mix, mix.seed));
@@ -383,15 +392,24 @@ async fn handle(
 
 /// DynamoDB's answer to a throttled request: HTTP 400 with the error type in `__type`.
 fn throttled(kind: Throttle) -> Response<Full<Bytes>> {
+    dynamodb_error(
+        kind.code(),
+        "Rate of requests exceeds the allowed throughput.",
+    )
+    .map(Full::new)
+}
+
+/// A DynamoDB error answer: HTTP 400 with the error's code in `__type`.
+fn dynamodb_error(code: &str, message: &str) -> Response<Bytes> {
     let body = serde_json::json!({
-        "__type": format!("com.amazonaws.dynamodb.v20120810#{}", kind.code()),
-        "message": "Rate of requests exceeds the allowed throughput.",
+        "__type": format!("com.amazonaws.dynamodb.v20120810#{code}"),
+        "message": message,
     });
     Response::builder()
         .status(StatusCode::BAD_REQUEST)
         .header(header::CONTENT_TYPE, "application/x-amz-json-1.0")
         .header("x-amzn-requestid", "fault-proxy")
-        .body(Full::new(Bytes::from(body.to_string())))
+        .body(Bytes::from(body.to_string()))
         .unwrap()
 }
 
@@ -407,6 +425,22 @@ async fn forward(
         .await
         .map_err(|_| ResetConnection)?
         .to_bytes();
+    let denied = shared
+        .faults
+        .lock()
+        .unwrap()
+        .denied_tables
+        .iter()
+        .any(|table| {
+            let needle = format!("\"TableName\":\"{table}\"");
+            body.windows(needle.len()).any(|w| w == needle.as_bytes())
+        });
+    if denied {
+        return Ok(dynamodb_error(
+            "AccessDeniedException",
+            "User is not authorized to perform this action on this resource.",
+        ));
+    }
     let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
     let mut outgoing = shared
         .client

@@ -23,7 +23,7 @@ pub use crate::shop_data::ShopTables;
 
 pub use apps::{
     ModelApp, TEST_RING, TestApp, app_state, endpoint, load_model, model_app, model_app_from,
-    model_state, shop, shop_store, test_ring, unique_prefix,
+    model_app_over, model_state, shop, shop_store, test_ring, unique_prefix,
 };
 pub use auth::{
     auth_model_app, auth_router, graphql_with_token, model_auth_settings, model_claims, secure_app,

@@ -26,6 +26,7 @@ mod fleet_data;
 mod foreign_keys;
 mod helpers;
 mod http;
+mod init;
 mod issuer;
 mod key_formats;
 mod limits;

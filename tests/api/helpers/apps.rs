@@ -233,13 +233,24 @@ pub struct ModelApp {
     pub router: Router,
 }
 
-/// Serves the model file `text` (written to a file of its own) on fresh tables.
-pub async fn model_app_from(text: &str) -> ModelApp {
+/// Writes the model file `text` to a file of its own; its path.
+fn model_file(text: &str) -> String {
     let dir = std::env::temp_dir().join(format!("dynarelay-model-{}", unique_prefix()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("dynarelay.toml");
     std::fs::write(&path, text).unwrap();
-    model_app(path.to_str().unwrap()).await
+    path.to_str().unwrap().to_owned()
+}
+
+/// Serves the model file `text` (written to a file of its own) on fresh tables.
+pub async fn model_app_from(text: &str) -> ModelApp {
+    model_app(&model_file(text)).await
+}
+
+/// Serves the model file `text` over the tables already under `prefix` (creating none), as a
+/// second server of other tables' data.
+pub fn model_app_over(text: &str, prefix: &str) -> ModelApp {
+    served(load_model(&model_file(text)), prefix)
 }
 
 /// Serves the model file at `path` (relative to the crate root) on fresh tables.
@@ -251,7 +262,14 @@ pub async fn model_app(path: &str) -> ModelApp {
     tables::create_missing(&client, model, &names, Duration::from_secs(30))
         .await
         .expect("creating test tables");
-    let store = Store::new(client, names);
+    served(model, &prefix)
+}
+
+/// `model` served over its tables under `prefix`, with the test cursor keys and default page
+/// limits.
+fn served(model: &'static Model, prefix: &str) -> ModelApp {
+    let client = dynamo::client_for_local(&endpoint());
+    let store = Store::new(client, Tables::new(model, prefix));
     let router = router(model_state(
         model,
         &store,
@@ -261,7 +279,7 @@ pub async fn model_app(path: &str) -> ModelApp {
     ));
     ModelApp {
         model,
-        prefix,
+        prefix: prefix.to_owned(),
         store,
         router,
     }

@@ -1,0 +1,581 @@
+//! `dynarelay init` on the examples' tables: the shop's and the fleet's data are written with
+//! their own seeders, `init` reads the tables back into a model, and that model is served over
+//! the same tables. Every Query connection it proposes is walked at every page size, both ways,
+//! against DynamoDB's own Query of the same partition; every Scan connection returns the whole
+//! table; every lookup finds sampled items. The differences from the hand-written model are
+//! listed in `tests/fixtures/init/<example>.txt` (rewritten when they change, so a change is
+//! seen in review), and docs/src/guides/your-own-tables.md explains them.
+
+mod bad_input;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use base64::{Engine, engine::general_purpose::STANDARD};
+use chrono::{DateTime, NaiveDate, SecondsFormat, Utc};
+use dynarelay::{
+    dynamo::Item,
+    init::{InitOptions, InitOutcome, init},
+    model::{Entity, FieldType, Model, PartitionFrom, Read, Scalar, TimeFormat},
+};
+use serde_json::{Value, json};
+
+use crate::{
+    fleet_data,
+    helpers::{
+        GroundQuery, ModelApp, all_nodes, check_generated, model_app, model_app_over, walk_matches,
+    },
+    shop_data,
+};
+
+/// `init` over every table under the app's prefix.
+async fn run_init(app: &ModelApp, sample: usize) -> InitOutcome {
+    let options = InitOptions {
+        tables: None,
+        prefix: app.prefix.clone(),
+        sample,
+    };
+    init(
+        app.client(),
+        &options,
+        &mut |_: &str, _: usize, _: usize| {},
+    )
+    .await
+    .unwrap_or_else(|err| panic!("{err:#}"))
+}
+
+#[tokio::test]
+async fn the_shop_served_from_its_inferred_model_walks_as_dynamodb_reads() {
+    let hand = model_app("examples/shop/dynarelay.toml").await;
+    let data = shop_data::generate(&shop_data::SeedSpec {
+        seed: 7,
+        users: 24,
+        products: 12,
+        categories: 3,
+    });
+    shop_data::write(
+        &hand.store,
+        &shop_data::ShopTables::with_prefix(&hand.prefix),
+        &data,
+    )
+    .await
+    .unwrap();
+    let outcome = run_init(&hand, 500).await;
+    let inferred = model_app_over(&outcome.text, &hand.prefix);
+    check_generated(
+        "tests/fixtures/init/shop.txt",
+        &differences(hand.model, inferred.model),
+    );
+    walk_everything(&inferred).await;
+}
+
+#[tokio::test]
+async fn the_fleet_served_from_its_inferred_model_walks_as_dynamodb_reads() {
+    let hand = model_app("examples/fleet/dynarelay.toml").await;
+    let tables = fleet_data::FleetTables::with_prefix(&hand.prefix);
+    let data = fleet_data::generate(fleet_data::SEED);
+    fleet_data::write(&hand.store, &tables, &data)
+        .await
+        .unwrap();
+    let outcome = run_init(&hand, 500).await;
+    let inferred = model_app_over(&outcome.text, &hand.prefix);
+    check_generated(
+        "tests/fixtures/init/fleet.txt",
+        &differences(hand.model, inferred.model),
+    );
+    walk_everything(&inferred).await;
+}
+
+// ------------------------------------------------------------------ walking the inferred model
+
+/// Every connection and lookup of `app`'s model, against DynamoDB's own reads.
+async fn walk_everything(app: &ModelApp) {
+    let model = app.model;
+    for connection in &model.connections {
+        let entity = &model.entities[connection.entity];
+        let table = app.table(&model.tables[entity.table].name);
+        let index = connection
+            .index
+            .map(|i| model.tables[entity.table].indexes[i].name.as_str());
+        let keys: Vec<&str> = connection.start_key.iter().map(|k| k.name).collect();
+        let selection = node_selection(entity);
+        let label = format!("Query.{}", connection.name);
+        match &connection.read {
+            Read::Scan => {
+                let query = format!(
+                    "query($first: Int, $after: String) {{ {}(first: $first, after: $after) {{ \
+                     nodes {{ {selection} }} pageInfo {{ hasNextPage endCursor }} }} }}",
+                    connection.name
+                );
+                let mut got: Vec<String> = all_nodes(
+                    |vars| app.graphql(&query, vars),
+                    &[connection.name.as_str()],
+                    7,
+                )
+                .await
+                .iter()
+                .map(|node| node_key(entity, &keys, node))
+                .collect();
+                let mut want: Vec<String> = app
+                    .scan_all(&table)
+                    .await
+                    .iter()
+                    .map(|item| item_key(entity, &keys, item))
+                    .collect();
+                got.sort();
+                want.sort();
+                assert_eq!(got, want, "{label}");
+            }
+            Read::Query { partition, .. } => {
+                let PartitionFrom::Argument { argument, field } = &partition.from else {
+                    continue;
+                };
+                let attribute = partition.attribute.name;
+                // The fullest partitions, and one with a single item when there is one.
+                let mut sizes: Vec<(AttributeValue, usize)> = Vec::new();
+                for item in app.scan_all(&table).await {
+                    let Some(value) = item.get(attribute) else {
+                        continue;
+                    };
+                    match sizes.iter_mut().find(|(v, _)| v == value) {
+                        Some((_, n)) => *n += 1,
+                        None => sizes.push((value.clone(), 1)),
+                    }
+                }
+                sizes.sort_by(|a, b| {
+                    b.1.cmp(&a.1)
+                        .then(format!("{:?}", a.0).cmp(&format!("{:?}", b.0)))
+                });
+                let mut chosen: Vec<&AttributeValue> =
+                    sizes.iter().take(2).map(|(v, _)| v).collect();
+                chosen.extend(sizes.iter().rev().find(|(_, n)| *n == 1).map(|(v, _)| v));
+                assert!(!chosen.is_empty(), "{label}: no partition to walk");
+                let argument_type = graphql_type(model, &entity.fields[*field].ty, false);
+                let query = format!(
+                    "query($p: {argument_type}, $first: Int, $after: String, $last: Int, \
+                     $before: String) {{ {}({}: $p, first: $first, after: $after, last: $last, \
+                     before: $before) {{ edges {{ cursor node {{ {selection} }} }} pageInfo {{ \
+                     hasNextPage hasPreviousPage startCursor endCursor }} }} }}",
+                    connection.name, argument.name
+                );
+                for value in chosen {
+                    let want: Vec<String> = app
+                        .query_all(&GroundQuery {
+                            table: &table,
+                            index,
+                            condition: "#p = :p",
+                            names: &[("#p", attribute)],
+                            values: &[(":p", value.clone())],
+                            forward: true,
+                        })
+                        .await
+                        .iter()
+                        .map(|item| item_key(entity, &keys, item))
+                        .collect();
+                    let p = graphql_value(&entity.fields[*field].ty, value);
+                    walk_matches(
+                        |vars| {
+                            let mut vars = vars;
+                            vars["p"] = p.clone();
+                            app.graphql(&query, vars)
+                        },
+                        &[connection.name.as_str()],
+                        |node| node_key(entity, &keys, node),
+                        &want,
+                        &format!("{label}({} = {value:?})", argument.name),
+                    )
+                    .await;
+                }
+            }
+        }
+    }
+    // Each lookup finds items the table holds, by their keys.
+    for lookup in &model.lookups {
+        let entity = &model.entities[lookup.entity];
+        let table = app.table(&model.tables[entity.table].name);
+        let keys: Vec<&str> = model.tables[entity.table]
+            .key
+            .iter()
+            .map(|k| k.name)
+            .collect();
+        let selection = node_selection(entity);
+        let arguments: Vec<(String, String, &str)> = entity
+            .key_fields
+            .iter()
+            .map(|&f| {
+                let field = &entity.fields[f];
+                (
+                    field.name.clone(),
+                    graphql_type(model, &field.ty, false),
+                    field.attribute.as_str(),
+                )
+            })
+            .collect();
+        let declared: Vec<String> = arguments
+            .iter()
+            .map(|(n, t, _)| format!("${n}: {t}"))
+            .collect();
+        let passed: Vec<String> = arguments
+            .iter()
+            .map(|(n, _, _)| format!("{n}: ${n}"))
+            .collect();
+        let query = format!(
+            "query({}) {{ {}({}) {{ {selection} }} }}",
+            declared.join(", "),
+            lookup.name,
+            passed.join(", ")
+        );
+        for item in app.scan_all(&table).await.iter().take(5) {
+            let mut vars = json!({});
+            for (name, _, attribute) in &arguments {
+                let field = entity
+                    .fields
+                    .iter()
+                    .find(|f| f.attribute == *attribute)
+                    .unwrap();
+                vars[name.as_str()] = graphql_value(&field.ty, &item[*attribute]);
+            }
+            let response = app.graphql(&query, vars).await;
+            assert!(
+                response.get("errors").is_none(),
+                "{}: {response}",
+                lookup.name
+            );
+            assert_eq!(
+                node_key(entity, &keys, &response["data"][lookup.name.as_str()]),
+                item_key(entity, &keys, item),
+                "{}",
+                lookup.name
+            );
+        }
+    }
+}
+
+/// Every field of `entity`, so that each is read from every item walked.
+fn node_selection(entity: &Entity) -> String {
+    entity
+        .fields
+        .iter()
+        .map(|f| f.name.as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A node's identity: the values of the fields on `keys`, as text.
+fn node_key(entity: &Entity, keys: &[&str], node: &Value) -> String {
+    keys.iter()
+        .map(|k| {
+            let field = entity.fields.iter().find(|f| f.attribute == *k).unwrap();
+            match &node[field.name.as_str()] {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" | ")
+}
+
+/// An item's identity as [`node_key`] gives a node's: the attributes as the fields' types send
+/// them.
+fn item_key(entity: &Entity, keys: &[&str], item: &Item) -> String {
+    keys.iter()
+        .map(|k| {
+            let field = entity.fields.iter().find(|f| f.attribute == *k).unwrap();
+            match graphql_value(&field.ty, &item[*k]) {
+                Value::String(s) => s,
+                other => other.to_string(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" | ")
+}
+
+/// A key attribute's value as a field of type `ty` sends it (and takes it as an argument).
+fn graphql_value(ty: &FieldType, value: &AttributeValue) -> Value {
+    let FieldType::Scalar(scalar) = ty else {
+        panic!("a list is not a key")
+    };
+    let millis = |t: DateTime<Utc>| Value::String(t.to_rfc3339_opts(SecondsFormat::Millis, true));
+    match (scalar, value) {
+        (Scalar::Int, AttributeValue::N(n)) => json!(n.parse::<i64>().unwrap()),
+        (Scalar::BigInt | Scalar::Decimal, AttributeValue::N(n)) => json!(n),
+        (Scalar::DateTime(TimeFormat::EpochMillis), AttributeValue::N(n)) => {
+            millis(DateTime::from_timestamp_millis(n.parse().unwrap()).unwrap())
+        }
+        (Scalar::DateTime(TimeFormat::EpochSeconds), AttributeValue::N(n)) => {
+            millis(DateTime::from_timestamp(n.parse().unwrap(), 0).unwrap())
+        }
+        (Scalar::DateTime(TimeFormat::Date), AttributeValue::S(s)) => millis(
+            NaiveDate::parse_from_str(s, "%Y-%m-%d")
+                .unwrap()
+                .and_hms_opt(0, 0, 0)
+                .unwrap()
+                .and_utc(),
+        ),
+        (Scalar::DateTime(_), AttributeValue::S(s)) => {
+            millis(DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc))
+        }
+        (Scalar::Bytes, AttributeValue::B(b)) => json!(STANDARD.encode(b.as_ref())),
+        (_, AttributeValue::S(s)) => json!(s),
+        (scalar, value) => panic!("{scalar:?} from {value:?}"),
+    }
+}
+
+// ------------------------------------------------------------------ the differences
+
+/// A field's GraphQL type, `!` included unless `bare`.
+fn graphql_type(model: &Model, ty: &FieldType, nullable: bool) -> String {
+    let scalar = |s: &Scalar| match s {
+        Scalar::String => "String".to_owned(),
+        Scalar::Id => "ID".to_owned(),
+        Scalar::Int => "Int".to_owned(),
+        Scalar::BigInt => "BigInt".to_owned(),
+        Scalar::Float => "Float".to_owned(),
+        Scalar::Decimal => "Decimal".to_owned(),
+        Scalar::Boolean => "Boolean".to_owned(),
+        Scalar::DateTime(_) => "DateTime".to_owned(),
+        Scalar::Bytes => "Bytes".to_owned(),
+        Scalar::Json => "JSON".to_owned(),
+        Scalar::Enum(e) => model.enums[*e].name.clone(),
+    };
+    let text = match ty {
+        FieldType::Scalar(s) => scalar(s),
+        FieldType::List {
+            item,
+            item_nullable,
+            ..
+        } => {
+            format!(
+                "[{}{}]",
+                scalar(item),
+                if *item_nullable { "" } else { "!" }
+            )
+        }
+    };
+    format!("{text}{}", if nullable { "" } else { "!" })
+}
+
+/// How a field is stored, when that is not the type's default.
+fn storage(ty: &FieldType) -> String {
+    match ty {
+        FieldType::Scalar(Scalar::DateTime(format)) => format!(" stored as {format:?}"),
+        FieldType::List { set: true, .. } => " stored as a set".to_owned(),
+        _ => String::new(),
+    }
+}
+
+/// The ways `inferred` differs from `hand`, one per line: entities, fields, relations, lookups,
+/// connections and mutations, each matched by what it reads (table, attribute, key, index) rather
+/// than by name.
+fn differences(hand: &Model, inferred: &Model) -> String {
+    let mut out = Vec::new();
+    for h in &hand.entities {
+        let table = &hand.tables[h.table].name;
+        let Some(i) = inferred
+            .entities
+            .iter()
+            .find(|e| inferred.tables[e.table].name == *table)
+        else {
+            out.push(format!("{}: no entity over table {table}", h.name));
+            continue;
+        };
+        if h.name != i.name {
+            out.push(format!("{}: named {}", h.name, i.name));
+        }
+        for hf in &h.fields {
+            let Some(f) = i.fields.iter().find(|f| f.attribute == hf.attribute) else {
+                out.push(format!(
+                    "{}.{}: no field (no sampled item holds `{}`)",
+                    h.name, hf.name, hf.attribute
+                ));
+                continue;
+            };
+            let (ht, it) = (
+                format!(
+                    "{}{}",
+                    graphql_type(hand, &hf.ty, hf.nullable),
+                    storage(&hf.ty)
+                ),
+                format!(
+                    "{}{}",
+                    graphql_type(inferred, &f.ty, f.nullable),
+                    storage(&f.ty)
+                ),
+            );
+            if ht != it {
+                out.push(format!(
+                    "{}.{}: {ht} by hand, {it} inferred",
+                    h.name, hf.name
+                ));
+            }
+            if hf.name != f.name {
+                out.push(format!("{}.{}: named {}", h.name, hf.name, f.name));
+            }
+        }
+        for f in &i.fields {
+            if !h.fields.iter().any(|hf| hf.attribute == f.attribute) {
+                out.push(format!("{}.{}: inferred only", h.name, f.name));
+            }
+        }
+        let relation = |m: &Model, e: &Entity, r: &dynarelay::model::Relation| {
+            let keys: Vec<&str> = r
+                .key
+                .iter()
+                .map(|&k| e.fields[k].attribute.as_str())
+                .collect();
+            (
+                m.tables[m.entities[r.target].table].name.clone(),
+                keys.join(","),
+            )
+        };
+        for hr in &h.relations {
+            let want = relation(hand, h, hr);
+            match i
+                .relations
+                .iter()
+                .find(|r| relation(inferred, i, r) == want)
+            {
+                None => out.push(format!("{}.{}: no relation", h.name, hr.name)),
+                Some(r) if r.name != hr.name => {
+                    out.push(format!("{}.{}: named {}", h.name, hr.name, r.name))
+                }
+                Some(_) => {}
+            }
+        }
+        for ir in &i.relations {
+            let got = relation(inferred, i, ir);
+            if !h.relations.iter().any(|r| relation(hand, h, r) == got) {
+                out.push(format!("{}.{}: inferred only", h.name, ir.name));
+            }
+        }
+        let m = &h.mutations;
+        let mutations = [
+            (m.create.is_some(), "create"),
+            (m.update.is_some(), "update"),
+            (m.delete.is_some(), "delete"),
+        ];
+        for (on, name) in mutations {
+            if on {
+                out.push(format!("{}: {name} mutation by hand only", h.name));
+            }
+        }
+        connection_differences(
+            hand,
+            inferred,
+            &h.connections,
+            &i.connections,
+            &h.name,
+            &mut out,
+        );
+    }
+    connection_differences(
+        hand,
+        inferred,
+        &hand.connections,
+        &inferred.connections,
+        "Query",
+        &mut out,
+    );
+    let lookup =
+        |m: &Model, l: &dynarelay::model::Lookup| m.tables[m.entities[l.entity].table].name.clone();
+    for hl in &hand.lookups {
+        match inferred
+            .lookups
+            .iter()
+            .find(|l| lookup(inferred, l) == lookup(hand, hl))
+        {
+            None => out.push(format!("Query.{}: no lookup", hl.name)),
+            Some(l) if l.name != hl.name => {
+                out.push(format!("Query.{}: named {}", hl.name, l.name))
+            }
+            Some(_) => {}
+        }
+    }
+    for il in &inferred.lookups {
+        if !hand
+            .lookups
+            .iter()
+            .any(|l| lookup(hand, l) == lookup(inferred, il))
+        {
+            out.push(format!(
+                "Query.{}: inferred only (by the key of {})",
+                il.name,
+                lookup(inferred, il)
+            ));
+        }
+    }
+    let mut text = out.join("\n");
+    text.push('\n');
+    text
+}
+
+/// Connections matched by what they read: the table, the index, and a Scan or a Query (with
+/// its sort-key arguments).
+fn connection_differences(
+    hand: &Model,
+    inferred: &Model,
+    h: &[dynarelay::model::Connection],
+    i: &[dynarelay::model::Connection],
+    owner: &str,
+    out: &mut Vec<String>,
+) {
+    let what = |m: &Model, c: &dynarelay::model::Connection| {
+        let table = &m.tables[m.entities[c.entity].table];
+        let read = if matches!(c.read, Read::Scan) {
+            "a Scan"
+        } else {
+            "Queries"
+        };
+        match c.index {
+            Some(x) => format!("{read} of {} index {}", table.name, table.indexes[x].name),
+            None => format!("{read} of {}", table.name),
+        }
+    };
+    let sort_args = |c: &dynarelay::model::Connection| match &c.read {
+        Read::Query { sort: Some(s), .. } => {
+            let names: Vec<&str> = [&s.min, &s.max, &s.begins_with]
+                .into_iter()
+                .flatten()
+                .map(|a| a.name.as_str())
+                .collect();
+            names.join(", ")
+        }
+        _ => String::new(),
+    };
+    for hc in h {
+        match i.iter().find(|c| what(inferred, c) == what(hand, hc)) {
+            None => out.push(format!(
+                "{owner}.{}: no connection ({})",
+                hc.name,
+                what(hand, hc)
+            )),
+            Some(c) => {
+                if c.name != hc.name {
+                    out.push(format!("{owner}.{}: named {}", hc.name, c.name));
+                }
+                let (hs, is) = (sort_args(hc), sort_args(c));
+                if hs != is {
+                    out.push(format!(
+                        "{owner}.{}: sort arguments ({hs}) by hand, ({is}) inferred",
+                        hc.name
+                    ));
+                }
+                if hc.filters.len() != c.filters.len() {
+                    out.push(format!(
+                        "{owner}.{}: {} filters by hand, {} inferred",
+                        hc.name,
+                        hc.filters.len(),
+                        c.filters.len()
+                    ));
+                }
+            }
+        }
+    }
+    for ic in i {
+        if !h.iter().any(|c| what(hand, c) == what(inferred, ic)) {
+            out.push(format!(
+                "{owner}.{}: inferred only ({})",
+                ic.name,
+                what(inferred, ic)
+            ));
+        }
+    }
+}
