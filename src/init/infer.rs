@@ -41,6 +41,10 @@ pub struct TableProposal {
     pub sampled: usize,
     /// Remarks for the file: what was seen and left out.
     pub notes: Vec<String>,
+    /// The attribute naming each item's type, in a table of several types that has one.
+    pub type_attribute: Option<String>,
+    /// Whether it holds several types (then [`EntityProposal::shared`] is set on each).
+    pub shared: bool,
 }
 
 /// An enum proposed for a string attribute that holds a few repeated values.
@@ -69,6 +73,27 @@ pub struct EntityProposal {
     pub relations: Vec<RelationProposal>,
     /// Its connections to other entities' items.
     pub connections: Vec<ConnectionProposal>,
+    /// Its table's position in [`Proposal::tables`].
+    pub table_at: usize,
+    /// How its items are told apart in a table of several types.
+    pub shared: Option<SharedKeys>,
+}
+
+/// An entity's keys in a table of several types.
+#[derive(Debug, Clone, Default)]
+pub struct SharedKeys {
+    /// The table's type attribute's value on its items, when not the entity's name.
+    pub type_value: Option<String>,
+    /// Key attributes and their templates, each with its evidence.
+    pub keys: Vec<(String, String, String)>,
+    /// Keys written in lower case (ElectroDB).
+    pub lower: bool,
+    /// Facets are written with escapes (only when no type attribute tells the types apart).
+    pub escaped: bool,
+    /// Attributes written on every item besides the fields (ElectroDB's `__edb_v__`).
+    pub constants: Vec<(String, String)>,
+    /// The templates by attribute, for connections.
+    pub templates: Vec<(String, super::single_table::Template)>,
 }
 
 /// A field.
@@ -176,6 +201,54 @@ pub struct ConnectionProposal {
     pub description: String,
 }
 
+impl ConnectionProposal {
+    /// A root connection over every item of `entity`, with a Scan (`how` says of what).
+    pub(super) fn root_scan(root: &mut Taken, entity: &str, how: String) -> Self {
+        ConnectionProposal {
+            name: root.claim(&camel(&plural(entity), "items")),
+            entity: entity.to_owned(),
+            index: None,
+            scan: true,
+            partition: None,
+            sort: None,
+            description: format!(
+                "Every {entity} ({how}), in no particular but stable order. Pages forward only: \
+                 pass the previous page's `pageInfo.endCursor` as `after`."
+            ),
+        }
+    }
+
+    /// A root connection over the partitions of `entity` (of the table, or of `index`) whose
+    /// key `field` gives, as argument `field`: `{entities}By{Field}` or `{entities}By{Index}`.
+    /// `order_text` ends its description.
+    pub(super) fn root_query(
+        root: &mut Taken,
+        entity: &str,
+        index: Option<&str>,
+        field: &str,
+        sort: Option<SortArgs>,
+        order_text: &str,
+    ) -> Self {
+        let suffix = match index {
+            Some(i) => index_suffix(i),
+            None => pascal(field, "Key"),
+        };
+        let through = index.map_or(String::new(), |i| format!(" (index {i})"));
+        ConnectionProposal {
+            name: root.claim(&format!("{}By{suffix}", camel(&plural(entity), "items"))),
+            entity: entity.to_owned(),
+            index: index.map(str::to_owned),
+            scan: false,
+            partition: Some(PartitionFrom::Argument(field.to_owned())),
+            sort,
+            description: format!(
+                "The {} with one `{field}`{through}{order_text}.",
+                plural(entity)
+            ),
+        }
+    }
+}
+
 /// One table read: its live description and sampled items.
 #[derive(Debug)]
 pub struct TableInput {
@@ -204,7 +277,7 @@ const RESERVED_TYPES: &[&str] = &[
     "DateTime",
     "Bytes",
     "JSON",
-    "Order",
+    "SortOrder",
 ];
 
 /// The proposal for `tables`.
@@ -212,6 +285,21 @@ pub fn propose(tables: Vec<TableInput>) -> Proposal {
     let mut proposal = Proposal::default();
     let mut type_names = Taken::with(RESERVED_TYPES);
     for input in tables {
+        let table_at = proposal.tables.len();
+        if let Some(shared) =
+            super::shared_table::propose(&input, table_at, &mut type_names, &mut proposal.enums)
+        {
+            proposal.entities.extend(shared.entities);
+            proposal.tables.push(TableProposal {
+                name: input.name,
+                sampled: input.items.len(),
+                live: input.live,
+                notes: shared.notes,
+                type_attribute: shared.type_attribute,
+                shared: true,
+            });
+            continue;
+        }
         let entity = type_names.claim(&pascal(&singular(&input.name), "Item"));
         let seen = observe(&input.items);
         let mut notes = Vec::new();
@@ -229,6 +317,7 @@ pub fn propose(tables: Vec<TableInput>) -> Proposal {
             input.items.len(),
             &mut proposal.enums,
             &mut type_names,
+            &[],
         );
         proposal.entities.push(EntityProposal {
             name: entity,
@@ -237,12 +326,16 @@ pub fn propose(tables: Vec<TableInput>) -> Proposal {
             fields,
             relations: Vec::new(),
             connections: Vec::new(),
+            table_at,
+            shared: None,
         });
         proposal.tables.push(TableProposal {
             name: input.name,
             sampled: input.items.len(),
             live: input.live,
             notes,
+            type_attribute: None,
+            shared: false,
         });
     }
     let names: Vec<String> = proposal.entities.iter().map(|e| e.name.clone()).collect();
@@ -250,7 +343,9 @@ pub fn propose(tables: Vec<TableInput>) -> Proposal {
         entity.id_tag = tag;
     }
     unify_linked_types(&mut proposal);
-    link(&mut proposal);
+    let mut root = Taken::with(&["node", "nodes"]);
+    link(&mut proposal, &mut root);
+    super::shared_table::connect(&mut proposal, &mut root);
     proposal
 }
 
@@ -296,13 +391,14 @@ fn key_of(table: &LiveTable, attribute: &str) -> Option<(KeyRole, KeyKind)> {
         .map(|k| (KeyRole::Index, k.kind))
 }
 
-fn fields(
+pub(super) fn fields(
     entity: &str,
     table: &LiveTable,
     seen: &BTreeMap<String, Observed>,
     sampled: usize,
     enums: &mut Vec<EnumProposal>,
     type_names: &mut Taken,
+    skip: &[String],
 ) -> Vec<FieldProposal> {
     // Keys first (partition, sort, then the indexes'), then the rest by name.
     let mut attributes: Vec<&str> = vec![table.partition.name.as_str()];
@@ -319,6 +415,7 @@ fn fields(
             attributes.push(name);
         }
     }
+    attributes.retain(|a| !skip.iter().any(|s| s == a));
     let mut names = Taken::with(&["id", "__typename"]);
     let empty = Observed::default();
     attributes
@@ -415,6 +512,15 @@ fn time_like(name: &str) -> bool {
     ) || matches!(name, "_ct" | "_md")
 }
 
+/// Whether a string attribute's name says it holds an id: `id`, or a last word `Id`/`ID`
+/// (`customerId`, `order_id`).
+fn id_like(name: &str) -> bool {
+    name == "id"
+        || name.ends_with("Id")
+        || name.ends_with("ID")
+        || name.to_ascii_lowercase().ends_with("_id")
+}
+
 /// Epoch milliseconds and seconds from 2000 to 2100: what a number naming a time holds.
 const MILLIS: (i64, i64) = (946_684_800_000, 4_102_444_800_000);
 const SECONDS: (i64, i64) = (946_684_800, 4_102_444_800);
@@ -491,6 +597,8 @@ fn infer_field(
                 field.stored_as = Some("date");
                 detail = Some("all calendar dates (YYYY-MM-DD)".to_owned());
                 "DateTime".to_owned()
+            } else if id_like(attribute) {
+                "ID".to_owned()
             } else {
                 "String".to_owned()
             }
@@ -614,20 +722,17 @@ struct Link {
 /// DynamoDB type as a table whose only key it is.
 fn links(proposal: &Proposal) -> Vec<Link> {
     let mut out = Vec::new();
-    for (t, target) in proposal.tables.iter().enumerate() {
-        if target.live.sort.is_some() {
+    for (t, target) in proposal.entities.iter().enumerate() {
+        let table = &proposal.tables[target.table_at];
+        if table.live.sort.is_some() || target.shared.is_some() {
             continue;
         }
-        let pk = &target.live.partition;
-        let Some(to_field) = proposal.entities[t]
-            .fields
-            .iter()
-            .position(|f| f.attribute == pk.name)
-        else {
+        let pk = &table.live.partition;
+        let Some(to_field) = target.fields.iter().position(|f| f.attribute == pk.name) else {
             continue;
         };
         for (e, entity) in proposal.entities.iter().enumerate() {
-            if e == t {
+            if e == t || entity.shared.is_some() {
                 continue;
             }
             if let Some(f) = entity
@@ -693,8 +798,7 @@ fn unify_linked_types(proposal: &mut Proposal) {
 }
 
 /// Lookups, connections and relations from the keys, indexes and links.
-fn link(proposal: &mut Proposal) {
-    let mut root = Taken::with(&["node", "nodes"]);
+fn link(proposal: &mut Proposal, root: &mut Taken) {
     let mut entity_names: Vec<Taken> = proposal
         .entities
         .iter()
@@ -709,8 +813,11 @@ fn link(proposal: &mut Proposal) {
     let links = links(proposal);
     // Connections under the entity whose table's key their partition is, added at the end.
     let mut nested: Vec<(usize, ConnectionProposal)> = Vec::new();
-    for (t, table) in proposal.tables.iter().enumerate() {
-        let entity = &proposal.entities[t];
+    for (t, entity) in proposal.entities.iter().enumerate() {
+        if entity.shared.is_some() {
+            continue;
+        }
+        let table = &proposal.tables[entity.table_at];
         let plural_name = camel(&plural(&entity.name), "items");
         let field_on = |attribute: &str| {
             entity
@@ -736,19 +843,11 @@ fn link(proposal: &mut Proposal) {
                 entity.name
             ),
         });
-        proposal.connections.push(ConnectionProposal {
-            name: root.claim(&plural_name),
-            entity: entity.name.clone(),
-            index: None,
-            scan: true,
-            partition: None,
-            sort: None,
-            description: format!(
-                "Every {} (a Scan of table {}), in no particular but stable order. Pages \
-                 forward only: pass the previous page's `pageInfo.endCursor` as `after`.",
-                entity.name, table.name
-            ),
-        });
+        proposal.connections.push(ConnectionProposal::root_scan(
+            root,
+            &entity.name,
+            format!("a Scan of table {}", table.name),
+        ));
         // Queries: the table's partitions when it has a sort key, and each index's.
         let mut reads: Vec<(Option<&str>, &LiveKey, Option<&LiveKey>)> = Vec::new();
         if table.live.sort.is_some() {
@@ -773,22 +872,14 @@ fn link(proposal: &mut Proposal) {
                 )
             });
             let through = index.map_or(String::new(), |i| format!(" (index {i})"));
-            let suffix = match index {
-                Some(i) => index_suffix(i),
-                None => pascal(&partition_field, "Key"),
-            };
-            proposal.connections.push(ConnectionProposal {
-                name: root.claim(&format!("{plural_name}By{suffix}")),
-                entity: entity.name.clone(),
-                index: index.map(str::to_owned),
-                scan: false,
-                partition: Some(PartitionFrom::Argument(partition_field.clone())),
-                sort: sort_args.clone(),
-                description: format!(
-                    "The {} with one `{partition_field}`{through}{order_text}.",
-                    plural(&entity.name)
-                ),
-            });
+            proposal.connections.push(ConnectionProposal::root_query(
+                root,
+                &entity.name,
+                index,
+                &partition_field,
+                sort_args.clone(),
+                &order_text,
+            ));
             // The same partitions under the entity whose table's key they are.
             for l in links
                 .iter()
@@ -826,7 +917,7 @@ fn link(proposal: &mut Proposal) {
     for l in &links {
         let target = proposal.entities[l.to.0].name.clone();
         let field = proposal.entities[l.from.0].fields[l.from.1].clone();
-        let target_table = &proposal.tables[l.to.0].name;
+        let target_table = &proposal.tables[proposal.entities[l.to.0].table_at].name;
         let name = entity_names[l.from.0].claim(&camel(&target, "item"));
         proposal.entities[l.from.0]
             .relations
@@ -844,7 +935,7 @@ fn link(proposal: &mut Proposal) {
 
 /// An index's name after `By` in a connection's name: `ByCategory` gives `Category`, as
 /// `productsByCategory` reads better than `productsByByCategory`.
-fn index_suffix(index: &str) -> String {
+pub(super) fn index_suffix(index: &str) -> String {
     let name = pascal(index, "Index");
     match name.strip_prefix("By") {
         Some(rest) if rest.starts_with(|c: char| c.is_ascii_uppercase()) => rest.to_owned(),
@@ -854,7 +945,7 @@ fn index_suffix(index: &str) -> String {
 
 /// Whether an index holds every attribute the entity's fields read (connections over it return
 /// whole items).
-fn holds_every_attribute(projection: &LiveProjection, entity: &EntityProposal) -> bool {
+pub(super) fn holds_every_attribute(projection: &LiveProjection, entity: &EntityProposal) -> bool {
     match projection {
         LiveProjection::All => true,
         LiveProjection::KeysOnly => entity.fields.iter().all(|f| f.key.is_some()),
@@ -866,13 +957,16 @@ fn holds_every_attribute(projection: &LiveProjection, entity: &EntityProposal) -
 }
 
 /// `min`/`max` on a sort key of a type that sorts, and `begins_with` on text.
-fn sort_args(field: &FieldProposal) -> SortArgs {
+pub(super) fn sort_args(field: &FieldProposal) -> SortArgs {
     let base = field.base();
-    let ranged = matches!(base, "String" | "Int" | "BigInt" | "Decimal" | "DateTime");
+    let ranged = matches!(
+        base,
+        "String" | "ID" | "Int" | "BigInt" | "Decimal" | "DateTime"
+    );
     SortArgs {
         field: field.name.clone(),
         range: ranged.then(|| (format!("{}Min", field.name), format!("{}Max", field.name))),
-        prefix: (base == "String").then(|| format!("{}Prefix", field.name)),
+        prefix: matches!(base, "String" | "ID").then(|| format!("{}Prefix", field.name)),
     }
 }
 

@@ -8,6 +8,8 @@ pub mod infer;
 pub mod names;
 pub mod observe;
 pub mod render;
+pub mod shared_table;
+pub mod single_table;
 
 use anyhow::bail;
 use aws_sdk_dynamodb::Client;

@@ -156,7 +156,11 @@ fn render_table(out: &mut String, table: &TableProposal) {
         .iter()
         .map(|(n, kind)| format!("{} = {}", key(n), string(kind.as_str())))
         .collect();
-    let _ = writeln!(out, "attributes = {{ {} }}\n", attributes.join(", "));
+    let _ = writeln!(out, "attributes = {{ {} }}", attributes.join(", "));
+    if let Some(type_attribute) = &table.type_attribute {
+        let _ = writeln!(out, "type_attribute = {}", string(type_attribute));
+    }
+    out.push('\n');
     for index in &live.indexes {
         let _ = writeln!(out, "[tables.{name}.indexes.{}]", key(&index.name));
         if index.local {
@@ -188,7 +192,36 @@ fn render_entity(out: &mut String, entity: &EntityProposal) {
         "description = {}",
         string(&format!("An item of table {}.", entity.table))
     );
-    let _ = writeln!(out, "id_tag = {}\n", string(&entity.id_tag));
+    let _ = writeln!(out, "id_tag = {}", string(&entity.id_tag));
+    if let Some(shared) = &entity.shared {
+        for (_, _, evidence) in &shared.keys {
+            comment(out, evidence);
+        }
+        let keys: Vec<String> = shared
+            .keys
+            .iter()
+            .map(|(attribute, template, _)| format!("{} = {}", key(attribute), string(template)))
+            .collect();
+        let _ = writeln!(out, "keys = {{ {} }}", keys.join(", "));
+        if !shared.escaped {
+            out.push_str("escape_keys = false\n");
+        }
+        if shared.lower {
+            out.push_str("key_case = \"lower\"\n");
+        }
+        if let Some(value) = &shared.type_value {
+            let _ = writeln!(out, "type_value = {}", string(value));
+        }
+        if !shared.constants.is_empty() {
+            let constants: Vec<String> = shared
+                .constants
+                .iter()
+                .map(|(name, value)| format!("{} = {}", key(name), string(value)))
+                .collect();
+            let _ = writeln!(out, "constants = {{ {} }}", constants.join(", "));
+        }
+    }
+    out.push('\n');
     let _ = writeln!(out, "[entities.{name}.fields]");
     for field in &entity.fields {
         render_field(out, field);

@@ -12,9 +12,11 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use base64::{Engine, engine::general_purpose::STANDARD};
 use chrono::{DateTime, NaiveDate, SecondsFormat, Utc};
 use dynarelay::{
+    cursor::Key,
     dynamo::Item,
+    graphql::{node::parse_node_id, values::field_value},
     init::{InitOptions, InitOutcome, init},
-    model::{Entity, FieldType, Model, PartitionFrom, Read, Scalar, TimeFormat},
+    model::{Entity, EntityId, FieldId, FieldType, Model, PartitionFrom, Read, Scalar, TimeFormat},
 };
 use serde_json::{Value, json};
 
@@ -22,8 +24,10 @@ use crate::{
     fleet_data,
     helpers::{
         GroundQuery, ModelApp, all_nodes, check_generated, model_app, model_app_over, walk_matches,
+        written_by,
     },
     shop_data,
+    tools::amplify,
 };
 
 /// `init` over every table under the app's prefix.
@@ -84,20 +88,131 @@ async fn the_fleet_served_from_its_inferred_model_walks_as_dynamodb_reads() {
     walk_everything(&inferred).await;
 }
 
+/// A table written by another tool's own npm library (`tests/clients/writers/<tool>.mjs`), read
+/// back by `init` and served: every connection walked, the differences from the example's
+/// hand-written model kept in `tests/fixtures/init/<tool>.txt`.
+async fn round_trip(tool: &str, model: &str, table: &str) {
+    let hand = model_app(model).await;
+    written_by(tool, &hand.table(table)).await;
+    let outcome = run_init(&hand, 500).await;
+    let inferred = model_app_over(&outcome.text, &hand.prefix);
+    check_generated(
+        &format!("tests/fixtures/init/{tool}.txt"),
+        &differences(hand.model, inferred.model),
+    );
+    walk_everything(&inferred).await;
+}
+
+#[tokio::test]
+async fn electrodb_data_served_from_its_inferred_model_walks_as_dynamodb_reads() {
+    round_trip("electrodb", "examples/electrodb/dynarelay.toml", "Lending").await;
+}
+
+#[tokio::test]
+async fn toolbox_data_served_from_its_inferred_model_walks_as_dynamodb_reads() {
+    round_trip("toolbox", "examples/toolbox/dynarelay.toml", "Shop").await;
+}
+
+#[tokio::test]
+async fn onetable_data_served_from_its_inferred_model_walks_as_dynamodb_reads() {
+    round_trip("onetable", "examples/onetable/dynarelay.toml", "Tracker").await;
+}
+
+/// Amplify's table, as its resolvers write it (owners with 0 to 100 orders, ties on
+/// `status#createdAt`): a type attribute with one type, plain key attributes and a composite
+/// sort key attribute.
+#[tokio::test]
+async fn amplify_data_served_from_its_inferred_model_walks_as_dynamodb_reads() {
+    let hand = model_app("examples/amplify/dynarelay.toml").await;
+    let mut items = Vec::new();
+    for (n, (owner, count)) in [
+        ("o::one", 1),
+        ("t::twenty#20", 20),
+        ("u::TWENTY ONE", 21),
+        ("h::日本", 100),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        for i in 0..count {
+            let status = ["PLACED", "SHIPPED", "DELIVERED"][(i * 7 + n) % 3];
+            let minute = i - usize::from(i % 4 == 3);
+            let at = format!("2026-05-01T{:02}:{:02}:00.000Z", minute / 60, minute % 60);
+            items.push(amplify::order(
+                &format!("{n}-{i:03}"),
+                owner,
+                status,
+                &at,
+                "10.5",
+            ));
+        }
+    }
+    hand.store
+        .put_items(&hand.table(amplify::TABLE), items)
+        .await
+        .unwrap();
+    let outcome = run_init(&hand, 500).await;
+    let inferred = model_app_over(&outcome.text, &hand.prefix);
+    check_generated(
+        "tests/fixtures/init/amplify.txt",
+        &differences(hand.model, inferred.model),
+    );
+    walk_everything(&inferred).await;
+}
+
 // ------------------------------------------------------------------ walking the inferred model
+
+/// The items of `entity` among `items`: in a table with a type attribute, those whose type the
+/// writer named as this entity's (the writer's notion, not dynarelay's); else all.
+fn of_entity<'i>(model: &Model, entity: &Entity, items: &'i [Item]) -> Vec<&'i Item> {
+    let table = &model.tables[entity.table];
+    items
+        .iter()
+        .filter(|item| match &table.type_attribute {
+            Some(attribute) => {
+                let value = entity.type_value.as_deref().unwrap_or(&entity.name);
+                item.get(attribute) == Some(&AttributeValue::S(value.to_owned()))
+            }
+            None => true,
+        })
+        .collect()
+}
+
+/// An item's table key, as text.
+fn item_key(model: &Model, entity: &Entity, item: &Item) -> String {
+    let key = Key::from_item(item, model.tables[entity.table].key).unwrap();
+    format!("{key:?}")
+}
+
+/// A node's table key, from its global id, as text.
+fn node_key(model: &Model, node: &Value) -> String {
+    let id = node["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no id: {node}"));
+    let (_, key) = parse_node_id(model, id).unwrap();
+    format!("{key:?}")
+}
+
+/// An item's value of field `field` of `entity`, as the API takes it as an argument.
+fn argument(model: &Model, entity: EntityId, field: FieldId, item: &Item) -> Value {
+    let value = field_value(model, entity, field, item).unwrap();
+    graphql_value(&model.entities[entity].fields[field].ty, &value)
+}
 
 /// Every connection and lookup of `app`'s model, against DynamoDB's own reads.
 async fn walk_everything(app: &ModelApp) {
     let model = app.model;
     for connection in &model.connections {
-        let entity = &model.entities[connection.entity];
+        let e = connection.entity;
+        let entity = &model.entities[e];
         let table = app.table(&model.tables[entity.table].name);
         let index = connection
             .index
             .map(|i| model.tables[entity.table].indexes[i].name.as_str());
-        let keys: Vec<&str> = connection.start_key.iter().map(|k| k.name).collect();
         let selection = node_selection(entity);
         let label = format!("Query.{}", connection.name);
+        let items = app.scan_all(&table).await;
+        let items = of_entity(model, entity, &items);
         match &connection.read {
             Read::Scan => {
                 let query = format!(
@@ -112,41 +227,43 @@ async fn walk_everything(app: &ModelApp) {
                 )
                 .await
                 .iter()
-                .map(|node| node_key(entity, &keys, node))
+                .map(|node| node_key(model, node))
                 .collect();
-                let mut want: Vec<String> = app
-                    .scan_all(&table)
-                    .await
+                let mut want: Vec<String> = items
                     .iter()
-                    .map(|item| item_key(entity, &keys, item))
+                    .map(|item| item_key(model, entity, item))
                     .collect();
                 got.sort();
                 want.sort();
                 assert_eq!(got, want, "{label}");
             }
             Read::Query { partition, .. } => {
-                let PartitionFrom::Argument { argument, field } = &partition.from else {
+                let PartitionFrom::Argument {
+                    argument: arg,
+                    field,
+                } = &partition.from
+                else {
                     continue;
                 };
                 let attribute = partition.attribute.name;
                 // The fullest partitions, and one with a single item when there is one.
-                let mut sizes: Vec<(AttributeValue, usize)> = Vec::new();
-                for item in app.scan_all(&table).await {
+                let mut sizes: Vec<(&AttributeValue, &Item, usize)> = Vec::new();
+                for item in &items {
                     let Some(value) = item.get(attribute) else {
                         continue;
                     };
-                    match sizes.iter_mut().find(|(v, _)| v == value) {
-                        Some((_, n)) => *n += 1,
-                        None => sizes.push((value.clone(), 1)),
+                    match sizes.iter_mut().find(|(v, _, _)| *v == value) {
+                        Some((_, _, n)) => *n += 1,
+                        None => sizes.push((value, item, 1)),
                     }
                 }
                 sizes.sort_by(|a, b| {
-                    b.1.cmp(&a.1)
+                    b.2.cmp(&a.2)
                         .then(format!("{:?}", a.0).cmp(&format!("{:?}", b.0)))
                 });
-                let mut chosen: Vec<&AttributeValue> =
-                    sizes.iter().take(2).map(|(v, _)| v).collect();
-                chosen.extend(sizes.iter().rev().find(|(_, n)| *n == 1).map(|(v, _)| v));
+                let mut chosen: Vec<&(&AttributeValue, &Item, usize)> =
+                    sizes.iter().take(2).collect();
+                chosen.extend(sizes.iter().rev().find(|(_, _, n)| *n == 1));
                 assert!(!chosen.is_empty(), "{label}: no partition to walk");
                 let argument_type = graphql_type(model, &entity.fields[*field].ty, false);
                 let query = format!(
@@ -154,23 +271,24 @@ async fn walk_everything(app: &ModelApp) {
                      $before: String) {{ {}({}: $p, first: $first, after: $after, last: $last, \
                      before: $before) {{ edges {{ cursor node {{ {selection} }} }} pageInfo {{ \
                      hasNextPage hasPreviousPage startCursor endCursor }} }} }}",
-                    connection.name, argument.name
+                    connection.name, arg.name
                 );
-                for value in chosen {
-                    let want: Vec<String> = app
+                for (value, item, _) in chosen {
+                    let read = app
                         .query_all(&GroundQuery {
                             table: &table,
                             index,
                             condition: "#p = :p",
                             names: &[("#p", attribute)],
-                            values: &[(":p", value.clone())],
+                            values: &[(":p", (*value).clone())],
                             forward: true,
                         })
-                        .await
+                        .await;
+                    let want: Vec<String> = of_entity(model, entity, &read)
                         .iter()
-                        .map(|item| item_key(entity, &keys, item))
+                        .map(|item| item_key(model, entity, item))
                         .collect();
-                    let p = graphql_value(&entity.fields[*field].ty, value);
+                    let p = argument(model, e, *field, item);
                     walk_matches(
                         |vars| {
                             let mut vars = vars;
@@ -178,44 +296,32 @@ async fn walk_everything(app: &ModelApp) {
                             app.graphql(&query, vars)
                         },
                         &[connection.name.as_str()],
-                        |node| node_key(entity, &keys, node),
+                        |node| node_key(model, node),
                         &want,
-                        &format!("{label}({} = {value:?})", argument.name),
+                        &format!("{label}({} = {p})", arg.name),
                     )
                     .await;
                 }
             }
         }
     }
-    // Each lookup finds items the table holds, by their keys.
+    // Each lookup finds items of its entity by their keys.
     for lookup in &model.lookups {
-        let entity = &model.entities[lookup.entity];
+        let e = lookup.entity;
+        let entity = &model.entities[e];
         let table = app.table(&model.tables[entity.table].name);
-        let keys: Vec<&str> = model.tables[entity.table]
-            .key
-            .iter()
-            .map(|k| k.name)
-            .collect();
         let selection = node_selection(entity);
-        let arguments: Vec<(String, String, &str)> = entity
-            .key_fields
+        let arguments = lookup.arguments(model);
+        let declared: Vec<String> = arguments
             .iter()
             .map(|&f| {
                 let field = &entity.fields[f];
-                (
-                    field.name.clone(),
-                    graphql_type(model, &field.ty, false),
-                    field.attribute.as_str(),
-                )
+                format!("${}: {}", field.name, graphql_type(model, &field.ty, false))
             })
-            .collect();
-        let declared: Vec<String> = arguments
-            .iter()
-            .map(|(n, t, _)| format!("${n}: {t}"))
             .collect();
         let passed: Vec<String> = arguments
             .iter()
-            .map(|(n, _, _)| format!("{n}: ${n}"))
+            .map(|&f| format!("{0}: ${0}", entity.fields[f].name))
             .collect();
         let query = format!(
             "query({}) {{ {}({}) {{ {selection} }} }}",
@@ -223,15 +329,11 @@ async fn walk_everything(app: &ModelApp) {
             lookup.name,
             passed.join(", ")
         );
-        for item in app.scan_all(&table).await.iter().take(5) {
+        let items = app.scan_all(&table).await;
+        for item in of_entity(model, entity, &items).into_iter().take(5) {
             let mut vars = json!({});
-            for (name, _, attribute) in &arguments {
-                let field = entity
-                    .fields
-                    .iter()
-                    .find(|f| f.attribute == *attribute)
-                    .unwrap();
-                vars[name.as_str()] = graphql_value(&field.ty, &item[*attribute]);
+            for &f in arguments {
+                vars[entity.fields[f].name.as_str()] = argument(model, e, f, item);
             }
             let response = app.graphql(&query, vars).await;
             assert!(
@@ -240,8 +342,8 @@ async fn walk_everything(app: &ModelApp) {
                 lookup.name
             );
             assert_eq!(
-                node_key(entity, &keys, &response["data"][lookup.name.as_str()]),
-                item_key(entity, &keys, item),
+                node_key(model, &response["data"][lookup.name.as_str()]),
+                item_key(model, entity, item),
                 "{}",
                 lookup.name
             );
@@ -249,43 +351,11 @@ async fn walk_everything(app: &ModelApp) {
     }
 }
 
-/// Every field of `entity`, so that each is read from every item walked.
+/// The id and every field of `entity`, so that each is read from every item walked.
 fn node_selection(entity: &Entity) -> String {
-    entity
-        .fields
-        .iter()
-        .map(|f| f.name.as_str())
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// A node's identity: the values of the fields on `keys`, as text.
-fn node_key(entity: &Entity, keys: &[&str], node: &Value) -> String {
-    keys.iter()
-        .map(|k| {
-            let field = entity.fields.iter().find(|f| f.attribute == *k).unwrap();
-            match &node[field.name.as_str()] {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" | ")
-}
-
-/// An item's identity as [`node_key`] gives a node's: the attributes as the fields' types send
-/// them.
-fn item_key(entity: &Entity, keys: &[&str], item: &Item) -> String {
-    keys.iter()
-        .map(|k| {
-            let field = entity.fields.iter().find(|f| f.attribute == *k).unwrap();
-            match graphql_value(&field.ty, &item[*k]) {
-                Value::String(s) => s,
-                other => other.to_string(),
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" | ")
+    let mut fields: Vec<&str> = vec!["id"];
+    fields.extend(entity.fields.iter().map(|f| f.name.as_str()));
+    fields.join(" ")
 }
 
 /// A key attribute's value as a field of type `ty` sends it (and takes it as an argument).
@@ -369,11 +439,16 @@ fn differences(hand: &Model, inferred: &Model) -> String {
     let mut out = Vec::new();
     for h in &hand.entities {
         let table = &hand.tables[h.table].name;
-        let Some(i) = inferred
-            .entities
-            .iter()
-            .find(|e| inferred.tables[e.table].name == *table)
-        else {
+        // In a table of several types, the entity of the same type.
+        let kind = |m: &Model, e: &Entity| {
+            m.tables[e.table]
+                .type_attribute
+                .as_ref()
+                .map(|_| e.type_value.clone().unwrap_or_else(|| e.name.clone()))
+        };
+        let Some(i) = inferred.entities.iter().find(|e| {
+            inferred.tables[e.table].name == *table && kind(inferred, e) == kind(hand, h)
+        }) else {
             out.push(format!("{}: no entity over table {table}", h.name));
             continue;
         };

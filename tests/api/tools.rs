@@ -5,7 +5,7 @@
 //! uppercase, spaces and unicode, then reads it back through the library's own queries: that
 //! is the ground truth every connection is walked against, at every page size, both ways.
 
-mod amplify;
+pub(crate) mod amplify;
 mod electrodb;
 mod onetable;
 mod toolbox;

@@ -87,7 +87,7 @@ async fn odd_names_mixed_types_and_a_400_kb_item_are_all_served() {
                 "status#createdAt".to_owned(),
                 s(&format!("OPEN#2026-05-0{}T12:00:00.000Z", i + 1)),
             ),
-            ("__edb_e__".to_owned(), s("thing")),
+            ("__kind__".to_owned(), s("thing")),
             ("first name".to_owned(), s(&format!("Name {i}"))),
             ("firstName".to_owned(), s(&format!("Other {i}"))),
             ("id".to_owned(), s(&format!("own-{i}"))),
@@ -108,10 +108,10 @@ async fn odd_names_mixed_types_and_a_400_kb_item_are_all_served() {
     let text = &outcome.text;
     for line in [
         r#"statusCreatedAt = { type = "String!", attribute = "status#createdAt""#,
-        r#"edbE = { type = "String!", attribute = "__edb_e__""#,
+        r#"kind = { type = "String!", attribute = "__kind__""#,
         r#"firstName = { type = "String!", attribute = "first name""#,
         r#"firstName2 = { type = "String!", attribute = "firstName""#,
-        r#"oddId = { type = "String!", attribute = "id""#,
+        r#"oddId = { type = "ID!", attribute = "id""#,
         r#"_2fa = { type = "Boolean!", attribute = "2fa""#,
         r#"mixed = { type = "JSON!""#,
         "# review: stored as different types (N in 3, S in 3): typed JSON",
@@ -121,7 +121,7 @@ async fn odd_names_mixed_types_and_a_400_kb_item_are_all_served() {
     }
     let served = model_app_over(text, &app.prefix);
     let query = "query($first: Int, $after: String) { odds(first: $first, after: $after) { \
-                 nodes { pk statusCreatedAt edbE firstName firstName2 oddId _2fa mixed blob } \
+                 nodes { pk statusCreatedAt kind firstName firstName2 oddId _2fa mixed blob } \
                  pageInfo { hasNextPage endCursor } } }";
     let mut nodes = all_nodes(|vars| served.graphql(query, vars), &["odds"], 2).await;
     nodes.sort_by_key(|node| node["pk"].as_str().unwrap().to_owned());
@@ -130,7 +130,7 @@ async fn odd_names_mixed_types_and_a_400_kb_item_are_all_served() {
         let want = json!({
             "pk": format!("item-{i}"),
             "statusCreatedAt": format!("OPEN#2026-05-0{}T12:00:00.000Z", i + 1),
-            "edbE": "thing",
+            "kind": "thing",
             "firstName": format!("Name {i}"),
             "firstName2": format!("Other {i}"),
             "oddId": format!("own-{i}"),

@@ -13,7 +13,7 @@ use crate::helpers::{
 
 const MODEL: &str = "examples/amplify/dynarelay.toml";
 
-const TABLE: &str = "Order-apiid-NONE";
+pub(crate) const TABLE: &str = "Order-apiid-NONE";
 
 /// A caller: the token's `sub` and `username`, and the owner Amplify stores for them.
 struct User {
@@ -33,7 +33,7 @@ async fn user(issuer: &TestIssuer, sub: &str, username: &str, groups: &[&str]) -
 }
 
 /// An order as Amplify's resolvers write it.
-fn order(
+pub(crate) fn order(
     id: &str,
     owner: &str,
     status: &str,

@@ -1,0 +1,536 @@
+//! The proposal for a table that holds several types (a single-table design): one entity per
+//! type, told apart by the table's type attribute (and so read with `escape_keys = false`, as
+//! the libraries write) or, without one, by the text the keys start with; each entity's key
+//! templates read back from its sampled items ([`super::single_table`]); and its lookup, Scan
+//! and Query connections, with a connection under the entity whose key a partition is.
+
+use crate::dynamo::sample::{KeyKind, LiveKey};
+
+use super::{
+    infer::{
+        ConnectionProposal, EntityProposal, EnumProposal, FieldProposal, LookupProposal,
+        PartitionFrom, Proposal, SharedKeys, SortArgs, TableInput, fields, holds_every_attribute,
+        index_suffix, sort_args,
+    },
+    names::{Taken, camel, field_name, pascal, plural},
+    observe::observe,
+    single_table::{self, Piece, Template, Writer},
+};
+
+/// The entities of a shared table, and what the file says about the table.
+#[derive(Debug)]
+pub struct SharedTable {
+    /// One per type.
+    pub entities: Vec<EntityProposal>,
+    /// Remarks for the table.
+    pub notes: Vec<String>,
+    /// The type attribute, if the table has one.
+    pub type_attribute: Option<String>,
+}
+
+/// An entity name from a type's name: `loan` gives `Loan`, `ORDER` gives `Order`.
+fn entity_name(value: &str) -> String {
+    let shouting = value
+        .chars()
+        .all(|c| !c.is_ascii_lowercase() || !c.is_ascii_alphabetic());
+    if shouting {
+        pascal(&value.to_ascii_lowercase(), "Item")
+    } else {
+        pascal(value, "Item")
+    }
+}
+
+/// The share of `values` holding `#`, as tenths.
+fn hashed(values: &[&str]) -> bool {
+    let with = values.iter().filter(|v| v.contains('#')).count();
+    !values.is_empty() && with * 10 >= values.len() * 9
+}
+
+/// The entities of `input`, if it holds several types (or one, named by a type attribute);
+/// `None` for a table of one type.
+pub fn propose(
+    input: &TableInput,
+    table_at: usize,
+    type_names: &mut Taken,
+    enums: &mut Vec<EnumProposal>,
+) -> Option<SharedTable> {
+    let live = &input.live;
+    let partition = live.partition.name.as_str();
+    let sort = live.sort.as_ref().map(|s| s.name.as_str());
+    let typed = single_table::type_attribute(&input.items);
+    let groups = match &typed {
+        Some((attribute, _)) => {
+            single_table::groups(&input.items, Some(attribute), partition, sort)
+        }
+        None => {
+            let keys: Vec<&str> = input
+                .items
+                .iter()
+                .filter_map(|item| {
+                    let s = |a: &str| match item.get(a) {
+                        Some(aws_sdk_dynamodb::types::AttributeValue::S(v)) => Some(v.as_str()),
+                        _ => None,
+                    };
+                    sort.and_then(s).or_else(|| s(partition))
+                })
+                .collect();
+            if !hashed(&keys) {
+                return None;
+            }
+            let groups = single_table::groups(&input.items, None, partition, sort);
+            if groups.len() < 2 || groups.len() > 30 {
+                return None;
+            }
+            groups
+        }
+    };
+    if groups.is_empty() {
+        return None;
+    }
+    let writer = typed.as_ref().map(|(_, w)| *w);
+    let type_attribute = typed.as_ref().map(|(a, _)| a.clone());
+    let mut key_attributes: Vec<&LiveKey> = vec![&live.partition];
+    key_attributes.extend(live.sort.as_ref());
+    for index in &live.indexes {
+        for key in std::iter::once(&index.partition).chain(index.sort.as_ref()) {
+            if !key_attributes.iter().any(|k| k.name == key.name) {
+                key_attributes.push(key);
+            }
+        }
+    }
+    let bookkeeping: &[&str] = writer.map_or(&[], single_table::bookkeeping);
+    let escaped = typed.is_none();
+    let mut entities = Vec::new();
+    for group in &groups {
+        let name = type_names.claim(&entity_name(&group.value));
+        let seen = observe(group.items.iter().copied());
+        let is_key = |a: &str| key_attributes.iter().any(|k| k.name == a);
+        let candidates: Vec<&str> = seen
+            .keys()
+            .map(String::as_str)
+            .filter(|a| {
+                !is_key(a) && Some(*a) != type_attribute.as_deref() && !bookkeeping.contains(a)
+            })
+            .collect();
+        let mut templates: Vec<(String, Template)> = Vec::new();
+        for key in &key_attributes {
+            if key.kind != KeyKind::S {
+                continue;
+            }
+            let values: Vec<&str> = group
+                .items
+                .iter()
+                .filter_map(|item| match item.get(&key.name) {
+                    Some(aws_sdk_dynamodb::types::AttributeValue::S(v)) => Some(v.as_str()),
+                    _ => None,
+                })
+                .collect();
+            let constant = values.len() >= 3 && values.iter().all(|v| *v == values[0]);
+            // Keys built by a library, or of `#`-joined segments, or the same text on every
+            // item, follow templates; any other key attribute is a field of its own.
+            if !(writer == Some(Writer::ElectroDb) || hashed(&values) || constant) {
+                continue;
+            }
+            let Some(mut template) = single_table::template(&key.name, &group.items, &candidates)
+            else {
+                continue;
+            };
+            if escaped {
+                // dynarelay writes escaped integers as 20 digits: another writer's plain
+                // number in such a key is read as text, in a field of its own.
+                for piece in &mut template.pieces {
+                    if let Piece::Facet {
+                        attribute,
+                        width: None,
+                    } = piece
+                        && seen.get(attribute.as_str()).and_then(|o| o.only_kind()) == Some("N")
+                    {
+                        *piece = Piece::KeyOnly(attribute.clone());
+                    }
+                }
+            }
+            templates.push((key.name.clone(), template));
+        }
+        let mut skip: Vec<String> = templates.iter().map(|(a, _)| a.clone()).collect();
+        skip.extend(type_attribute.clone());
+        skip.extend(bookkeeping.iter().map(|b| (*b).to_owned()));
+        // Index keys none of this type's items hold are not its fields.
+        for key in &key_attributes {
+            if !seen.contains_key(&key.name) && key.name != live.partition.name {
+                skip.push(key.name.clone());
+            }
+        }
+        let mut fields = fields(
+            &name,
+            live,
+            &seen,
+            group.items.len(),
+            enums,
+            type_names,
+            &skip,
+        );
+        // Values only the keys hold become fields read from them.
+        let mut names = Taken::with(&["id", "__typename"]);
+        for f in &fields {
+            names.claim(&f.name);
+        }
+        // Key-only values after the same text, in several keys, are one field.
+        let mut key_only: Vec<(String, String)> = Vec::new();
+        for (attribute, template) in &mut templates {
+            for piece in &mut template.pieces {
+                if let Piece::KeyOnly(label) = piece {
+                    if let Some((_, field)) = key_only.iter().find(|(l, _)| l == label) {
+                        *label = field.clone();
+                        continue;
+                    }
+                    let wanted = field_name(label, &name);
+                    let wanted = if wanted.to_ascii_lowercase().ends_with("id") {
+                        wanted
+                    } else {
+                        format!("{wanted}Id")
+                    };
+                    let field = names.claim(&wanted);
+                    key_only.push((label.clone(), field.clone()));
+                    let primary =
+                        *attribute == live.partition.name || Some(attribute.as_str()) == sort;
+                    fields.push(FieldProposal {
+                        name: field.clone(),
+                        attribute: field.clone(),
+                        ty: if primary { "ID!" } else { "ID" }.to_owned(),
+                        stored_as: None,
+                        evidence: format!(
+                            "read from the key `{attribute}`: no attribute of the items holds it"
+                        ),
+                        review: Some(
+                            "named after the text before it in the key: rename it freely"
+                                .to_owned(),
+                        ),
+                        key: None,
+                    });
+                    *label = field;
+                }
+            }
+        }
+        // Facets of the table's keys are in every item's key, so never null.
+        for (attribute, template) in &templates {
+            if *attribute != live.partition.name && Some(attribute.as_str()) != sort {
+                continue;
+            }
+            for piece in &template.pieces {
+                if let Piece::Facet { attribute: a, .. } = piece
+                    && let Some(f) = fields.iter_mut().find(|f| f.attribute == *a)
+                    && !f.ty.ends_with('!')
+                {
+                    f.ty.push('!');
+                }
+            }
+        }
+        let field_of = |piece: &Piece| match piece {
+            Piece::Facet { attribute, .. } => fields
+                .iter()
+                .find(|f| f.attribute == *attribute)
+                .map_or_else(|| attribute.clone(), |f| f.name.clone()),
+            Piece::KeyOnly(field) => field.clone(),
+            Piece::Literal(text) => text.clone(),
+        };
+        let keys = templates
+            .iter()
+            .map(|(attribute, t)| {
+                (
+                    attribute.clone(),
+                    t.text(field_of),
+                    if t.fits == t.holding {
+                        format!(
+                            "`{attribute}`: this template in all {} sampled items holding it",
+                            t.holding
+                        )
+                    } else {
+                        format!(
+                            "`{attribute}`: this template in {} of the {} sampled items holding \
+                             it; review the others (a value holding `#`, which the last facet \
+                             takes whole, or keys of another shape)",
+                            t.fits, t.holding
+                        )
+                    },
+                )
+            })
+            .collect();
+        let templates_by_field: Vec<(String, Template)> = templates
+            .iter()
+            .map(|(attribute, t)| {
+                let mut t = t.clone();
+                for piece in &mut t.pieces {
+                    if let Piece::Facet { width, .. } = piece {
+                        let width = *width;
+                        *piece = Piece::Facet {
+                            attribute: field_of(piece),
+                            width,
+                        };
+                    }
+                }
+                (attribute.clone(), t)
+            })
+            .collect();
+        let constants = bookkeeping
+            .iter()
+            .filter(|b| Some(**b) != type_attribute.as_deref())
+            .filter_map(|b| {
+                let first = group.items.first()?.get(*b)?;
+                let aws_sdk_dynamodb::types::AttributeValue::S(value) = first else {
+                    return None;
+                };
+                group
+                    .items
+                    .iter()
+                    .all(|i| i.get(*b) == Some(first))
+                    .then(|| ((*b).to_owned(), value.clone()))
+            })
+            .collect();
+        entities.push(EntityProposal {
+            name: name.clone(),
+            table: input.name.clone(),
+            id_tag: String::new(),
+            fields,
+            relations: Vec::new(),
+            connections: Vec::new(),
+            table_at,
+            shared: Some(SharedKeys {
+                type_value: typed
+                    .as_ref()
+                    .and_then(|_| (group.value != name).then(|| group.value.clone())),
+                keys,
+                lower: templates.iter().any(|(_, t)| t.lower),
+                escaped,
+                constants,
+                templates: templates_by_field,
+            }),
+        });
+    }
+    let counts: Vec<String> = groups
+        .iter()
+        .zip(&entities)
+        .map(|(g, e)| format!("{} ({} items)", e.name, g.items.len()))
+        .collect();
+    let told = match writer {
+        Some(w) => format!("written by {}", w.describe()),
+        None => "told apart by the text their keys start with".to_owned(),
+    };
+    let mut notes = vec![format!(
+        "Several types in one table, {told}: {}.",
+        counts.join(", ")
+    )];
+    let skipped = input
+        .items
+        .iter()
+        .filter(|i| single_table::is_tool_record(i, partition))
+        .count();
+    if skipped > 0 {
+        notes.push(format!(
+            "{skipped} sampled items are OneTable's `_unique#` records, of no type."
+        ));
+    }
+    Some(SharedTable {
+        entities,
+        notes,
+        type_attribute,
+    })
+}
+
+/// The fields a template's facets are (in a [`SharedKeys::templates`] template, where both
+/// kinds of facet name their field).
+fn facet_fields(t: &Template) -> Vec<&str> {
+    t.pieces
+        .iter()
+        .filter_map(|p| match p {
+            Piece::KeyOnly(f) | Piece::Facet { attribute: f, .. } => Some(f.as_str()),
+            Piece::Literal(_) => None,
+        })
+        .collect()
+}
+
+/// The field a key's template reads for a partition: its one facet, or the key attribute's
+/// own field.
+fn partition_field(entity: &EntityProposal, keys: &SharedKeys, attribute: &str) -> Option<String> {
+    if let Some((_, t)) = keys.templates.iter().find(|(a, _)| a == attribute) {
+        let facets = facet_fields(t);
+        return (facets.len() == 1).then(|| facets[0].to_owned());
+    }
+    entity
+        .fields
+        .iter()
+        .find(|f| f.attribute == attribute)
+        .map(|f| f.name.clone())
+}
+
+/// The template of `attribute` as text, facets by field.
+fn template_text(keys: &SharedKeys, attribute: &str) -> Option<String> {
+    keys.templates
+        .iter()
+        .find(|(a, _)| a == attribute)
+        .map(|(_, t)| {
+            t.text(|p| match p {
+                Piece::KeyOnly(f) | Piece::Facet { attribute: f, .. } => f.clone(),
+                Piece::Literal(_) => String::new(),
+            })
+        })
+}
+
+/// Sort-key arguments on the first facet of a template, where its stored text sorts.
+fn template_sort(entity: &EntityProposal, keys: &SharedKeys, attribute: &str) -> Option<SortArgs> {
+    let Some((_, t)) = keys.templates.iter().find(|(a, _)| a == attribute) else {
+        let field = entity.fields.iter().find(|f| f.attribute == attribute)?;
+        return Some(sort_args(field));
+    };
+    let first = *facet_fields(t).first()?;
+    let field = entity.fields.iter().find(|f| f.name == first)?;
+    let padded = t
+        .pieces
+        .iter()
+        .any(|p| matches!(p, Piece::Facet { width: Some(_), .. }));
+    let (range, prefix) = match field.base() {
+        "String" | "ID" => (false, true),
+        "DateTime" if !matches!(field.stored_as, Some("epoch_millis" | "epoch_seconds")) => {
+            (true, true)
+        }
+        "Int" | "BigInt" => (padded || keys.escaped, false),
+        _ => (false, false),
+    };
+    (range || prefix).then(|| SortArgs {
+        field: field.name.clone(),
+        range: range.then(|| (format!("{}Min", field.name), format!("{}Max", field.name))),
+        prefix: prefix.then(|| format!("{}Prefix", field.name)),
+    })
+}
+
+/// Lookups, Scans and Queries of the shared tables' entities, and connections under the entity
+/// whose key a partition's template is.
+pub fn connect(proposal: &mut Proposal, root: &mut Taken) {
+    let mut nested: Vec<(usize, ConnectionProposal)> = Vec::new();
+    for (e, entity) in proposal.entities.iter().enumerate() {
+        let Some(keys) = &entity.shared else { continue };
+        let table = &proposal.tables[entity.table_at];
+        let live = &table.live;
+        let plural_name = camel(&plural(&entity.name), "items");
+        // A lookup by the table's key, when its keys take at least one value.
+        let mut arguments = Vec::new();
+        let mut whole = true;
+        for key in std::iter::once(&live.partition).chain(live.sort.as_ref()) {
+            match keys.templates.iter().find(|(a, _)| *a == key.name) {
+                Some((_, t)) => arguments.extend(facet_fields(t).into_iter().map(str::to_owned)),
+                None => match entity.fields.iter().find(|f| f.attribute == key.name) {
+                    Some(f) => arguments.push(f.name.clone()),
+                    None => whole = false,
+                },
+            }
+        }
+        if whole && !arguments.is_empty() {
+            proposal.lookups.push(LookupProposal {
+                name: root.claim(&camel(&entity.name, "item")),
+                entity: entity.name.clone(),
+                description: format!(
+                    "Looks up one {} by `{}`. Null when there is no such item.",
+                    entity.name,
+                    arguments.join("` and `")
+                ),
+            });
+        }
+        proposal.connections.push(ConnectionProposal::root_scan(
+            root,
+            &entity.name,
+            format!(
+                "a Scan of table {} that skips its other types' items",
+                table.name
+            ),
+        ));
+        let mut reads: Vec<(Option<&str>, &LiveKey, Option<&LiveKey>)> = Vec::new();
+        if live.sort.is_some() {
+            reads.push((None, &live.partition, live.sort.as_ref()));
+        }
+        for index in &live.indexes {
+            if holds_every_attribute(&index.projection, entity) {
+                reads.push((Some(&index.name), &index.partition, index.sort.as_ref()));
+            }
+        }
+        for (index, partition, sort) in reads {
+            let Some(field) = partition_field(entity, keys, &partition.name) else {
+                continue;
+            };
+            // This type's items must be in the index: it has its own keys there.
+            let held = |k: &LiveKey| {
+                keys.templates.iter().any(|(a, _)| *a == k.name)
+                    || entity.fields.iter().any(|f| f.attribute == k.name)
+            };
+            if !held(partition) || sort.is_some_and(|s| !held(s)) {
+                continue;
+            }
+            let sort_args = sort.and_then(|s| template_sort(entity, keys, &s.name));
+            let through = index.map_or(String::new(), |i| format!(" (index {i})"));
+            proposal.connections.push(ConnectionProposal::root_query(
+                root,
+                &entity.name,
+                index,
+                &field,
+                sort_args.clone(),
+                ", in key order (`order: DESC` for the reverse)",
+            ));
+            // Under another type of the table whose own key has this partition's template.
+            let Some(text) = template_text(keys, &partition.name) else {
+                continue;
+            };
+            for (p, parent) in proposal.entities.iter().enumerate() {
+                let Some(parent_keys) = &parent.shared else {
+                    continue;
+                };
+                // The parent is the one item of its type in the partition: its sort key, if
+                // the table has one, is fixed text.
+                let singleton = live.sort.as_ref().is_none_or(|s| {
+                    parent_keys
+                        .templates
+                        .iter()
+                        .find(|(a, _)| *a == s.name)
+                        .is_some_and(|(_, t)| facet_fields(t).is_empty())
+                });
+                if p == e
+                    || !singleton
+                    || parent.table_at != entity.table_at
+                    || template_text(parent_keys, &live.partition.name).as_deref()
+                        != Some(text.as_str())
+                    || !parent.fields.iter().any(|f| f.name == field)
+                {
+                    continue;
+                }
+                nested.push((
+                    p,
+                    ConnectionProposal {
+                        name: match index {
+                            None => plural_name.clone(),
+                            Some(i) => format!("{plural_name}By{}", index_suffix(i)),
+                        },
+                        entity: entity.name.clone(),
+                        index: index.map(str::to_owned),
+                        scan: false,
+                        partition: Some(PartitionFrom::Field(field.clone())),
+                        sort: sort_args.clone(),
+                        description: format!(
+                            "This {}'s {}{through}, in key order (`order: DESC` for the reverse).",
+                            parent.name,
+                            plural(&entity.name)
+                        ),
+                    },
+                ));
+            }
+        }
+    }
+    for (parent, mut connection) in nested {
+        let entity = &mut proposal.entities[parent];
+        let mut taken = Taken::with(&["id", "__typename"]);
+        for f in &entity.fields {
+            taken.claim(&f.name);
+        }
+        for c in &entity.connections {
+            taken.claim(&c.name);
+        }
+        connection.name = taken.claim(&connection.name);
+        entity.connections.push(connection);
+    }
+}
