@@ -132,6 +132,11 @@ pub struct CheckArgs {
     /// Check the file only, without asking DynamoDB about the live tables.
     #[arg(long, env = "DYNARELAY_CHECK_OFFLINE")]
     pub offline: bool,
+    /// Also read up to this many items of each table (Scans) and warn about what no longer fits
+    /// the model: stored values a field cannot read, items of types the model does not know,
+    /// and indexes it does not declare. 0 (the default): no items are read.
+    #[arg(long, env = "DYNARELAY_CHECK_SAMPLE", default_value_t = 0)]
+    pub sample: usize,
 }
 
 /// `serve` flags.

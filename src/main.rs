@@ -225,6 +225,25 @@ async fn check(args: CheckArgs) -> anyhow::Result<()> {
     };
     if mismatches.is_empty() {
         println!("the live tables match the model");
+        if args.sample > 0 {
+            let report = dynarelay::init::drift::drift(&client, model, &names, args.sample)
+                .await
+                .map_err(|failure| {
+                    anyhow::anyhow!("table {}: {}", failure.table, failure.reason)
+                })?;
+            for warning in &report.warnings {
+                println!("warning: {warning}");
+            }
+            println!(
+                "sampled {} items: {}",
+                report.items,
+                match report.warnings.len() {
+                    0 => "every one fits the model".to_owned(),
+                    1 => "1 warning".to_owned(),
+                    n => format!("{n} warnings"),
+                }
+            );
+        }
         return Ok(());
     }
     let text = std::fs::read_to_string(&args.model.model).unwrap_or_default();

@@ -126,6 +126,29 @@ pub enum KeyRole {
     Index,
 }
 
+impl EntityProposal {
+    /// An entity of table `table` (at `table_at`) with these fields, before its id tag,
+    /// relations and connections are given.
+    pub(super) fn new(
+        name: String,
+        table: &str,
+        table_at: usize,
+        fields: Vec<FieldProposal>,
+        shared: Option<SharedKeys>,
+    ) -> Self {
+        Self {
+            name,
+            table: table.to_owned(),
+            id_tag: String::new(),
+            fields,
+            relations: Vec::new(),
+            connections: Vec::new(),
+            table_at,
+            shared,
+        }
+    }
+}
+
 impl FieldProposal {
     /// The type's name without `!` or `[...]`.
     pub fn base(&self) -> &str {
@@ -319,16 +342,13 @@ pub fn propose(tables: Vec<TableInput>) -> Proposal {
             &mut type_names,
             &[],
         );
-        proposal.entities.push(EntityProposal {
-            name: entity,
-            table: input.name.clone(),
-            id_tag: String::new(),
-            fields,
-            relations: Vec::new(),
-            connections: Vec::new(),
+        proposal.entities.push(EntityProposal::new(
+            entity,
+            &input.name,
             table_at,
-            shared: None,
-        });
+            fields,
+            None,
+        ));
         proposal.tables.push(TableProposal {
             name: input.name,
             sampled: input.items.len(),

@@ -4,6 +4,7 @@
 //! ([`render`]). The file is checked as `dynarelay check` would before it is handed back, so
 //! what `init` writes always loads. Only reads: nothing is written to DynamoDB.
 
+pub mod drift;
 pub mod infer;
 pub mod names;
 pub mod observe;

@@ -286,15 +286,12 @@ pub fn propose(
                     .then(|| ((*b).to_owned(), value.clone()))
             })
             .collect();
-        entities.push(EntityProposal {
-            name: name.clone(),
-            table: input.name.clone(),
-            id_tag: String::new(),
-            fields,
-            relations: Vec::new(),
-            connections: Vec::new(),
+        entities.push(EntityProposal::new(
+            name.clone(),
+            &input.name,
             table_at,
-            shared: Some(SharedKeys {
+            fields,
+            Some(SharedKeys {
                 type_value: typed
                     .as_ref()
                     .and_then(|_| (group.value != name).then(|| group.value.clone())),
@@ -304,7 +301,7 @@ pub fn propose(
                 constants,
                 templates: templates_by_field,
             }),
-        });
+        ));
     }
     let counts: Vec<String> = groups
         .iter()

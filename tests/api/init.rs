@@ -7,6 +7,7 @@
 //! seen in review), and docs/src/guides/your-own-tables.md explains them.
 
 mod bad_input;
+mod drift;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use base64::{Engine, engine::general_purpose::STANDARD};
