@@ -16,7 +16,7 @@ fn s(value: &str) -> AttributeValue {
 }
 
 /// The items, as code that never escapes writes them.
-async fn write_items(app: &ModelApp) {
+pub(crate) async fn write_items(app: &ModelApp) {
     let table = app.table("Tickets");
     let customer = |email: &str, name: &str| {
         vec![
