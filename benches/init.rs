@@ -88,6 +88,7 @@ fn bench(c: &mut Criterion) {
                 name: "Purchases".to_owned(),
                 live: live.clone(),
                 items: items.clone(),
+                complete: false,
             }]);
             let text = render::render(&proposal, &render::Header::default());
             assert!(dynarelay::model::parse("bench", &text).is_ok(), "{text}");

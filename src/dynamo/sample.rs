@@ -280,6 +280,8 @@ fn from_description(name: &str, t: &TableDescription) -> Result<LiveTable, Strin
 pub struct Sample {
     /// The items read, at most the number asked for.
     pub items: Vec<Item>,
+    /// Whether they are every item of the table: each segment was read to its end.
+    pub complete: bool,
     /// Scan calls made.
     pub calls: usize,
     /// Read capacity units they consumed, as DynamoDB reported them.
@@ -309,6 +311,7 @@ pub async fn sample(
     if limit == 0 {
         return Ok(out);
     }
+    out.complete = true;
     let segments = limit.div_ceil(SCAN_PAGE).clamp(1, MAX_SEGMENTS);
     for segment in 0..segments {
         // This segment's share of what is still wanted: a segment that held fewer items than
@@ -316,6 +319,7 @@ pub async fn sample(
         let wanted = (limit - out.items.len()).div_ceil(segments - segment);
         let mut got = 0;
         let mut start: Option<Item> = None;
+        let mut ended = false;
         while got < wanted {
             let page = (wanted - got).min(SCAN_PAGE);
             let response = client
@@ -341,10 +345,15 @@ pub async fn sample(
             progress(out.items.len());
             match response.last_evaluated_key {
                 Some(key) if !key.is_empty() => start = Some(key),
-                _ => break,
+                _ => {
+                    ended = true;
+                    break;
+                }
             }
         }
+        out.complete &= ended;
         if out.items.len() >= limit {
+            out.complete &= segment + 1 == segments;
             break;
         }
     }

@@ -281,6 +281,8 @@ pub struct TableInput {
     pub live: LiveTable,
     /// Its sampled items.
     pub items: Vec<Item>,
+    /// Whether they are all its items (the Scans reached the end of the table).
+    pub complete: bool,
 }
 
 /// Type names GraphQL or dynarelay's schema already define.
@@ -337,7 +339,10 @@ pub fn propose(tables: Vec<TableInput>) -> Proposal {
             &entity,
             &input.live,
             &seen,
-            input.items.len(),
+            Sampled {
+                count: input.items.len(),
+                complete: input.complete,
+            },
             &mut proposal.enums,
             &mut type_names,
             &[],
@@ -411,15 +416,25 @@ fn key_of(table: &LiveTable, attribute: &str) -> Option<(KeyRole, KeyKind)> {
         .map(|k| (KeyRole::Index, k.kind))
 }
 
+/// How many items of an entity were sampled, and whether they are all its table held.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Sampled {
+    /// The entity's items in the sample.
+    pub count: usize,
+    /// The sample is every item of the table.
+    pub complete: bool,
+}
+
 pub(super) fn fields(
     entity: &str,
     table: &LiveTable,
     seen: &BTreeMap<String, Observed>,
-    sampled: usize,
+    sample: Sampled,
     enums: &mut Vec<EnumProposal>,
     type_names: &mut Taken,
     skip: &[String],
 ) -> Vec<FieldProposal> {
+    let sampled = sample.count;
     // Keys first (partition, sort, then the indexes'), then the rest by name.
     let mut attributes: Vec<&str> = vec![table.partition.name.as_str()];
     attributes.extend(table.sort.as_ref().map(|s| s.name.as_str()));
@@ -445,7 +460,7 @@ pub(super) fn fields(
             let key = key_of(table, attribute);
             let name = names.claim(&field_name(attribute, entity));
             let ttl = table.ttl_attribute.as_deref() == Some(attribute);
-            let mut field = infer_field(&name, attribute, observed, sampled, key, ttl);
+            let mut field = infer_field(&name, attribute, observed, sample, key, ttl);
             if let Some(values) = enum_candidate(observed, key) {
                 let enum_name = type_names.claim(&format!("{entity}{}", pascal(&name, "Value")));
                 let required = field.ty.ends_with('!');
@@ -553,12 +568,20 @@ fn infer_field(
     name: &str,
     attribute: &str,
     observed: &Observed,
-    sampled: usize,
+    sample: Sampled,
     key: Option<(KeyRole, KeyKind)>,
     ttl: bool,
 ) -> FieldProposal {
-    let required = key.is_some_and(|(role, _)| role != KeyRole::Index)
-        || (sampled > 0 && observed.present == sampled);
+    // Non-null only where no item can lack it: a key of the table, or an attribute every item
+    // holds when every item was read. A sample of part of a table leaves it nullable, since one
+    // unread item without it would make every page holding that item an error.
+    let Sampled {
+        count: sampled,
+        complete,
+    } = sample;
+    let primary = key.is_some_and(|(role, _)| role != KeyRole::Index);
+    let everywhere = sampled > 0 && observed.present == sampled;
+    let required = primary || (complete && everywhere);
     let mut field = FieldProposal {
         name: name.to_owned(),
         attribute: attribute.to_owned(),
@@ -721,6 +744,13 @@ fn infer_field(
         base
     };
     field.ty = format!("{base}{}", if required { "!" } else { "" });
+    if everywhere && !required && field.review.is_none() {
+        field.review = Some(format!(
+            "every sampled item holds it, but not every item was read: make it `{}!` once you \
+             know every item does",
+            field.ty
+        ));
+    }
     if let Some(key_text) = key_text {
         field.evidence = format!("{key_text}, {}", field.evidence);
     }

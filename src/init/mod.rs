@@ -108,6 +108,7 @@ pub async fn init(
                     name: name[options.prefix.len()..].to_owned(),
                     live,
                     items: sampled.items,
+                    complete: sampled.complete,
                 });
             }
             Err(failure) if failure.transient => bail!(

@@ -9,8 +9,8 @@ use crate::dynamo::sample::{KeyKind, LiveKey};
 use super::{
     infer::{
         ConnectionProposal, EntityProposal, EnumProposal, FieldProposal, LookupProposal,
-        PartitionFrom, Proposal, SharedKeys, SortArgs, TableInput, fields, holds_every_attribute,
-        index_suffix, sort_args,
+        PartitionFrom, Proposal, Sampled, SharedKeys, SortArgs, TableInput, fields,
+        holds_every_attribute, index_suffix, sort_args,
     },
     names::{Taken, camel, field_name, pascal, plural},
     observe::observe,
@@ -102,7 +102,6 @@ pub fn propose(
     let escaped = typed.is_none();
     let mut entities = Vec::new();
     for group in &groups {
-        let name = type_names.claim(&entity_name(&group.value));
         let seen = observe(group.items.iter().copied());
         let is_key = |a: &str| key_attributes.iter().any(|k| k.name == a);
         let candidates: Vec<&str> = seen
@@ -131,7 +130,8 @@ pub fn propose(
             if !(writer == Some(Writer::ElectroDb) || hashed(&values) || constant) {
                 continue;
             }
-            let Some(mut template) = single_table::template(&key.name, &group.items, &candidates)
+            let Some(mut template) =
+                single_table::template(&key.name, &group.items, &candidates, escaped)
             else {
                 continue;
             };
@@ -151,6 +151,26 @@ pub fn propose(
             }
             templates.push((key.name.clone(), template));
         }
+        // Named by the type attribute's value, else by the words of the literal text of its
+        // sort key's template (`ORDER#{orderId}#ITEM#{itemId}`: `OrderItem`).
+        let name = match (
+            &typed,
+            sort.and_then(|s| templates.iter().find(|(a, _)| a == s)),
+        ) {
+            (None, Some((_, template))) => {
+                let words: String = template
+                    .pieces
+                    .iter()
+                    .filter_map(|p| match p {
+                        Piece::Literal(text) => Some(text.as_str()),
+                        _ => None,
+                    })
+                    .collect::<Vec<_>>()
+                    .join("#");
+                type_names.claim(&entity_name(&words))
+            }
+            _ => type_names.claim(&entity_name(&group.value)),
+        };
         let mut skip: Vec<String> = templates.iter().map(|(a, _)| a.clone()).collect();
         skip.extend(type_attribute.clone());
         skip.extend(bookkeeping.iter().map(|b| (*b).to_owned()));
@@ -164,7 +184,10 @@ pub fn propose(
             &name,
             live,
             &seen,
-            group.items.len(),
+            Sampled {
+                count: group.items.len(),
+                complete: input.complete,
+            },
             enums,
             type_names,
             &skip,
@@ -183,7 +206,7 @@ pub fn propose(
                         *label = field.clone();
                         continue;
                     }
-                    let wanted = field_name(label, &name);
+                    let wanted = field_name(&label.to_lowercase(), &name);
                     let wanted = if wanted.to_ascii_lowercase().ends_with("id") {
                         wanted
                     } else {

@@ -111,8 +111,11 @@ pub fn groups<'i>(
                     Some(AttributeValue::S(v)) => v.split('#').next().unwrap_or("").to_owned(),
                     _ => String::new(),
                 };
+                // The pair: an order item's keys may start as an order's sort key does.
                 match sort {
-                    Some(sort) if !start(sort).is_empty() => start(sort),
+                    Some(sort) if !start(sort).is_empty() => {
+                        format!("{}#{}", start(partition), start(sort))
+                    }
                     _ => start(partition),
                 }
             }
@@ -180,9 +183,33 @@ fn text(value: &AttributeValue) -> Option<&str> {
     }
 }
 
+/// A key dynarelay wrote, split at its unescaped `#`, each segment unescaped (`\#` is `#`, `\\`
+/// is `\`).
+fn split_escaped(key: &str) -> Vec<String> {
+    let mut segments = vec![String::new()];
+    let mut chars = key.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some(next) => segments.last_mut().map_or((), |s| s.push(next)),
+                None => segments.last_mut().map_or((), |s| s.push('\\')),
+            },
+            '#' => segments.push(String::new()),
+            c => segments.last_mut().map_or((), |s| s.push(c)),
+        }
+    }
+    segments
+}
+
 /// The pieces of one key, its segments (split at `#`) matched against the item's attributes
 /// `candidates`. Each facet lists every attribute that matches there.
-fn item_pieces(key: &str, item: &Item, candidates: &[&str], lower: bool) -> Vec<ItemPiece> {
+fn item_pieces(
+    key: &str,
+    item: &Item,
+    candidates: &[&str],
+    lower: bool,
+    escaped: bool,
+) -> Vec<ItemPiece> {
     let values: Vec<(&str, String, bool)> = candidates
         .iter()
         .filter_map(|&c| {
@@ -202,14 +229,18 @@ fn item_pieces(key: &str, item: &Item, candidates: &[&str], lower: bool) -> Vec<
             })
         })
         .collect();
-    let segments: Vec<&str> = key.split('#').collect();
+    let segments: Vec<String> = if escaped {
+        split_escaped(key)
+    } else {
+        key.split('#').map(str::to_owned).collect()
+    };
     let mut pieces = Vec::new();
     let mut i = 0;
     while i < segments.len() {
         if i > 0 {
             pieces.push(ItemPiece::Literal("#".to_owned()));
         }
-        let segment = segments[i];
+        let segment = segments[i].as_str();
         // A value holding `#` itself spans several segments (nobody escapes it).
         let rest = segments[i..].join("#");
         if let Some((attribute, value, _)) = values
@@ -217,17 +248,21 @@ fn item_pieces(key: &str, item: &Item, candidates: &[&str], lower: bool) -> Vec<
             .filter(|(_, v, _)| v.contains('#'))
             .find(|(_, v, _)| rest == *v || rest.starts_with(&format!("{v}#")))
         {
-            pieces.push(ItemPiece::Facet(vec![(*attribute).to_owned()], None));
+            pieces.push(ItemPiece::Facet(vec![((*attribute).to_owned(), None)]));
             i += value.split('#').count();
             continue;
         }
-        let exact: Vec<String> = values
+        let exact: Vec<(String, Option<usize>)> = values
             .iter()
             .filter(|(_, v, _)| v == segment)
-            .map(|(a, _, _)| (*a).to_owned())
+            .flat_map(|(a, _, number)| {
+                // A number written at full width also fits a padding to that width.
+                let padded = number.then_some(((*a).to_owned(), Some(segment.len())));
+                std::iter::once(((*a).to_owned(), None)).chain(padded)
+            })
             .collect();
         if !exact.is_empty() {
-            pieces.push(ItemPiece::Facet(exact, None));
+            pieces.push(ItemPiece::Facet(exact));
             i += 1;
             continue;
         }
@@ -238,13 +273,13 @@ fn item_pieces(key: &str, item: &Item, candidates: &[&str], lower: bool) -> Vec<
         {
             let trimmed = segment.trim_start_matches('0');
             let trimmed = if trimmed.is_empty() { "0" } else { trimmed };
-            let padded: Vec<String> = values
+            let padded: Vec<(String, Option<usize>)> = values
                 .iter()
                 .filter(|(_, v, number)| *number && v == trimmed)
-                .map(|(a, _, _)| (*a).to_owned())
+                .map(|(a, _, _)| ((*a).to_owned(), Some(segment.len())))
                 .collect();
             if !padded.is_empty() {
-                pieces.push(ItemPiece::Facet(padded, Some(segment.len())));
+                pieces.push(ItemPiece::Facet(padded));
                 i += 1;
                 continue;
             }
@@ -252,14 +287,14 @@ fn item_pieces(key: &str, item: &Item, candidates: &[&str], lower: bool) -> Vec<
         // ElectroDB's `label_value` (not its `$entity_version` segment).
         if let Some(cut) = segment.find('_').filter(|_| !segment.starts_with('$')) {
             let (label, value) = segment.split_at(cut + 1);
-            let labelled: Vec<String> = values
+            let labelled: Vec<(String, Option<usize>)> = values
                 .iter()
                 .filter(|(_, v, _)| v == value)
-                .map(|(a, _, _)| (*a).to_owned())
+                .map(|(a, _, _)| ((*a).to_owned(), None))
                 .collect();
             if !labelled.is_empty() && !value.is_empty() {
                 pieces.push(ItemPiece::Literal(label.to_owned()));
-                pieces.push(ItemPiece::Facet(labelled, None));
+                pieces.push(ItemPiece::Facet(labelled));
                 i += 1;
                 continue;
             }
@@ -273,14 +308,20 @@ fn item_pieces(key: &str, item: &Item, candidates: &[&str], lower: bool) -> Vec<
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum ItemPiece {
     Literal(String),
-    Facet(Vec<String>, Option<usize>),
+    /// The attributes whose value is there, each with the padded width it is written at.
+    Facet(Vec<(String, Option<usize>)>),
 }
 
 /// The template `attribute` follows in `items`, if their keys agree on one: the pieces most
 /// items' keys break into, literal text where all have the same, an attribute where every item's
 /// value is there, and a key-only value where the text differs and no attribute holds it.
 /// Keys written in lower case are matched against lowercased values.
-pub fn template(attribute: &str, items: &[&Item], candidates: &[&str]) -> Option<Template> {
+pub fn template(
+    attribute: &str,
+    items: &[&Item],
+    candidates: &[&str],
+    escaped: bool,
+) -> Option<Template> {
     let keys: Vec<(&Item, &str)> = items
         .iter()
         .filter_map(|item| match item.get(attribute) {
@@ -292,11 +333,11 @@ pub fn template(attribute: &str, items: &[&Item], candidates: &[&str]) -> Option
         return None;
     }
     let lowercase_keys = keys.iter().all(|(_, k)| !k.chars().any(char::is_uppercase));
-    let exact = merge(&keys, candidates, false);
+    let exact = merge(&keys, candidates, false, escaped);
     if !lowercase_keys {
         return exact;
     }
-    let lower = merge(&keys, candidates, true);
+    let lower = merge(&keys, candidates, true, escaped);
     let facets = |t: &Option<Template>| {
         t.as_ref().map_or(0, |t| {
             t.pieces
@@ -313,10 +354,15 @@ pub fn template(attribute: &str, items: &[&Item], candidates: &[&str]) -> Option
     }
 }
 
-fn merge(keys: &[(&Item, &str)], candidates: &[&str], lower: bool) -> Option<Template> {
+fn merge(
+    keys: &[(&Item, &str)],
+    candidates: &[&str],
+    lower: bool,
+    escaped: bool,
+) -> Option<Template> {
     let per_item: Vec<Vec<ItemPiece>> = keys
         .iter()
-        .map(|(item, key)| item_pieces(key, item, candidates, lower))
+        .map(|(item, key)| item_pieces(key, item, candidates, lower, escaped))
         .collect();
     // The shape most keys have: how many pieces.
     let mut counts: BTreeMap<usize, usize> = BTreeMap::new();
@@ -341,27 +387,32 @@ fn merge(keys: &[(&Item, &str)], candidates: &[&str], lower: bool) -> Option<Tem
             pieces.push(Piece::Literal(literals[0].to_owned()));
             continue;
         }
-        // An attribute matching there in every key, with the same padding.
-        let common = at
-            .iter()
-            .try_fold(None::<(Vec<String>, Option<usize>)>, |acc, p| match p {
-                ItemPiece::Facet(attributes, width) => match acc {
-                    None => Some(Some((attributes.clone(), *width))),
-                    Some((kept, w)) if w == *width => Some(Some((
-                        kept.into_iter()
-                            .filter(|a| attributes.contains(a))
-                            .collect(),
-                        w,
-                    ))),
-                    Some(_) => None,
-                },
-                ItemPiece::Literal(_) => None,
-            });
-        match common.flatten() {
-            Some((attributes, width)) if !attributes.is_empty() => pieces.push(Piece::Facet {
-                attribute: attributes[0].clone(),
-                width,
-            }),
+        // The attribute (and padding) matching there in most keys, if in nine of ten: the
+        // rest are keys some other code wrote, or values the writer escaped.
+        let mut counts: Vec<(&(String, Option<usize>), usize)> = Vec::new();
+        for p in &at {
+            if let ItemPiece::Facet(candidates) = p {
+                for c in candidates {
+                    match counts.iter_mut().find(|(k, _)| *k == c) {
+                        Some((_, n)) => *n += 1,
+                        None => counts.push((c, 1)),
+                    }
+                }
+            }
+        }
+        // Most matches first; on a tie, no padding before padding, then by name.
+        counts.sort_by(|a, b| {
+            b.1.cmp(&a.1)
+                .then(a.0.1.cmp(&b.0.1))
+                .then(a.0.0.cmp(&b.0.0))
+        });
+        match counts.first() {
+            Some(((attribute, width), n)) if n * 10 >= at.len() * 9 => {
+                pieces.push(Piece::Facet {
+                    attribute: attribute.clone(),
+                    width: *width,
+                });
+            }
             _ => {
                 let label = pieces
                     .iter()
@@ -491,12 +542,12 @@ mod tests {
             let refs: Vec<&Item> = items.iter().collect();
             let candidates: Vec<&str> =
                 ["placedAt", "orderId", "seq", "memberId", "email", "x"].to_vec();
-            let t = template(attribute, &refs, &candidates).unwrap();
+            let t = template(attribute, &refs, &candidates, false).unwrap();
             assert_eq!(text_of(&t), *want, "{items:?}");
             assert_eq!((t.fits, t.holding), (items.len(), items.len()));
         }
         let refs: Vec<Item> = vec![item(&[("sk", "issue#00000042"), ("seq", "N:42")])];
-        let t = template("sk", &refs.iter().collect::<Vec<_>>(), &["seq"]).unwrap();
+        let t = template("sk", &refs.iter().collect::<Vec<_>>(), &["seq"], false).unwrap();
         assert_eq!(
             t.pieces[1],
             Piece::Facet {
@@ -508,9 +559,24 @@ mod tests {
             "pk",
             &[&item(&[("pk", "$x#id_abc"), ("id", "ABC")])],
             &["id"],
+            false,
         )
         .unwrap();
         assert!(lower.lower);
+    }
+
+    #[test]
+    fn keys_dynarelay_escaped_are_split_at_their_unescaped_separators() {
+        assert_eq!(split_escaped(r"CUSTOMER#ana\#b"), ["CUSTOMER", "ana#b"]);
+        assert_eq!(split_escaped(r"A#x\\#y"), ["A", r"x\", "y"]);
+        assert_eq!(split_escaped(r"A#end\"), ["A", r"end\"]);
+        let items = [
+            item(&[("PK", r"CUSTOMER#ana\#b"), ("username", "ana#b")]),
+            item(&[("PK", "CUSTOMER#zoe"), ("username", "zoe")]),
+        ];
+        let refs: Vec<&Item> = items.iter().collect();
+        let t = template("PK", &refs, &["username"], true).unwrap();
+        assert_eq!(text_of(&t), "CUSTOMER#{username}");
     }
 
     #[test]
@@ -533,6 +599,6 @@ mod tests {
         ];
         let prefixed = groups(&by_prefix, None, "PK", Some("SK"));
         let values: Vec<&str> = prefixed.iter().map(|g| g.value.as_str()).collect();
-        assert_eq!(values, ["ORDER", "ADDRESS"]);
+        assert_eq!(values, ["CUSTOMER#ORDER", "CUSTOMER#ADDRESS"]);
     }
 }

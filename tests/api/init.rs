@@ -9,6 +9,8 @@
 mod bad_input;
 mod drift;
 
+use std::collections::BTreeMap;
+
 use aws_sdk_dynamodb::types::AttributeValue;
 use base64::{Engine, engine::general_purpose::STANDARD};
 use chrono::{DateTime, NaiveDate, SecondsFormat, Utc};
@@ -22,7 +24,7 @@ use dynarelay::{
 use serde_json::{Value, json};
 
 use crate::{
-    fleet_data, foreign_keys,
+    ecommerce_data, fleet_data, foreign_keys,
     helpers::{
         GroundQuery, ModelApp, all_nodes, check_generated, model_app, model_app_over, walk_matches,
         written_by,
@@ -63,7 +65,7 @@ async fn the_shop_served_from_its_inferred_model_walks_as_dynamodb_reads() {
     )
     .await
     .unwrap();
-    init_serve_and_walk(&hand, "shop").await;
+    init_serve_and_walk(&hand, "shop", Truth::TypeAttribute).await;
 }
 
 #[tokio::test]
@@ -74,19 +76,26 @@ async fn the_fleet_served_from_its_inferred_model_walks_as_dynamodb_reads() {
     fleet_data::write(&hand.store, &tables, &data)
         .await
         .unwrap();
-    init_serve_and_walk(&hand, "fleet").await;
+    init_serve_and_walk(&hand, "fleet", Truth::TypeAttribute).await;
 }
 
 /// `init` over `hand`'s tables, its model served over them, every connection walked, and the
-/// differences from `hand`'s model kept in `tests/fixtures/init/<name>.txt`.
-async fn init_serve_and_walk(hand: &ModelApp, name: &str) {
+/// differences from `hand`'s model kept in `tests/fixtures/init/<name>.txt`. The model `init`
+/// wrote is left in the temporary directory as `dynarelay-init-<name>.toml`, to read when a walk
+/// fails.
+async fn init_serve_and_walk(hand: &ModelApp, name: &str, truth: Truth<'_>) {
     let outcome = run_init(hand, 500).await;
+    std::fs::write(
+        std::env::temp_dir().join(format!("dynarelay-init-{name}.toml")),
+        &outcome.text,
+    )
+    .unwrap();
     let inferred = model_app_over(&outcome.text, &hand.prefix);
     check_generated(
         &format!("tests/fixtures/init/{name}.txt"),
         &differences(hand.model, inferred.model),
     );
-    walk_everything(&inferred).await;
+    walk_everything(&inferred, truth).await;
 }
 
 /// A table written by another tool's own npm library (`tests/clients/writers/<tool>.mjs`), read
@@ -95,7 +104,7 @@ async fn init_serve_and_walk(hand: &ModelApp, name: &str) {
 async fn round_trip(tool: &str, model: &str, table: &str) {
     let hand = model_app(model).await;
     written_by(tool, &hand.table(table)).await;
-    init_serve_and_walk(&hand, tool).await;
+    init_serve_and_walk(&hand, tool, Truth::TypeAttribute).await;
 }
 
 #[tokio::test]
@@ -146,7 +155,25 @@ async fn amplify_data_served_from_its_inferred_model_walks_as_dynamodb_reads() {
         .put_items(&hand.table(amplify::TABLE), items)
         .await
         .unwrap();
-    init_serve_and_walk(&hand, "amplify").await;
+    init_serve_and_walk(&hand, "amplify", Truth::TypeAttribute).await;
+}
+
+/// The single-table example's table (examples/ecommerce), whose types no attribute names: told
+/// apart by the text their keys start with, and held to the generator's record of each item's
+/// type (its junk, made to match no entity, is of none).
+#[tokio::test]
+async fn the_single_table_example_served_from_its_inferred_model_walks_as_dynamodb_reads() {
+    let hand = model_app("examples/ecommerce/dynarelay.toml").await;
+    let data = ecommerce_data::generate(ecommerce_data::SEED);
+    ecommerce_data::write(&hand.store, &hand.table(ecommerce_data::TABLE), &data)
+        .await
+        .unwrap();
+    let entity = &hand.model.entities[0];
+    let kinds: BTreeMap<String, &'static str> = data
+        .entities()
+        .map(|(kind, item)| (item_key(hand.model, entity, item), kind.typename()))
+        .collect();
+    init_serve_and_walk(&hand, "ecommerce", Truth::Kinds(&kinds)).await;
 }
 
 /// The tickets example's table as hand-written code fills it: `_type` names each item's type,
@@ -155,25 +182,47 @@ async fn amplify_data_served_from_its_inferred_model_walks_as_dynamodb_reads() {
 async fn hand_written_single_table_data_served_from_its_inferred_model_walks_as_dynamodb_reads() {
     let hand = model_app("examples/tickets/dynarelay.toml").await;
     foreign_keys::write_items(&hand).await;
-    init_serve_and_walk(&hand, "tickets").await;
+    init_serve_and_walk(&hand, "tickets", Truth::TypeAttribute).await;
 }
 
 // ------------------------------------------------------------------ walking the inferred model
 
-/// The items of `entity` among `items`: in a table with a type attribute, those whose type the
-/// writer named as this entity's (the writer's notion, not dynarelay's); else all.
-fn of_entity<'i>(model: &Model, entity: &Entity, items: &'i [Item]) -> Vec<&'i Item> {
-    let table = &model.tables[entity.table];
-    items
-        .iter()
-        .filter(|item| match &table.type_attribute {
-            Some(attribute) => {
-                let value = entity.type_value.as_deref().unwrap_or(&entity.name);
-                item.get(attribute) == Some(&AttributeValue::S(value.to_owned()))
-            }
-            None => true,
-        })
-        .collect()
+/// Whose notion of each item's type the walks are held to: the writer's type attribute (all
+/// items, in a table without one), or the data set's own record of what it wrote.
+#[derive(Clone, Copy)]
+enum Truth<'a> {
+    TypeAttribute,
+    /// Item keys (as [`item_key`] gives them) to the type the generator made them as; items it
+    /// made as junk are absent.
+    Kinds(&'a BTreeMap<String, &'static str>),
+}
+
+impl Truth<'_> {
+    /// Whether the walks can hold `entity` to this truth: a type the data set knows.
+    fn knows(self, entity: &Entity) -> bool {
+        match self {
+            Truth::TypeAttribute => true,
+            Truth::Kinds(kinds) => kinds.values().any(|k| *k == entity.name),
+        }
+    }
+
+    /// The items of `entity` among `items`.
+    fn of_entity<'i>(self, model: &Model, entity: &Entity, items: &'i [Item]) -> Vec<&'i Item> {
+        let table = &model.tables[entity.table];
+        items
+            .iter()
+            .filter(|item| match (self, &table.type_attribute) {
+                (Truth::Kinds(kinds), _) => {
+                    kinds.get(&item_key(model, entity, item)).copied() == Some(entity.name.as_str())
+                }
+                (Truth::TypeAttribute, Some(attribute)) => {
+                    let value = entity.type_value.as_deref().unwrap_or(&entity.name);
+                    item.get(attribute) == Some(&AttributeValue::S(value.to_owned()))
+                }
+                (Truth::TypeAttribute, None) => true,
+            })
+            .collect()
+    }
 }
 
 /// An item's table key, as text.
@@ -198,11 +247,14 @@ fn argument(model: &Model, entity: EntityId, field: FieldId, item: &Item) -> Val
 }
 
 /// Every connection and lookup of `app`'s model, against DynamoDB's own reads.
-async fn walk_everything(app: &ModelApp) {
+async fn walk_everything(app: &ModelApp, truth: Truth<'_>) {
     let model = app.model;
     for connection in &model.connections {
         let e = connection.entity;
         let entity = &model.entities[e];
+        if !truth.knows(entity) {
+            continue;
+        }
         let table = app.table(&model.tables[entity.table].name);
         let index = connection
             .index
@@ -210,7 +262,7 @@ async fn walk_everything(app: &ModelApp) {
         let selection = node_selection(entity);
         let label = format!("Query.{}", connection.name);
         let items = app.scan_all(&table).await;
-        let items = of_entity(model, entity, &items);
+        let items = truth.of_entity(model, entity, &items);
         match &connection.read {
             Read::Scan => {
                 let query = format!(
@@ -282,7 +334,8 @@ async fn walk_everything(app: &ModelApp) {
                             forward: true,
                         })
                         .await;
-                    let want: Vec<String> = of_entity(model, entity, &read)
+                    let want: Vec<String> = truth
+                        .of_entity(model, entity, &read)
                         .iter()
                         .map(|item| item_key(model, entity, item))
                         .collect();
@@ -307,6 +360,9 @@ async fn walk_everything(app: &ModelApp) {
     for lookup in &model.lookups {
         let e = lookup.entity;
         let entity = &model.entities[e];
+        if !truth.knows(entity) {
+            continue;
+        }
         let table = app.table(&model.tables[entity.table].name);
         let selection = node_selection(entity);
         let arguments = lookup.arguments(model);
@@ -328,7 +384,7 @@ async fn walk_everything(app: &ModelApp) {
             passed.join(", ")
         );
         let items = app.scan_all(&table).await;
-        for item in of_entity(model, entity, &items).into_iter().take(5) {
+        for item in truth.of_entity(model, entity, &items).into_iter().take(5) {
             let mut vars = json!({});
             for &f in arguments {
                 vars[entity.fields[f].name.as_str()] = argument(model, e, f, item);
@@ -437,13 +493,7 @@ fn differences(hand: &Model, inferred: &Model) -> String {
     let mut out = Vec::new();
     for h in &hand.entities {
         let table = &hand.tables[h.table].name;
-        // In a table of several types, the entity of the same type.
-        let kind = |m: &Model, e: &Entity| {
-            m.tables[e.table]
-                .type_attribute
-                .as_ref()
-                .map(|_| e.type_value.clone().unwrap_or_else(|| e.name.clone()))
-        };
+        let kind = type_of;
         let Some(i) = inferred.entities.iter().find(|e| {
             inferred.tables[e.table].name == *table && kind(inferred, e) == kind(hand, h)
         }) else {
@@ -551,10 +601,7 @@ fn differences(hand: &Model, inferred: &Model) -> String {
     let lookup = |m: &Model, l: &dynarelay::model::Lookup| {
         let entity = &m.entities[l.entity];
         let table = &m.tables[entity.table];
-        let of = table.type_attribute.as_ref().map_or(String::new(), |_| {
-            let value = entity.type_value.as_deref().unwrap_or(&entity.name);
-            format!(" for `{value}` items")
-        });
+        let of = type_of(m, entity).map_or(String::new(), |t| format!(" for `{t}` items"));
         let through = l.index.as_ref().map_or(String::new(), |i| {
             format!(" through index {}", table.indexes[i.index].name)
         });
@@ -591,6 +638,27 @@ fn differences(hand: &Model, inferred: &Model) -> String {
     text
 }
 
+/// In a table of several types, which one `entity` is: its type attribute's value, or, in a
+/// table without one, its name.
+fn type_of(m: &Model, entity: &Entity) -> Option<String> {
+    let table = &m.tables[entity.table];
+    if table.type_attribute.is_some() {
+        return Some(
+            entity
+                .type_value
+                .clone()
+                .unwrap_or_else(|| entity.name.clone()),
+        );
+    }
+    let shared = m
+        .entities
+        .iter()
+        .filter(|e| e.table == entity.table)
+        .count()
+        > 1;
+    shared.then(|| entity.name.clone())
+}
+
 /// Connections matched by what they read: the table, the index, and a Scan or a Query (with
 /// its sort-key arguments).
 fn connection_differences(
@@ -609,11 +677,7 @@ fn connection_differences(
         } else {
             "Queries"
         };
-        // In a table of several types, which type's items.
-        let of = table.type_attribute.as_ref().map_or(String::new(), |_| {
-            let value = entity.type_value.as_deref().unwrap_or(&entity.name);
-            format!(" for `{value}` items")
-        });
+        let of = type_of(m, entity).map_or(String::new(), |t| format!(" for `{t}` items"));
         match c.index {
             Some(x) => format!(
                 "{read} of {} index {}{of}",

@@ -171,10 +171,13 @@ async fn the_sample_is_bounded_whatever_the_table_size() {
     // Five Scans of 100 items (one per segment), DescribeTable and DescribeTimeToLive.
     assert_eq!(outcome.scans, 5);
     assert_eq!(calls, 7, "calls counted by the proxy");
+    // Every sampled item holds `at`, but 2,500 were not read: nullable, and said why.
     assert!(
-        outcome
-            .text
-            .contains(r#"at = { type = "DateTime!", stored_as = "epoch_millis""#),
+        outcome.text.contains(
+            "# review: every sampled item holds it, but not every item was read: make it \
+             `DateTime!` once you\n# know every item does\nat = { type = \"DateTime\", \
+             stored_as = \"epoch_millis\""
+        ),
         "{}",
         outcome.text
     );
