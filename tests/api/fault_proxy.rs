@@ -1,7 +1,7 @@
 //! A loopback HTTP proxy between the server and DynamoDB Local that injects faults on demand:
 //! added latency, throttling answers, connections reset without an answer, answers whose body
-//! stops half way, and access denied on chosen tables (as IAM answers; DynamoDB Local has no
-//! IAM). Faults change at
+//! stops half way, access denied on chosen tables (as IAM answers; DynamoDB Local has no
+//! IAM), and chosen tables described as still being created (DynamoDB Local creates at once). Faults change at
 //! run time through its methods, and it counts what it did. It stops when dropped.
 
 use std::{
@@ -99,6 +99,8 @@ struct Faults {
     chaos: Option<(ChaosMix, u64)>,
     /// Tables whose requests get `AccessDeniedException`.
     denied_tables: Vec<String>,
+    /// Tables DescribeTable says are still being created.
+    creating_tables: Vec<String>,
 }
 
 enum Action {
@@ -272,6 +274,12 @@ impl FaultProxy {
         self.faults().denied_tables.push(name.to_owned());
     }
 
+    /// Answers DescribeTable of table `name` as DynamoDB does while the table is being created:
+    /// `TableStatus` `CREATING` (the rest of DynamoDB Local's answer as it is).
+    pub fn creating_table(&self, name: &str) {
+        self.faults().creating_tables.push(name.to_owned());
+    }
+
     /// Draws a fault for every request from `mix` (after any scripted faults).
     pub fn chaos(&self, mix: ChaosMix) {
         self.faults().chaos = Some((mix, mix.seed));
@@ -425,22 +433,23 @@ async fn forward(
         .await
         .map_err(|_| ResetConnection)?
         .to_bytes();
-    let denied = shared
-        .faults
-        .lock()
-        .unwrap()
-        .denied_tables
-        .iter()
-        .any(|table| {
+    let names_table = |tables: &[String]| {
+        tables.iter().any(|table| {
             let needle = format!("\"TableName\":\"{table}\"");
             body.windows(needle.len()).any(|w| w == needle.as_bytes())
-        });
-    if denied {
+        })
+    };
+    if names_table(&shared.faults.lock().unwrap().denied_tables) {
         return Ok(dynamodb_error(
             "AccessDeniedException",
             "User is not authorized to perform this action on this resource.",
         ));
     }
+    let creating = parts
+        .headers
+        .get("x-amz-target")
+        .is_some_and(|t| t.as_bytes().ends_with(b".DescribeTable"))
+        && names_table(&shared.faults.lock().unwrap().creating_tables);
     let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
     let mut outgoing = shared
         .client
@@ -466,5 +475,15 @@ async fn forward(
     let Ok(bytes) = upstream.bytes().await else {
         return Err(ResetConnection);
     };
+    if creating {
+        // The status rewritten; the checksum of the original body goes with it (the SDK checks
+        // `x-amz-crc32` only when it is there).
+        let text = String::from_utf8_lossy(&bytes)
+            .replace("\"TableStatus\":\"ACTIVE\"", "\"TableStatus\":\"CREATING\"");
+        if let Some(headers) = response.headers_mut() {
+            headers.remove("x-amz-crc32");
+        }
+        return Ok(response.body(Bytes::from(text)).unwrap());
+    }
     Ok(response.body(bytes).unwrap())
 }

@@ -1,8 +1,9 @@
 //! `init` on tables that are awkward to read: no items, a 400 KB item, attribute names GraphQL
 //! does not take (and names that collide once mapped), an attribute stored as different types,
-//! a table the credentials may not read, throttling, a table far larger than the sample, and an
-//! output file that already exists. The fault proxy stands in for IAM and for throttling
-//! (DynamoDB Local has neither); everything else is DynamoDB Local itself.
+//! a table the credentials may not read, throttling, a table far larger than the sample, tables
+//! being created or deleted while sampled, and an output file that already exists. The fault
+//! proxy stands in for IAM, throttling and a table still being created (DynamoDB Local has no
+//! IAM, never throttles and creates tables at once); everything else is DynamoDB Local itself.
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use dynarelay::{
@@ -270,5 +271,63 @@ async fn an_existing_file_is_replaced_only_with_force() {
         check.status.success(),
         "{}",
         String::from_utf8_lossy(&check.stderr)
+    );
+}
+
+/// A table DynamoDB describes as still being created is left out and named; a table deleted
+/// after its first Scan page is left out too, as missing; the rest is written.
+// Multi-threaded: the progress callback deletes a table from within the run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tables_being_created_or_deleted_are_left_out_and_named() {
+    let app = odd_tables().await;
+    let items: Vec<Item> = (0..300)
+        .map(|i| {
+            Item::from([
+                ("pk".to_owned(), s(&format!("p{i}"))),
+                ("n".to_owned(), n(i)),
+            ])
+        })
+        .collect();
+    app.store.put_items(&app.table("Log"), items).await.unwrap();
+    let proxy = FaultProxy::start(&endpoint()).await;
+    proxy.creating_table(&app.table("Odd"));
+    let client = dynamo::client_for_local(&proxy.url());
+    let options = InitOptions {
+        tables: None,
+        prefix: app.prefix.clone(),
+        sample: 300,
+    };
+    // Both tables are described as they come; `Log` is deleted once its first page is read.
+    let deleting = app.client().clone();
+    let log = app.table("Log");
+    let mut deleted = false;
+    let outcome = init(&client, &options, &mut |table: &str, _: usize, _: usize| {
+        if table == log && !deleted {
+            deleted = true;
+            tokio::task::block_in_place(|| {
+                tokio::runtime::Handle::current().block_on(async {
+                    deleting
+                        .delete_table()
+                        .table_name(&log)
+                        .send()
+                        .await
+                        .unwrap();
+                });
+            });
+        }
+    })
+    .await;
+    let err = outcome.expect_err("no table could be read");
+    let message = format!("{err:#}");
+    assert!(
+        message.contains(&format!(
+            "{}: the table is CREATING (only ACTIVE tables are sampled)",
+            app.table("Odd")
+        )),
+        "{message}"
+    );
+    assert!(
+        message.contains(&format!("{}: Scan: no such table", app.table("Log"))),
+        "{message}"
     );
 }
