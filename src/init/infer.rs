@@ -222,6 +222,8 @@ pub struct ConnectionProposal {
     pub sort: Option<SortArgs>,
     /// Its description.
     pub description: String,
+    /// An item collection: its member entities and its union's name (then `entity` is unused).
+    pub collection: Option<(Vec<String>, String)>,
 }
 
 impl ConnectionProposal {
@@ -238,6 +240,7 @@ impl ConnectionProposal {
                 "Every {entity} ({how}), in no particular but stable order. Pages forward only: \
                  pass the previous page's `pageInfo.endCursor` as `after`."
             ),
+            collection: None,
         }
     }
 
@@ -268,6 +271,7 @@ impl ConnectionProposal {
                 "The {} with one `{field}`{through}{order_text}.",
                 plural(entity)
             ),
+            collection: None,
         }
     }
 }
@@ -370,7 +374,7 @@ pub fn propose(tables: Vec<TableInput>) -> Proposal {
     unify_linked_types(&mut proposal);
     let mut root = Taken::with(&["node", "nodes"]);
     link(&mut proposal, &mut root);
-    super::shared_table::connect(&mut proposal, &mut root);
+    super::shared_table::connect(&mut proposal, &mut root, &mut type_names);
     proposal
 }
 
@@ -956,6 +960,7 @@ fn link(proposal: &mut Proposal, root: &mut Taken) {
                         proposal.entities[parent].name,
                         plural(&entity.name)
                     ),
+                    collection: None,
                 };
                 nested.push((parent, connection));
             }

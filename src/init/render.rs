@@ -269,7 +269,16 @@ fn render_field(out: &mut String, field: &FieldProposal) {
 
 fn render_connection(out: &mut String, table: &str, c: &ConnectionProposal) {
     let _ = writeln!(out, "[{table}.{}]", key(&c.name));
-    let _ = writeln!(out, "entity = {}", string(&c.entity));
+    match &c.collection {
+        Some((members, union)) => {
+            let members: Vec<String> = members.iter().map(|m| string(m)).collect();
+            let _ = writeln!(out, "members = [{}]", members.join(", "));
+            let _ = writeln!(out, "union = {}", string(union));
+        }
+        None => {
+            let _ = writeln!(out, "entity = {}", string(&c.entity));
+        }
+    }
     if let Some(index) = &c.index {
         let _ = writeln!(out, "index = {}", string(index));
     }

@@ -422,10 +422,94 @@ fn template_sort(entity: &EntityProposal, keys: &SharedKeys, attribute: &str) ->
     })
 }
 
+/// Whether `entity` is alone of its type in each partition of its table: the table has no sort
+/// key, or its sort key's template holds no value its partition key's does not (a customer's
+/// `#PROFILE`, or `CUSTOMER#{username}` again).
+fn singleton(entity: &EntityProposal, keys: &SharedKeys, proposal: &Proposal) -> bool {
+    let live = &proposal.tables[entity.table_at].live;
+    let template = |attribute: &str| keys.templates.iter().find(|(a, _)| a == attribute);
+    let Some((_, partition)) = template(&live.partition.name) else {
+        return false;
+    };
+    live.sort.as_ref().is_none_or(|s| {
+        template(&s.name).is_some_and(|(_, t)| {
+            facet_fields(t)
+                .iter()
+                .all(|f| facet_fields(partition).contains(f))
+        })
+    })
+}
+
+/// An item collection under each type alone in its partition whose partition other types
+/// share (the same template on the table's partition key, with the same field): everything
+/// stored there, in key order, as a union.
+fn collections(proposal: &Proposal, type_names: &mut Taken) -> Vec<(usize, ConnectionProposal)> {
+    let mut out = Vec::new();
+    for (p, parent) in proposal.entities.iter().enumerate() {
+        let Some(keys) = &parent.shared else { continue };
+        let live = &proposal.tables[parent.table_at].live;
+        let Some(text) = template_text(keys, &live.partition.name) else {
+            continue;
+        };
+        let Some(field) = partition_field(parent, keys, &live.partition.name) else {
+            continue;
+        };
+        if !singleton(parent, keys, proposal) {
+            continue;
+        }
+        let members: Vec<String> = proposal
+            .entities
+            .iter()
+            .filter(|e| {
+                e.table_at == parent.table_at
+                    && e.shared.as_ref().is_some_and(|k| {
+                        template_text(k, &live.partition.name).as_deref() == Some(text.as_str())
+                    })
+                    && e.fields.iter().any(|f| f.name == field)
+            })
+            .map(|e| e.name.clone())
+            .collect();
+        if members.len() < 2 {
+            continue;
+        }
+        let union = type_names.claim(&format!("{}Collection", parent.name));
+        let others: Vec<&str> = members
+            .iter()
+            .filter(|m| **m != parent.name)
+            .map(String::as_str)
+            .collect();
+        let on: Vec<String> = members.iter().map(|m| format!("`... on {m}`")).collect();
+        out.push((
+            p,
+            ConnectionProposal {
+                name: "collection".to_owned(),
+                entity: parent.name.clone(),
+                index: None,
+                scan: false,
+                partition: Some(PartitionFrom::Field(field)),
+                sort: None,
+                description: format!(
+                    "Everything stored with this {} (its item and its {}), in key order, one \
+                     read per page. Select fields with {}.",
+                    parent.name,
+                    others
+                        .iter()
+                        .map(|o| plural(o))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    on.join(", ")
+                ),
+                collection: Some((members, union)),
+            },
+        ));
+    }
+    out
+}
+
 /// Lookups, Scans and Queries of the shared tables' entities, and connections under the entity
 /// whose key a partition's template is.
-pub fn connect(proposal: &mut Proposal, root: &mut Taken) {
-    let mut nested: Vec<(usize, ConnectionProposal)> = Vec::new();
+pub fn connect(proposal: &mut Proposal, root: &mut Taken, type_names: &mut Taken) {
+    let mut nested: Vec<(usize, ConnectionProposal)> = collections(proposal, type_names);
     for (e, entity) in proposal.entities.iter().enumerate() {
         let Some(keys) = &entity.shared else { continue };
         let table = &proposal.tables[entity.table_at];
@@ -501,17 +585,9 @@ pub fn connect(proposal: &mut Proposal, root: &mut Taken) {
                 let Some(parent_keys) = &parent.shared else {
                     continue;
                 };
-                // The parent is the one item of its type in the partition: its sort key, if
-                // the table has one, is fixed text.
-                let singleton = live.sort.as_ref().is_none_or(|s| {
-                    parent_keys
-                        .templates
-                        .iter()
-                        .find(|(a, _)| *a == s.name)
-                        .is_some_and(|(_, t)| facet_fields(t).is_empty())
-                });
+                // The parent is the one item of its type in the partition.
                 if p == e
-                    || !singleton
+                    || !singleton(parent, parent_keys, proposal)
                     || parent.table_at != entity.table_at
                     || template_text(parent_keys, &live.partition.name).as_deref()
                         != Some(text.as_str())
@@ -536,6 +612,7 @@ pub fn connect(proposal: &mut Proposal, root: &mut Taken) {
                             parent.name,
                             plural(&entity.name)
                         ),
+                        collection: None,
                     },
                 ));
             }

@@ -356,6 +356,7 @@ async fn walk_everything(app: &ModelApp, truth: Truth<'_>) {
             }
         }
     }
+    walk_nested(app, truth).await;
     // Each lookup finds items of its entity by their keys.
     for lookup in &model.lookups {
         let e = lookup.entity;
@@ -366,22 +367,10 @@ async fn walk_everything(app: &ModelApp, truth: Truth<'_>) {
         let table = app.table(&model.tables[entity.table].name);
         let selection = node_selection(entity);
         let arguments = lookup.arguments(model);
-        let declared: Vec<String> = arguments
-            .iter()
-            .map(|&f| {
-                let field = &entity.fields[f];
-                format!("${}: {}", field.name, graphql_type(model, &field.ty, false))
-            })
-            .collect();
-        let passed: Vec<String> = arguments
-            .iter()
-            .map(|&f| format!("{0}: ${0}", entity.fields[f].name))
-            .collect();
+        let (declared, passed) = lookup_arguments(model, entity, arguments);
         let query = format!(
-            "query({}) {{ {}({}) {{ {selection} }} }}",
-            declared.join(", "),
+            "query({declared}) {{ {}({passed}) {{ {selection} }} }}",
             lookup.name,
-            passed.join(", ")
         );
         let items = app.scan_all(&table).await;
         for item in truth.of_entity(model, entity, &items).into_iter().take(5) {
@@ -403,6 +392,141 @@ async fn walk_everything(app: &ModelApp, truth: Truth<'_>) {
             );
         }
     }
+}
+
+/// Every connection under an entity (an item collection too), reached through the entity's
+/// lookup by table key for its two fullest partitions, walked against DynamoDB's own Query of
+/// the partition, filtered to the connection's types.
+async fn walk_nested(app: &ModelApp, truth: Truth<'_>) {
+    let model = app.model;
+    for (p, parent) in model.entities.iter().enumerate() {
+        let Some(lookup) = model
+            .lookups
+            .iter()
+            .find(|l| l.entity == p && l.index.is_none())
+        else {
+            continue;
+        };
+        if !truth.knows(parent) {
+            continue;
+        }
+        let table = app.table(&model.tables[parent.table].name);
+        let items = app.scan_all(&table).await;
+        let parents = truth.of_entity(model, parent, &items);
+        for connection in &parent.connections {
+            let Read::Query { partition, .. } = &connection.read else {
+                continue;
+            };
+            let members: Vec<usize> = match &connection.collection {
+                Some(collection) => collection.members.clone(),
+                None => vec![connection.entity],
+            };
+            if members.iter().any(|&m| !truth.knows(&model.entities[m])) {
+                continue;
+            }
+            // The nodes' table, which need not be the parent's.
+            let node = &model.entities[connection.entity];
+            let node_table = app.table(&model.tables[node.table].name);
+            let index = connection
+                .index
+                .map(|i| model.tables[node.table].indexes[i].name.as_str());
+            let attribute = partition.attribute.name;
+            let arguments = lookup.arguments(model);
+            let (declared, passed) = lookup_arguments(model, parent, arguments);
+            let on: Vec<String> = members
+                .iter()
+                .map(|&m| format!("... on {} {{ id }}", model.entities[m].name))
+                .collect();
+            let query = format!(
+                "query({}, $first: Int, $after: String, $last: Int, $before: String) {{ \
+                 {}({}) {{ {}(first: $first, after: $after, last: $last, before: $before) \
+                 {{ edges {{ cursor node {{ {} }} }} pageInfo {{ hasNextPage hasPreviousPage \
+                 startCursor endCursor }} }} }} }}",
+                declared,
+                lookup.name,
+                passed,
+                connection.name,
+                on.join(" ")
+            );
+            // The parents whose partitions hold the most of the connection's items.
+            let mut walked: Vec<(usize, &Item, Vec<String>)> = Vec::new();
+            for item in parents.iter().copied() {
+                // The parent item holds the partition's key under the same attribute (its own
+                // key, or its key in the same index): the partition, as stored.
+                let Some(raw) = item.get(attribute).cloned() else {
+                    continue;
+                };
+                let read = app
+                    .query_all(&GroundQuery {
+                        table: &node_table,
+                        index,
+                        condition: "#p = :p",
+                        names: &[("#p", attribute)],
+                        values: &[(":p", raw)],
+                        forward: true,
+                    })
+                    .await;
+                let want: Vec<String> = read
+                    .iter()
+                    .filter(|i| {
+                        members.iter().any(|&m| {
+                            !truth
+                                .of_entity(model, &model.entities[m], std::slice::from_ref(*i))
+                                .is_empty()
+                        })
+                    })
+                    .map(|i| item_key(model, node, i))
+                    .collect();
+                walked.push((want.len(), item, want));
+                if walked.len() >= 40 {
+                    break;
+                }
+            }
+            walked.sort_by_key(|w| std::cmp::Reverse(w.0));
+            let label = format!("{}.{}", parent.name, connection.name);
+            assert!(
+                walked.first().is_some_and(|(n, _, _)| *n > 0),
+                "{label}: no parent's partition holds its items"
+            );
+            for (_, item, want) in walked.into_iter().take(2) {
+                let mut vars = json!({});
+                for &f in arguments {
+                    vars[parent.fields[f].name.as_str()] = argument(model, p, f, item);
+                }
+                let label = format!("{label} of {vars}");
+                walk_matches(
+                    |paging| {
+                        let mut all = vars.clone();
+                        for (k, v) in paging.as_object().unwrap() {
+                            all[k.as_str()] = v.clone();
+                        }
+                        app.graphql(&query, all)
+                    },
+                    &[lookup.name.as_str(), connection.name.as_str()],
+                    |node| node_key(model, node),
+                    &want,
+                    &label,
+                )
+                .await;
+            }
+        }
+    }
+}
+
+/// A lookup's variables as declared (`$sku: String!`) and as passed (`sku: $sku`).
+fn lookup_arguments(model: &Model, entity: &Entity, arguments: &[FieldId]) -> (String, String) {
+    let declared: Vec<String> = arguments
+        .iter()
+        .map(|&f| {
+            let field = &entity.fields[f];
+            format!("${}: {}", field.name, graphql_type(model, &field.ty, false))
+        })
+        .collect();
+    let passed: Vec<String> = arguments
+        .iter()
+        .map(|&f| format!("{0}: ${0}", entity.fields[f].name))
+        .collect();
+    (declared.join(", "), passed.join(", "))
 }
 
 /// The id and every field of `entity`, so that each is read from every item walked.
@@ -677,7 +801,18 @@ fn connection_differences(
         } else {
             "Queries"
         };
-        let of = type_of(m, entity).map_or(String::new(), |t| format!(" for `{t}` items"));
+        let of = match &c.collection {
+            Some(collection) => {
+                let mut members: Vec<&str> = collection
+                    .members
+                    .iter()
+                    .map(|&e| m.entities[e].name.as_str())
+                    .collect();
+                members.sort_unstable();
+                format!(" for the collection of {}", members.join(", "))
+            }
+            None => type_of(m, entity).map_or(String::new(), |t| format!(" for `{t}` items")),
+        };
         match c.index {
             Some(x) => format!(
                 "{read} of {} index {}{of}",
