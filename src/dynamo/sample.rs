@@ -295,10 +295,11 @@ const MAX_SEGMENTS: usize = 8;
 
 /// Reads at most `limit` items of `table` with Scans: the table is cut into up to eight
 /// parallel-scan segments (one per 100 items wanted) read one after the other, each giving its
-/// share, so that a sample reaches across the key space rather than the first partitions only.
-/// However large the table, that is one call per 100 items wanted, plus one per segment that
-/// holds fewer than its share (and more only when DynamoDB's 1 MB cap cuts a page short: items
-/// over 10 KB). `progress` is told the count
+/// share, so that a sample reaches across the key space rather than the first partitions only;
+/// segments that held more than their share are read further while others came up short.
+/// However large the table, that is one call per 100 items wanted, plus at most one per segment
+/// and pass, with at most one pass per segment (more only when DynamoDB's 1 MB cap cuts a page
+/// short: items over 10 KB). `progress` is told the count
 /// of items read after each call. Scans use eventually consistent reads (half the capacity of
 /// strongly consistent ones).
 pub async fn sample(
@@ -311,51 +312,61 @@ pub async fn sample(
     if limit == 0 {
         return Ok(out);
     }
-    out.complete = true;
     let segments = limit.div_ceil(SCAN_PAGE).clamp(1, MAX_SEGMENTS);
-    for segment in 0..segments {
-        // This segment's share of what is still wanted: a segment that held fewer items than
-        // its share leaves the rest to the ones after it.
-        let wanted = (limit - out.items.len()).div_ceil(segments - segment);
-        let mut got = 0;
-        let mut start: Option<Item> = None;
-        let mut ended = false;
-        while got < wanted {
-            let page = (wanted - got).min(SCAN_PAGE);
-            let response = client
-                .scan()
-                .table_name(table)
-                .segment(i32::try_from(segment).unwrap_or(0))
-                .total_segments(i32::try_from(segments).unwrap_or(1))
-                .limit(i32::try_from(page).unwrap_or(1))
-                .set_exclusive_start_key(start.take())
-                .return_consumed_capacity(ReturnConsumedCapacity::Total)
-                .send()
-                .await
-                .map_err(|err| failure(table, "Scan", err.code()))?;
-            out.calls += 1;
-            out.capacity += response
-                .consumed_capacity()
-                .and_then(|c| c.capacity_units())
-                .unwrap_or(0.0);
-            let items = response.items.unwrap_or_default();
-            got += items.len();
-            out.items.extend(items);
-            out.items.truncate(limit);
-            progress(out.items.len());
-            match response.last_evaluated_key {
-                Some(key) if !key.is_empty() => start = Some(key),
-                _ => {
-                    ended = true;
-                    break;
+    // Where each segment stands: the key to go on from, and whether it has ended.
+    let mut state: Vec<(Option<Item>, bool)> = vec![(None, false); segments];
+    // Passes over the segments not yet ended, each asked for its share of what is still
+    // wanted: a segment holding fewer items leaves the rest to the others, and a segment
+    // holding more (one large partition) is read further on the next pass.
+    loop {
+        let open: Vec<usize> = (0..segments).filter(|&s| !state[s].1).collect();
+        let before = out.items.len();
+        if open.is_empty() || before >= limit {
+            break;
+        }
+        for (k, &segment) in open.iter().enumerate() {
+            let remaining = limit - out.items.len();
+            if remaining == 0 {
+                break;
+            }
+            let wanted = remaining.div_ceil(open.len() - k);
+            let mut got = 0;
+            while got < wanted {
+                let page = (wanted - got).min(SCAN_PAGE);
+                let response = client
+                    .scan()
+                    .table_name(table)
+                    .segment(i32::try_from(segment).unwrap_or(0))
+                    .total_segments(i32::try_from(segments).unwrap_or(1))
+                    .limit(i32::try_from(page).unwrap_or(1))
+                    .set_exclusive_start_key(state[segment].0.take())
+                    .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                    .send()
+                    .await
+                    .map_err(|err| failure(table, "Scan", err.code()))?;
+                out.calls += 1;
+                out.capacity += response
+                    .consumed_capacity()
+                    .and_then(|c| c.capacity_units())
+                    .unwrap_or(0.0);
+                let items = response.items.unwrap_or_default();
+                got += items.len();
+                out.items.extend(items);
+                out.items.truncate(limit);
+                progress(out.items.len());
+                match response.last_evaluated_key {
+                    Some(key) if !key.is_empty() => state[segment].0 = Some(key),
+                    _ => {
+                        state[segment].1 = true;
+                        break;
+                    }
                 }
             }
         }
-        out.complete &= ended;
-        if out.items.len() >= limit {
-            out.complete &= segment + 1 == segments;
+        if out.items.len() == before {
             break;
         }
     }
+    out.complete = state.iter().all(|(_, ended)| *ended);
     Ok(out)
 }

@@ -334,8 +334,8 @@ pub fn propose(tables: Vec<TableInput>) -> Proposal {
         let mut notes = Vec::new();
         if input.items.is_empty() {
             notes.push(
-                "No items were sampled: only the key attributes are known, typed from the \
-                 table's definition."
+                "review: no items were sampled: only the key attributes are known, typed from \
+                 the table's definition."
                     .to_owned(),
             );
         }

@@ -131,7 +131,7 @@ fn render_table(out: &mut String, table: &TableProposal) {
     }
     comment(out, &about);
     for note in &table.notes {
-        comment(out, &format!("review: {note}"));
+        comment(out, note);
     }
     let name = key(&table.name);
     let _ = writeln!(out, "[tables.{name}]");

@@ -339,6 +339,29 @@ pub fn propose(
         "Several types in one table, {told}: {}.",
         counts.join(", ")
     )];
+    if writer == Some(Writer::ElectroDb) {
+        // ElectroDB's own names: the service starts the partition key (`$lending#…`).
+        let described: Vec<String> = groups
+            .iter()
+            .zip(&entities)
+            .map(|(g, e)| {
+                let keys = e.shared.as_ref();
+                let service = keys
+                    .and_then(|k| k.keys.iter().find(|(a, _, _)| *a == live.partition.name))
+                    .and_then(|(_, t, _)| t.strip_prefix('$'))
+                    .and_then(|t| t.split('#').next())
+                    .unwrap_or("?");
+                let version = keys
+                    .and_then(|k| k.constants.iter().find(|(n, _)| n == "__edb_v__"))
+                    .map_or("?", |(_, v)| v.as_str());
+                format!(
+                    "service `{service}`, entity `{}`, version {version}",
+                    g.value
+                )
+            })
+            .collect();
+        notes.push(format!("Written by ElectroDB: {}.", described.join("; ")));
+    }
     let skipped = input
         .items
         .iter()
