@@ -71,6 +71,23 @@ pub enum Command {
     /// Write a model file from live tables: their keys and indexes, and field types from a
     /// sample of their items. Only reads from DynamoDB.
     Init(InitArgs),
+    /// Print the least-privilege IAM policy (JSON) the model's API needs: exactly the DynamoDB
+    /// actions it sends, on exactly its tables and indexes. Reads nothing from AWS.
+    Policy(PolicyArgs),
+}
+
+/// `policy` flags.
+#[derive(Debug, Args)]
+pub struct PolicyArgs {
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub model: ModelArgs,
+    /// The AWS region of the tables, in their ARNs. Default `*`: any region.
+    #[arg(long, env = "DYNARELAY_POLICY_REGION", default_value = "*")]
+    pub region: String,
+    /// The AWS account id owning the tables, in their ARNs. Default `*`: any account.
+    #[arg(long, env = "DYNARELAY_POLICY_ACCOUNT", default_value = "*")]
+    pub account: String,
 }
 
 /// `init` flags.

@@ -27,3 +27,4 @@ pub mod metrics;
 pub mod model;
 pub mod number;
 pub mod pagination;
+pub mod policy;

@@ -10,7 +10,7 @@ use clap::Parser;
 use dynarelay::{
     auth::Authenticator,
     config::{
-        CheckArgs, Cli, Command, InitArgs, KeygenArgs, LogFormat, ModelArgs, ServeArgs,
+        CheckArgs, Cli, Command, InitArgs, KeygenArgs, LogFormat, ModelArgs, PolicyArgs, ServeArgs,
         TablesCommand,
     },
     cursor::{CursorCodec, CursorSecret},
@@ -60,6 +60,7 @@ async fn run() -> ExitCode {
         }
         Command::Keygen(args) => keygen(args),
         Command::Init(args) => init(args).await,
+        Command::Policy(args) => policy(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -348,6 +349,20 @@ async fn init(args: InitArgs) -> anyhow::Result<()> {
         outcome.scans,
         outcome.capacity
     );
+    Ok(())
+}
+
+/// `policy`: the model's IAM policy on stdout.
+#[allow(clippy::print_stdout)]
+fn policy(args: &PolicyArgs) -> anyhow::Result<()> {
+    let model = load_model(&args.model)?;
+    let target = dynarelay::policy::PolicyTarget {
+        prefix: args.model.table_prefix.clone(),
+        region: args.region.clone(),
+        account: args.account.clone(),
+    };
+    let document = dynarelay::policy::policy(model, &target);
+    println!("{}", serde_json::to_string_pretty(&document)?);
     Ok(())
 }
 

@@ -377,6 +377,25 @@ async fn the_readme_s_five_steps_serve_the_orders_example() {
     assert!(text.contains("[tables.Orders]"), "{text}");
     dynarelay::model::parse("orders.toml", &text).unwrap();
     assert!(run(&["check"]).contains("the live tables match the model"));
+    // Deploy, step 1: the policy, for the tables under the prefix.
+    let policy: serde_json::Value = serde_json::from_str(&run(&[
+        "policy",
+        "--region",
+        "eu-west-1",
+        "--account",
+        "123456789012",
+    ]))
+    .unwrap();
+    assert_eq!(policy["Version"], "2012-10-17");
+    assert!(
+        policy["Statement"][0]["Resource"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!(
+                "arn:aws:dynamodb:eu-west-1:123456789012:table/{prefix}"
+            )),
+        "{policy}"
+    );
     let sdl = run(&["schema"]);
     assert!(
         sdl.contains("ordersOfCustomer(") && sdl.contains("type Order implements Node"),

@@ -26,8 +26,8 @@ pub use apps::{
     model_app_over, model_state, shop, shop_store, test_ring, unique_prefix,
 };
 pub use auth::{
-    auth_model_app, auth_router, graphql_with_token, model_auth_settings, model_claims, secure_app,
-    secure_app_logged,
+    auth_model_app, auth_router, graphql_with_token, logged_model_app, model_auth_settings,
+    model_claims, secure_app, secure_app_logged,
 };
 pub use calls::{CallCounter, CallLog, LoggedCall, dynamodb_calls};
 pub use dynamo::{

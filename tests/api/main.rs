@@ -41,6 +41,7 @@ mod observability;
 mod operations;
 mod outages;
 mod overlap;
+mod policy;
 mod purchases;
 mod rate_limits;
 mod relay;

@@ -265,27 +265,37 @@ pub async fn model_app(path: &str) -> ModelApp {
     served(model, &prefix)
 }
 
+/// The router serving `model` over `store`, with the test cursor keys and default page limits.
+pub(super) fn router_for(model: &'static Model, store: &Store) -> Router {
+    router(model_state(
+        model,
+        store,
+        PageLimits::default(),
+        &test_ring(),
+        HttpSettings::default(),
+    ))
+}
+
 /// `model` served over its tables under `prefix`, with the test cursor keys and default page
 /// limits.
 fn served(model: &'static Model, prefix: &str) -> ModelApp {
     let client = dynamo::client_for_local(&endpoint());
     let store = Store::new(client, Tables::new(model, prefix));
-    let router = router(model_state(
-        model,
-        &store,
-        PageLimits::default(),
-        &test_ring(),
-        HttpSettings::default(),
-    ));
-    ModelApp {
-        model,
-        prefix: prefix.to_owned(),
-        store,
-        router,
-    }
+    let router = router_for(model, &store);
+    ModelApp::new(model, prefix.to_owned(), store, router)
 }
 
 impl ModelApp {
+    /// `model` served by `router` over `store`, its tables under `prefix`.
+    pub fn new(model: &'static Model, prefix: String, store: Store, router: Router) -> Self {
+        Self {
+            model,
+            prefix,
+            store,
+            router,
+        }
+    }
+
     pub fn client(&self) -> &Client {
         self.store.client()
     }

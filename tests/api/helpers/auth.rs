@@ -86,6 +86,22 @@ pub async fn auth_router(model: &'static Model, store: &Store, issuer: &TestIssu
 /// JWKS (see [`auth_router`]), and the log of every DynamoDB call its client sends (test writes
 /// through [`ModelApp::client`] included).
 pub async fn auth_model_app(model: &'static Model, issuer: &TestIssuer) -> (ModelApp, CallLog) {
+    let (store, prefix, log) = logged_store(model).await;
+    let router = auth_router(model, &store, issuer).await;
+    (ModelApp::new(model, prefix, store, router), log)
+}
+
+/// `model` (with no `[auth]`) served on fresh tables of its own, and the log of every DynamoDB
+/// call its client sends.
+pub async fn logged_model_app(model: &'static Model) -> (ModelApp, CallLog) {
+    let (store, prefix, log) = logged_store(model).await;
+    let router = crate::helpers::apps::router_for(model, &store);
+    (ModelApp::new(model, prefix, store, router), log)
+}
+
+/// Fresh tables of `model` under a new prefix, and a store over them whose client logs every
+/// call it sends.
+async fn logged_store(model: &'static Model) -> (Store, String, CallLog) {
     let prefix = unique_prefix();
     let log = CallLog::default();
     let local = dynamo::client_for_local(&endpoint());
@@ -94,15 +110,7 @@ pub async fn auth_model_app(model: &'static Model, issuer: &TestIssuer) -> (Mode
     tables::create_missing(&client, model, &names, Duration::from_secs(30))
         .await
         .expect("creating test tables");
-    let store = Store::new(client, names);
-    let router = auth_router(model, &store, issuer).await;
-    let app = ModelApp {
-        model,
-        prefix,
-        store,
-        router,
-    };
-    (app, log)
+    (Store::new(client, names), prefix, log)
 }
 
 /// `examples/shop/secure.toml` served on fresh tables, its tokens verified against `issuer`'s

@@ -57,6 +57,8 @@ impl Intercept for CallCounter {
 pub struct LoggedCall {
     pub operation: &'static str,
     pub tables: Vec<String>,
+    /// The index a Query or Scan reads.
+    pub index: Option<String>,
     pub values: Vec<String>,
 }
 
@@ -109,6 +111,7 @@ fn logged_call(context: &BeforeSerializationInterceptorContextRef<'_>) -> Logged
     let one = |operation, table: Option<&str>, values: Vec<String>| LoggedCall {
         operation,
         tables: table.map(str::to_owned).into_iter().collect(),
+        index: None,
         values,
     };
     let expression = |values: Option<&std::collections::HashMap<String, AttributeValue>>| {
@@ -125,6 +128,7 @@ fn logged_call(context: &BeforeSerializationInterceptorContextRef<'_>) -> Logged
         LoggedCall {
             operation: "BatchGetItem",
             tables: items.keys().cloned().collect(),
+            index: None,
             values: logged_values(
                 items
                     .values()
@@ -133,17 +137,27 @@ fn logged_call(context: &BeforeSerializationInterceptorContextRef<'_>) -> Logged
             ),
         }
     } else if let Some(i) = input.downcast_ref::<QueryInput>() {
-        one(
-            "Query",
-            i.table_name(),
-            expression(i.expression_attribute_values()),
-        )
+        LoggedCall {
+            index: i.index_name().map(str::to_owned),
+            ..one(
+                "Query",
+                i.table_name(),
+                expression(i.expression_attribute_values()),
+            )
+        }
     } else if let Some(i) = input.downcast_ref::<ScanInput>() {
-        one(
-            "Scan",
-            i.table_name(),
-            logged_values(i.exclusive_start_key().into_iter().flat_map(|m| m.values())),
-        )
+        LoggedCall {
+            index: i.index_name().map(str::to_owned),
+            ..one(
+                "Scan",
+                i.table_name(),
+                logged_values(i.exclusive_start_key().into_iter().flat_map(|m| m.values())),
+            )
+        }
+    } else if let Some(i) =
+        input.downcast_ref::<aws_sdk_dynamodb::operation::describe_table::DescribeTableInput>()
+    {
+        one("DescribeTable", i.table_name(), Vec::new())
     } else if let Some(i) = input.downcast_ref::<PutItemInput>() {
         let mut values = logged_values(i.item().into_iter().flat_map(|m| m.values()));
         values.extend(expression(i.expression_attribute_values()));
@@ -160,6 +174,7 @@ fn logged_call(context: &BeforeSerializationInterceptorContextRef<'_>) -> Logged
         let mut call = LoggedCall {
             operation: "TransactWriteItems",
             tables: Vec::new(),
+            index: None,
             values: Vec::new(),
         };
         for item in i.transact_items() {
@@ -195,6 +210,7 @@ fn logged_call(context: &BeforeSerializationInterceptorContextRef<'_>) -> Logged
         LoggedCall {
             operation: "BatchWriteItem",
             tables: items.keys().cloned().collect(),
+            index: None,
             values,
         }
     } else {

@@ -1,0 +1,153 @@
+//! `dynarelay policy`: the least-privilege IAM policy a model needs, as the server makes its
+//! calls. Each table and index of the model gets exactly the DynamoDB actions some part of the
+//! API sends to it:
+//!
+//! - `DescribeTable` on every table: the check at start-up and `/ready`;
+//! - `BatchGetItem` on every table holding an entity: `node`, `nodes`, relations by key and
+//!   `check_on_create` read items through the request's loader;
+//! - `GetItem` where a lookup reads by the table's key, where a lookup or relation through an
+//!   index reads the whole item after an index that does not hold it, and where an update may
+//!   read the stored item first (an entity with index keys built from its fields);
+//! - `Query` and `Scan` on the table or index each connection reads, and `Query` on each index a
+//!   lookup or relation goes through;
+//! - `PutItem`, `UpdateItem`, `DeleteItem` for the entity's mutations.
+//!
+//! Written from the model only, as the store's calls are: nothing here reaches DynamoDB.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Value, json};
+
+use crate::model::{LookupIndex, Model, Projection, Read, TableId};
+
+/// Where the tables live, for their ARNs.
+#[derive(Debug, Clone)]
+pub struct PolicyTarget {
+    /// The prefix of every table's name (`--table-prefix`).
+    pub prefix: String,
+    /// The AWS region, or `*`.
+    pub region: String,
+    /// The AWS account id, or `*`.
+    pub account: String,
+}
+
+/// A table, or one of its indexes.
+type Resource = (TableId, Option<usize>);
+
+/// The actions each table and index needs.
+fn actions(model: &Model) -> BTreeMap<Resource, BTreeSet<&'static str>> {
+    let mut out: BTreeMap<Resource, BTreeSet<&'static str>> = BTreeMap::new();
+    let mut allow = |resource: Resource, action: &'static str| {
+        out.entry(resource).or_default().insert(action);
+    };
+    for t in 0..model.tables.len() {
+        allow((t, None), "DescribeTable");
+    }
+    // Through an index: a Query, then the whole item when the index does not hold it.
+    let through =
+        |table: TableId, index: &LookupIndex, allow: &mut dyn FnMut(Resource, &'static str)| {
+            allow((table, Some(index.index)), "Query");
+            if model.tables[table].indexes[index.index].projection != Projection::All {
+                allow((table, None), "GetItem");
+            }
+        };
+    for entity in &model.entities {
+        let t = entity.table;
+        allow((t, None), "BatchGetItem");
+        for relation in &entity.relations {
+            let target = model.entities[relation.target].table;
+            match &relation.index {
+                Some(index) => through(target, index, &mut allow),
+                None => allow((target, None), "BatchGetItem"),
+            }
+        }
+        let mutations = &entity.mutations;
+        let update = mutations.update.is_some();
+        for (on, action) in [
+            (mutations.create.is_some(), "PutItem"),
+            (update, "UpdateItem"),
+            (mutations.delete.is_some(), "DeleteItem"),
+            // An update may read the item first to rewrite an index key.
+            (
+                update && entity.templates.iter().any(|k| !k.primary),
+                "GetItem",
+            ),
+        ] {
+            if on {
+                allow((t, None), action);
+            }
+        }
+    }
+    for lookup in &model.lookups {
+        let t = model.entities[lookup.entity].table;
+        match &lookup.index {
+            Some(index) => through(t, index, &mut allow),
+            None => allow((t, None), "GetItem"),
+        }
+    }
+    let connections = model
+        .connections
+        .iter()
+        .chain(model.entities.iter().flat_map(|e| e.connections.iter()));
+    for connection in connections {
+        let t = model.entities[connection.entity].table;
+        let action = match connection.read {
+            Read::Query { .. } => "Query",
+            Read::Scan => "Scan",
+        };
+        allow((t, connection.index), action);
+    }
+    out
+}
+
+/// A statement id from a name: its ASCII letters and digits.
+fn sid(words: &[&str]) -> String {
+    words
+        .iter()
+        .flat_map(|w| w.chars())
+        .filter(char::is_ascii_alphanumeric)
+        .collect()
+}
+
+/// The policy document: one statement per table and per index, each allowing exactly the
+/// actions the model sends there, on exactly that resource.
+pub fn policy(model: &Model, target: &PolicyTarget) -> Value {
+    let mut ids: BTreeSet<String> = BTreeSet::new();
+    let statements: Vec<Value> = actions(model)
+        .into_iter()
+        .map(|((t, index), actions)| {
+            let table = &model.tables[t];
+            let arn = format!(
+                "arn:aws:dynamodb:{}:{}:table/{}{}",
+                target.region, target.account, target.prefix, table.name
+            );
+            let (id, resource) = match index {
+                Some(i) => {
+                    let index = &table.indexes[i].name;
+                    (
+                        sid(&["Index", &table.name, index]),
+                        format!("{arn}/index/{index}"),
+                    )
+                }
+                None => (sid(&["Table", &table.name]), arn),
+            };
+            // Names that differ only in other characters keep distinct ids.
+            let mut id = id;
+            let base = id.clone();
+            for n in 2.. {
+                if ids.insert(id.clone()) {
+                    break;
+                }
+                id = format!("{base}{n}");
+            }
+            let actions: Vec<String> = actions.iter().map(|a| format!("dynamodb:{a}")).collect();
+            json!({
+                "Sid": id,
+                "Effect": "Allow",
+                "Action": actions,
+                "Resource": resource,
+            })
+        })
+        .collect();
+    json!({ "Version": "2012-10-17", "Statement": statements })
+}

@@ -1,0 +1,149 @@
+//! `dynarelay policy` held against the calls the server really makes: the shop, served with
+//! every DynamoDB call its client sends recorded at the SDK boundary, answers every kind of
+//! request its model allows (readiness, lookups, a Scan and Query connections, connections under
+//! entities, relations, `node` and `nodes`, each mutation). Every call is allowed by the policy
+//! of its model, on exactly its table or index, and every action the policy allows is one of
+//! those calls: it allows nothing the model cannot make.
+
+use std::collections::BTreeSet;
+
+use dynarelay::policy::{PolicyTarget, policy};
+use serde_json::{Value, json};
+
+use crate::{
+    helpers::{answer, logged_model_app, shop},
+    shop_data::{self, SeedSpec, ShopTables},
+};
+
+/// `(action, resource ARN)` pairs of a policy document.
+fn allowed(document: &Value) -> BTreeSet<(String, String)> {
+    let mut out = BTreeSet::new();
+    for statement in document["Statement"].as_array().unwrap() {
+        assert_eq!(statement["Effect"], "Allow");
+        let resource = statement["Resource"].as_str().unwrap();
+        for action in statement["Action"].as_array().unwrap() {
+            out.insert((action.as_str().unwrap().to_owned(), resource.to_owned()));
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn the_shop_policy_allows_every_call_the_shop_makes_and_nothing_else() {
+    let (app, log) = logged_model_app(shop()).await;
+    let data = shop_data::generate(&SeedSpec {
+        seed: 5,
+        users: 4,
+        products: 3,
+        categories: 2,
+    });
+    shop_data::write(&app.store, &ShopTables::with_prefix(&app.prefix), &data)
+        .await
+        .unwrap();
+    // The user with the most purchases, so that their page reads relations too.
+    let user = data
+        .users
+        .iter()
+        .max_by_key(|u| {
+            data.purchases
+                .iter()
+                .filter(|p| p.user_id == u.user_id)
+                .count()
+        })
+        .unwrap()
+        .user_id
+        .clone();
+    let product = &data.products[0];
+    let mark = log.mark();
+
+    let ready = answer(
+        &app.router,
+        axum::http::Request::get("/ready")
+            .body(axum::body::Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(ready.status, 200);
+    let ask = |query: &'static str, variables: Value| {
+        let app = &app;
+        async move {
+            let response = app.graphql(query, variables).await;
+            assert!(response.get("errors").is_none(), "{response}");
+            response
+        }
+    };
+    let found = ask(
+        r#"query($u: String!, $sku: String!, $category: String!) {
+          user(userId: $u) { id purchases(first: 3) { nodes { id user { name } product { name } } } }
+          product(sku: $sku) { id purchases(first: 3) { nodes { id } } }
+          users(first: 3) { nodes { id } }
+          products(category: $category, first: 3) { nodes { id } }
+        }"#,
+        json!({ "u": user, "sku": product.sku, "category": product.category }),
+    )
+    .await;
+    let user_id = found["data"]["user"]["id"].clone();
+    let product_id = found["data"]["product"]["id"].clone();
+    let purchase_id = found["data"]["product"]["purchases"]["nodes"][0]["id"].clone();
+    assert!(purchase_id.is_string(), "{found}");
+    ask(
+        "query($a: ID!, $b: ID!, $c: ID!) { node(id: $a) { id } nodes(ids: [$a, $b, $c]) { id } }",
+        json!({ "a": user_id, "b": product_id, "c": purchase_id }),
+    )
+    .await;
+    ask(
+        r#"mutation { createUser(input: { userId: "policy-user", name: "P", email: "p@example.com" }) { user { id } } }"#,
+        json!({}),
+    )
+    .await;
+    ask(
+        r#"mutation { createProduct(input: { sku: "POLICY-1", name: "P", category: "c", price: "1.00" }) { product { id } } }"#,
+        json!({}),
+    )
+    .await;
+    let created = ask(
+        r#"mutation { createPurchase(input: { userId: "policy-user", sku: "POLICY-1", quantity: 1, amount: "1.00" }) { purchase { id } } }"#,
+        json!({}),
+    )
+    .await;
+    ask(
+        "mutation($id: ID!) { deletePurchase(input: { id: $id }) { deletedPurchaseId } }",
+        json!({ "id": created["data"]["createPurchase"]["purchase"]["id"] }),
+    )
+    .await;
+
+    let document = policy(
+        shop(),
+        &PolicyTarget {
+            prefix: app.prefix.clone(),
+            region: "us-east-1".to_owned(),
+            account: "123456789012".to_owned(),
+        },
+    );
+    let allowed = allowed(&document);
+    let arn = |table: &str, index: Option<&str>| {
+        let table = format!("arn:aws:dynamodb:us-east-1:123456789012:table/{table}");
+        match index {
+            Some(index) => format!("{table}/index/{index}"),
+            None => table,
+        }
+    };
+    let mut made = BTreeSet::new();
+    for call in log.since(mark) {
+        for table in &call.tables {
+            let used = (
+                format!("dynamodb:{}", call.operation),
+                arn(table, call.index.as_deref()),
+            );
+            assert!(
+                allowed.contains(&used),
+                "not allowed: {used:?}\n{document:#}"
+            );
+            made.insert(used);
+        }
+    }
+    assert_eq!(
+        made, allowed,
+        "the policy allows actions the model's API never made"
+    );
+}
