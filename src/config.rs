@@ -83,11 +83,34 @@ pub struct PolicyArgs {
     #[allow(missing_docs)]
     pub model: ModelArgs,
     /// The AWS region of the tables, in their ARNs. Default `*`: any region.
-    #[arg(long, env = "DYNARELAY_POLICY_REGION", default_value = "*")]
+    #[arg(long, env = "DYNARELAY_POLICY_REGION", default_value = "*", value_parser = parse_region)]
     pub region: String,
     /// The AWS account id owning the tables, in their ARNs. Default `*`: any account.
-    #[arg(long, env = "DYNARELAY_POLICY_ACCOUNT", default_value = "*")]
+    #[arg(long, env = "DYNARELAY_POLICY_ACCOUNT", default_value = "*", value_parser = parse_account)]
     pub account: String,
+}
+
+/// A region for an ARN: `*`, or lowercase letters, digits and `-` (`eu-west-1`).
+fn parse_region(region: &str) -> Result<String, String> {
+    let valid = region == "*"
+        || (!region.is_empty()
+            && region
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'));
+    if valid {
+        Ok(region.to_owned())
+    } else {
+        Err("a region is `*` or a name such as `eu-west-1`".into())
+    }
+}
+
+/// An account for an ARN: `*`, or the 12 digits of an AWS account id.
+fn parse_account(account: &str) -> Result<String, String> {
+    if account == "*" || (account.len() == 12 && account.bytes().all(|b| b.is_ascii_digit())) {
+        Ok(account.to_owned())
+    } else {
+        Err("an account is `*` or the 12 digits of an AWS account id".into())
+    }
 }
 
 /// `init` flags.
@@ -760,6 +783,14 @@ mod tests {
                 .contains("`a` twice")
         );
         assert!(parse_proxy("10.0.0.0/33").is_err());
+    }
+
+    #[test]
+    fn policy_regions_and_accounts_are_checked() {
+        assert!(parse_region("eu-west-1").is_ok() && parse_region("*").is_ok());
+        assert!(parse_region("eu west").is_err() && parse_region("").is_err());
+        assert!(parse_account("123456789012").is_ok() && parse_account("*").is_ok());
+        assert!(parse_account("12345").is_err() && parse_account("12345678901a").is_err());
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use aws_sdk_dynamodb::{Client, types::AttributeValue};
 
-use super::single_table::is_tool_record as sample_is_tool_record;
+use super::{observe::kind_of, single_table::is_tool_record as sample_is_tool_record};
 use crate::{
     dynamo::{
         Tables,
@@ -26,24 +26,6 @@ pub struct DriftReport {
     pub warnings: Vec<String>,
     /// Items sampled in all.
     pub items: usize,
-}
-
-/// The DynamoDB type of a value, as DynamoDB names it.
-fn kind(value: Option<&AttributeValue>) -> &'static str {
-    match value {
-        None => "absent",
-        Some(AttributeValue::S(_)) => "S",
-        Some(AttributeValue::N(_)) => "N",
-        Some(AttributeValue::B(_)) => "B",
-        Some(AttributeValue::Bool(_)) => "BOOL",
-        Some(AttributeValue::Null(_)) => "NULL",
-        Some(AttributeValue::L(_)) => "L",
-        Some(AttributeValue::M(_)) => "M",
-        Some(AttributeValue::Ss(_)) => "SS",
-        Some(AttributeValue::Ns(_)) => "NS",
-        Some(AttributeValue::Bs(_)) => "BS",
-        Some(_) => "another type",
-    }
 }
 
 /// Samples up to `limit` items of each of the model's tables and reports what no longer fits.
@@ -105,7 +87,7 @@ pub async fn drift(
                 let value = values::field_value(model, e, f, item);
                 if values::output(model, field, value.as_deref()).is_err() {
                     *misfits
-                        .entry((e, f, kind(item.get(&field.attribute))))
+                        .entry((e, f, item.get(&field.attribute).map_or("absent", kind_of)))
                         .or_default() += 1;
                 }
             }

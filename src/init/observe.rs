@@ -159,37 +159,38 @@ fn time_form(s: &str) -> Option<TimeForm> {
     })
 }
 
+/// A value's DynamoDB type, as DynamoDB names it (`S`, `N`, `B`, `BOOL`, `NULL`, `L`, `M`, `SS`,
+/// `NS`, `BS`).
+pub fn kind_of(value: &AttributeValue) -> &'static str {
+    match value {
+        AttributeValue::S(_) => "S",
+        AttributeValue::N(_) => "N",
+        AttributeValue::B(_) => "B",
+        AttributeValue::Bool(_) => "BOOL",
+        AttributeValue::Null(_) => "NULL",
+        AttributeValue::L(_) => "L",
+        AttributeValue::M(_) => "M",
+        AttributeValue::Ss(_) => "SS",
+        AttributeValue::Ns(_) => "NS",
+        AttributeValue::Bs(_) => "BS",
+        _ => "another type",
+    }
+}
+
 /// Every attribute of `items`, by name, with what they say about it.
 pub fn observe<'i>(items: impl IntoIterator<Item = &'i Item>) -> BTreeMap<String, Observed> {
     let mut out: BTreeMap<String, Observed> = BTreeMap::new();
     for item in items {
         for (name, value) in item {
             let seen = out.entry(name.clone()).or_default();
-            let kind = match value {
-                AttributeValue::S(s) => {
-                    seen.string(s);
-                    "S"
-                }
-                AttributeValue::N(n) => {
-                    seen.number(n);
-                    "N"
-                }
-                AttributeValue::B(_) => "B",
-                AttributeValue::Bool(_) => "BOOL",
-                AttributeValue::Null(_) => "NULL",
-                AttributeValue::L(_) => "L",
-                AttributeValue::M(_) => "M",
-                AttributeValue::Ss(set) => {
-                    set.iter().for_each(|s| seen.string(s));
-                    "SS"
-                }
-                AttributeValue::Ns(set) => {
-                    set.iter().for_each(|n| seen.number(n));
-                    "NS"
-                }
-                AttributeValue::Bs(_) => "BS",
-                _ => "unknown",
-            };
+            match value {
+                AttributeValue::S(s) => seen.string(s),
+                AttributeValue::N(n) => seen.number(n),
+                AttributeValue::Ss(set) => set.iter().for_each(|s| seen.string(s)),
+                AttributeValue::Ns(set) => set.iter().for_each(|n| seen.number(n)),
+                _ => {}
+            }
+            let kind = kind_of(value);
             *seen.kinds.entry(kind).or_default() += 1;
             if kind != "NULL" {
                 seen.present += 1;

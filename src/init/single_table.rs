@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use crate::dynamo::Item;
+use crate::{dynamo::Item, graphql::values::plain_text};
 
 /// The library a table's type attribute says wrote it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -175,14 +175,6 @@ impl Template {
     }
 }
 
-/// An attribute's value as text a key may hold.
-fn text(value: &AttributeValue) -> Option<&str> {
-    match value {
-        AttributeValue::S(s) | AttributeValue::N(s) => Some(s),
-        _ => None,
-    }
-}
-
 /// A key dynarelay wrote, split at its unescaped `#`, each segment unescaped (`\#` is `#`, `\\`
 /// is `\`).
 fn split_escaped(key: &str) -> Vec<String> {
@@ -214,7 +206,7 @@ fn item_pieces(
         .iter()
         .filter_map(|&c| {
             let value = item.get(c)?;
-            let t = text(value)?;
+            let t = plain_text(value)?;
             let number = matches!(value, AttributeValue::N(_));
             (!t.is_empty()).then(|| {
                 (

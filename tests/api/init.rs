@@ -12,14 +12,15 @@ mod drift;
 use std::collections::BTreeMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use base64::{Engine, engine::general_purpose::STANDARD};
-use chrono::{DateTime, NaiveDate, SecondsFormat, Utc};
 use dynarelay::{
     cursor::Key,
     dynamo::Item,
-    graphql::{node::parse_node_id, values::field_value},
+    graphql::{
+        node::parse_node_id,
+        values::{field_value, output},
+    },
     init::{InitOptions, InitOutcome, init},
-    model::{Entity, EntityId, FieldId, FieldType, Model, PartitionFrom, Read, Scalar, TimeFormat},
+    model::{Entity, EntityId, FieldId, FieldType, Model, PartitionFrom, Read, Scalar},
 };
 use serde_json::{Value, json};
 
@@ -243,7 +244,11 @@ fn node_key(model: &Model, node: &Value) -> String {
 /// An item's value of field `field` of `entity`, as the API takes it as an argument.
 fn argument(model: &Model, entity: EntityId, field: FieldId, item: &Item) -> Value {
     let value = field_value(model, entity, field, item).unwrap();
-    graphql_value(&model.entities[entity].fields[field].ty, &value)
+    output(model, &model.entities[entity].fields[field], Some(&value))
+        .unwrap()
+        .unwrap()
+        .into_json()
+        .unwrap()
 }
 
 /// Every connection and lookup of `app`'s model, against DynamoDB's own reads.
@@ -534,37 +539,6 @@ fn node_selection(entity: &Entity) -> String {
     let mut fields: Vec<&str> = vec!["id"];
     fields.extend(entity.fields.iter().map(|f| f.name.as_str()));
     fields.join(" ")
-}
-
-/// A key attribute's value as a field of type `ty` sends it (and takes it as an argument).
-fn graphql_value(ty: &FieldType, value: &AttributeValue) -> Value {
-    let FieldType::Scalar(scalar) = ty else {
-        panic!("a list is not a key")
-    };
-    let millis = |t: DateTime<Utc>| Value::String(t.to_rfc3339_opts(SecondsFormat::Millis, true));
-    match (scalar, value) {
-        (Scalar::Int, AttributeValue::N(n)) => json!(n.parse::<i64>().unwrap()),
-        (Scalar::BigInt | Scalar::Decimal, AttributeValue::N(n)) => json!(n),
-        (Scalar::DateTime(TimeFormat::EpochMillis), AttributeValue::N(n)) => {
-            millis(DateTime::from_timestamp_millis(n.parse().unwrap()).unwrap())
-        }
-        (Scalar::DateTime(TimeFormat::EpochSeconds), AttributeValue::N(n)) => {
-            millis(DateTime::from_timestamp(n.parse().unwrap(), 0).unwrap())
-        }
-        (Scalar::DateTime(TimeFormat::Date), AttributeValue::S(s)) => millis(
-            NaiveDate::parse_from_str(s, "%Y-%m-%d")
-                .unwrap()
-                .and_hms_opt(0, 0, 0)
-                .unwrap()
-                .and_utc(),
-        ),
-        (Scalar::DateTime(_), AttributeValue::S(s)) => {
-            millis(DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc))
-        }
-        (Scalar::Bytes, AttributeValue::B(b)) => json!(STANDARD.encode(b.as_ref())),
-        (_, AttributeValue::S(s)) => json!(s),
-        (scalar, value) => panic!("{scalar:?} from {value:?}"),
-    }
 }
 
 // ------------------------------------------------------------------ the differences
