@@ -138,9 +138,53 @@ pub struct InitArgs {
 /// `keygen` flags.
 #[derive(Debug, Args)]
 pub struct KeygenArgs {
-    /// The key's id (0 to 255). Give each key in a ring its own id; use a new one when rotating.
-    #[arg(long, env = "DYNARELAY_KEYGEN_ID", default_value_t = 1)]
-    pub id: u8,
+    /// The key's id (0 to 255). Give each key in a ring its own id. Default: 1 for a first key;
+    /// with `--rotate add`, one no key in the ring uses.
+    #[arg(long, env = "DYNARELAY_KEYGEN_ID")]
+    pub id: Option<u8>,
+
+    /// Print the next ring of a rotation that never breaks a cursor during a rolling deploy,
+    /// made from the ring in DYNARELAY_CURSOR_KEYS. Deploy each step's ring to every instance
+    /// before taking the next step.
+    #[arg(long, env = "DYNARELAY_KEYGEN_ROTATE", value_enum)]
+    pub rotate: Option<RotationStep>,
+
+    /// The ring in use, for `--rotate`: the DYNARELAY_CURSOR_KEYS every instance runs with now.
+    #[arg(long, env = "DYNARELAY_CURSOR_KEYS", hide_env_values = true)]
+    pub cursor_keys: Option<Secret>,
+}
+
+impl KeygenArgs {
+    /// The ring in use, if one is given. Parsed here rather than by clap, whose error messages
+    /// repeat the rejected value, which would print a secret.
+    pub fn key_ring(&self) -> Result<Option<KeyRing>, KeyRingError> {
+        self.cursor_keys
+            .as_ref()
+            .map(|secret| secret.0.parse())
+            .transpose()
+    }
+}
+
+/// Whether anonymous callers are rate-limited by address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AddressLimits {
+    /// When --trusted-proxies names the load balancers.
+    Auto,
+    /// Always.
+    On,
+    /// Never.
+    Off,
+}
+
+/// The steps of a cursor key rotation, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RotationStep {
+    /// 1. Add a new key that opens cursors but does not seal them yet.
+    Add,
+    /// 2. Seal new cursors with the key step 1 added; the old key still opens.
+    Seal,
+    /// 3. Keep the sealing key alone, once cursors sealed with the old one no longer matter.
+    Retire,
 }
 
 /// `tables` subcommands.
@@ -422,6 +466,19 @@ pub struct ServeArgs {
     )]
     pub trusted_proxies: Vec<ipnet::IpNet>,
 
+    /// Whether anonymous callers (no token) are rate-limited, each by its address: `auto` (the
+    /// default) limits them once --trusted-proxies names the load balancers, whose
+    /// X-Forwarded-For then tells clients apart; `on` also limits them without (each client
+    /// must reach the server directly, or all behind one proxy share one limit); `off` never.
+    /// Callers with a token are always limited, by subject.
+    #[arg(
+        long,
+        env = "DYNARELAY_RATE_LIMIT_ADDRESSES",
+        value_enum,
+        default_value_t = AddressLimits::Auto
+    )]
+    pub rate_limit_addresses: AddressLimits,
+
     /// The most callers whose rate-limit buckets are kept (least recently seen are forgotten
     /// first, and start again with full buckets).
     #[arg(
@@ -487,6 +544,11 @@ impl ServeArgs {
                 .map(|group| (group.name.clone(), group.limits))
                 .collect(),
             trusted_proxies: self.trusted_proxies.clone(),
+            limit_addresses: match self.rate_limit_addresses {
+                AddressLimits::Auto => !self.trusted_proxies.is_empty(),
+                AddressLimits::On => true,
+                AddressLimits::Off => false,
+            },
             max_callers: self.rate_limit_callers,
         }
     }
@@ -783,6 +845,31 @@ mod tests {
                 .contains("`a` twice")
         );
         assert!(parse_proxy("10.0.0.0/33").is_err());
+    }
+
+    #[test]
+    fn addresses_are_limited_once_the_load_balancers_are_named() {
+        let limit_addresses = |flags: &[&str]| {
+            let cli = Cli::try_parse_from(
+                ["dynarelay", "serve", "--model", "m.toml"]
+                    .iter()
+                    .chain(flags),
+            )
+            .unwrap();
+            let Command::Serve(args) = cli.command else {
+                unreachable!()
+            };
+            args.rate_limits().limit_addresses
+        };
+        assert!(!limit_addresses(&[]));
+        assert!(limit_addresses(&["--trusted-proxies", "10.0.0.0/8"]));
+        assert!(limit_addresses(&["--rate-limit-addresses", "on"]));
+        assert!(!limit_addresses(&[
+            "--rate-limit-addresses",
+            "off",
+            "--trusted-proxies",
+            "10.0.0.0/8"
+        ]));
     }
 
     #[test]

@@ -10,8 +10,8 @@ use clap::Parser;
 use dynarelay::{
     auth::Authenticator,
     config::{
-        CheckArgs, Cli, Command, InitArgs, KeygenArgs, LogFormat, ModelArgs, PolicyArgs, ServeArgs,
-        TablesCommand,
+        CheckArgs, Cli, Command, InitArgs, KeygenArgs, LogFormat, ModelArgs, PolicyArgs,
+        RotationStep, ServeArgs, TablesCommand,
     },
     cursor::{CursorCodec, CursorSecret},
     dynamo::{self, SdkSettings, Store, Tables, tables},
@@ -105,6 +105,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
              output of `dynarelay keygen`"
         );
     };
+    tracing::info!(
+        sealing_key = ring.sealing_id(),
+        opening_keys = ?ring.ids(),
+        "cursor keys loaded"
+    );
     if ring.is_development() {
         tracing::warn!(
             "cursors are sealed with the public development key: anyone can forge them; \
@@ -366,13 +371,70 @@ fn policy(args: &PolicyArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Prints a new key on stdout: the one place a secret is shown, on purpose.
-#[allow(clippy::print_stdout)]
+/// Prints a new key, or the next ring of a rotation, on stdout: the one place secrets are shown,
+/// on purpose. What a rotation step did, and the next step, go to stderr.
+#[allow(clippy::print_stdout, clippy::print_stderr)]
 fn keygen(args: KeygenArgs) -> anyhow::Result<()> {
-    let secret =
-        CursorSecret::generate(args.id).context("reading the system's random generator")?;
-    println!("{}", secret.expose_spec());
+    let generate =
+        |id: u8| CursorSecret::generate(id).context("reading the system's random generator");
+    let Some(step) = args.rotate else {
+        println!("{}", generate(args.id.unwrap_or(1))?.expose_spec());
+        return Ok(());
+    };
+    let ring = args
+        .key_ring()
+        .context("DYNARELAY_CURSOR_KEYS (--cursor-keys) is not usable")?
+        .context("--rotate needs the ring in use in DYNARELAY_CURSOR_KEYS (or --cursor-keys)")?;
+    let (next, done) = match step {
+        RotationStep::Add => {
+            let id = match args.id {
+                Some(id) => id,
+                None => ring.unused_id()?,
+            };
+            let next = ring.adding(generate(id)?)?;
+            let done = format!(
+                "step 1 of 3: added key {id}, which opens cursors but does not seal them yet; \
+                 key {} still seals. Deploy this ring to every instance, then run \
+                 `dynarelay keygen --rotate seal` with it in DYNARELAY_CURSOR_KEYS.",
+                next.sealing_id()
+            );
+            (next, done)
+        }
+        RotationStep::Seal => {
+            let next = ring.sealing_with_last()?;
+            let done = format!(
+                "step 2 of 3: key {} now seals new cursors, and the cursors clients hold that \
+                 {} sealed still open. Deploy this ring to every instance; once those cursors \
+                 no longer matter, run `dynarelay keygen --rotate retire` with it in \
+                 DYNARELAY_CURSOR_KEYS.",
+                next.sealing_id(),
+                key_list(&next.ids()[1..])
+            );
+            (next, done)
+        }
+        RotationStep::Retire => {
+            let next = ring.retiring_others()?;
+            let done = format!(
+                "step 3 of 3: key {} alone; cursors sealed with {} now get BAD_USER_INPUT. \
+                 Deploy this ring to every instance.",
+                next.sealing_id(),
+                key_list(&ring.ids()[1..])
+            );
+            (next, done)
+        }
+    };
+    println!("{}", next.expose_specs());
+    eprintln!("{done}");
     Ok(())
+}
+
+/// `key 1` or `keys 1, 3`.
+fn key_list(ids: &[u8]) -> String {
+    let ids: Vec<String> = ids.iter().map(u8::to_string).collect();
+    match ids.len() {
+        1 => format!("key {}", ids[0]),
+        _ => format!("keys {}", ids.join(", ")),
+    }
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

@@ -54,8 +54,10 @@ impl Server {
             .env("DYNARELAY_LISTEN", "127.0.0.1:0")
             .env("RUST_LOG", "warn,dynarelay=info")
             // Every request comes from 127.0.0.1: the default per-caller rate limits would cap
-            // the throughput measured, so they are raised out of the way but left on, and their
-            // cost is part of every page's. (Binaries without them ignore these.)
+            // the throughput measured, so they are raised out of the way but left on for that
+            // address, and their cost is part of every page's. (Binaries without them ignore
+            // these.)
+            .env("DYNARELAY_RATE_LIMIT_ADDRESSES", "on")
             .env("DYNARELAY_RATE_LIMIT_REQUESTS", "1000000")
             .env("DYNARELAY_RATE_LIMIT_BURST", "2000000")
             .env("DYNARELAY_RATE_LIMIT_READ_UNITS", "1000000")

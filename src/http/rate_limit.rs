@@ -6,6 +6,11 @@
 //!   token, else the client's address (an IPv6 client by its /64, which one host usually holds
 //!   whole). The address is the TCP peer's, unless that peer is a configured trusted proxy: then
 //!   it is the rightmost address of `X-Forwarded-For` that is not itself a trusted proxy.
+//! - **Addresses are limited only when asked** ([`RateLimitSettings::limit_addresses`]): behind a
+//!   load balancer that is not a trusted proxy, every anonymous client has the balancer's address,
+//!   and limiting that address would throttle all of them as one caller. The first request that
+//!   arrives with `X-Forwarded-For` from a peer that is not trusted is logged, once, with the
+//!   setting that would tell its clients apart.
 //! - **Capacity units** are known only once a request has run. A request is admitted while its
 //!   caller has at least one unit left, and takes that unit at once (so that concurrent requests
 //!   cannot all pass on the same last unit); once it has run, the units DynamoDB reported it
@@ -19,7 +24,10 @@ use std::{
     hash::Hash,
     net::{IpAddr, Ipv6Addr, SocketAddr},
     num::{NonZeroU32, NonZeroUsize},
-    sync::{Arc, Mutex, PoisonError},
+    sync::{
+        Arc, Mutex, PoisonError,
+        atomic::{AtomicBool, Ordering},
+    },
     time::{Duration, Instant},
 };
 
@@ -94,6 +102,9 @@ pub struct RateLimitSettings {
     pub groups: Vec<(String, CallerLimits)>,
     /// Peers whose `X-Forwarded-For` is believed: load balancers and reverse proxies.
     pub trusted_proxies: Vec<IpNet>,
+    /// Whether anonymous callers, told apart by address, are limited at all (callers with a
+    /// verified token always are, by subject).
+    pub limit_addresses: bool,
     /// The most callers whose buckets are kept; the least recently seen are forgotten first.
     pub max_callers: NonZeroUsize,
 }
@@ -104,6 +115,7 @@ impl Default for RateLimitSettings {
             default: CallerLimits::default(),
             groups: Vec::new(),
             trusted_proxies: Vec::new(),
+            limit_addresses: false,
             max_callers: NonZeroUsize::new(100_000).unwrap_or(NonZeroUsize::MIN),
         }
     }
@@ -339,6 +351,10 @@ pub(super) struct RateLimiter {
     /// Listed groups, each with its limiters.
     groups: Vec<(String, CallerLimits, Limiters)>,
     trusted_proxies: Vec<IpNet>,
+    /// Whether anonymous callers are limited, by address.
+    limit_addresses: bool,
+    /// Whether a request carrying `X-Forwarded-For` from an untrusted peer was logged.
+    proxy_reported: AtomicBool,
     /// Nothing is limited: skip identifying callers at all.
     off: bool,
 }
@@ -396,6 +412,8 @@ impl RateLimiter {
                 .map(|(name, limits)| (name.clone(), *limits, Limiters::new(*limits, &table)))
                 .collect(),
             trusted_proxies: settings.trusted_proxies.clone(),
+            limit_addresses: settings.limit_addresses,
+            proxy_reported: AtomicBool::new(false),
             off: !settings.any_on(),
             table,
         }
@@ -423,7 +441,13 @@ impl RateLimiter {
                 CallerKey::subject(&principal.subject),
                 principal.groups.as_slice(),
             ),
-            None => (self.client_address(headers, peer), &[][..]),
+            None => {
+                let key = self.client_address(headers, peer);
+                if !self.limit_addresses {
+                    return Ok(admitted(key, None));
+                }
+                (key, &[][..])
+            }
         };
         let requests = self.pick(groups, |limits| limits.requests, |l| l.requests.as_ref());
         let read_units = self.pick(
@@ -471,9 +495,11 @@ impl RateLimiter {
             return CallerKey::UnknownAddress;
         };
         if !self.is_trusted(peer) {
+            if headers.contains_key(&FORWARDED_FOR) {
+                self.report_untrusted_proxy(peer);
+            }
             return CallerKey::address(peer);
         }
-        static FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
         // Several headers are one list, in order; read from the right, each hop added by the
         // trusted proxy after it.
         let hops = headers
@@ -499,12 +525,37 @@ impl RateLimiter {
         CallerKey::address(client)
     }
 
+    /// Logs, once per process, that requests arrive through a proxy that is not trusted, and
+    /// what that means for its clients' limits.
+    fn report_untrusted_proxy(&self, peer: IpAddr) {
+        if self.proxy_reported.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        if self.limit_addresses {
+            tracing::warn!(
+                %peer,
+                "requests arrive with X-Forwarded-For from an address that is not a trusted \
+                 proxy: every anonymous client behind it is rate-limited as one caller; name the \
+                 load balancer in --trusted-proxies (DYNARELAY_TRUSTED_PROXIES)"
+            );
+        } else {
+            tracing::info!(
+                %peer,
+                "requests arrive with X-Forwarded-For from an address that is not a trusted \
+                 proxy: anonymous clients are not rate-limited by address; name the load \
+                 balancer in --trusted-proxies (DYNARELAY_TRUSTED_PROXIES) to limit each client"
+            );
+        }
+    }
+
     fn is_trusted(&self, ip: IpAddr) -> bool {
         self.trusted_proxies.iter().any(|net| net.contains(&ip))
     }
 }
 
 /// An `X-Forwarded-For` entry: an address, possibly with a port (`1.2.3.4:80`, `[::1]:80`).
+static FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+
 fn parse_hop(hop: &str) -> Option<IpAddr> {
     hop.parse::<IpAddr>()
         .or_else(|_| hop.parse::<SocketAddr>().map(|addr| addr.ip()))
@@ -571,6 +622,33 @@ mod tests {
     }
 
     #[test]
+    fn anonymous_callers_are_limited_by_address_only_when_asked() {
+        let settings = |limit_addresses| RateLimitSettings {
+            default: CallerLimits {
+                requests: Limit::new(1, 1),
+                read_units: Limit::OFF,
+            },
+            limit_addresses,
+            ..RateLimitSettings::default()
+        };
+        let from = peer("192.0.2.1");
+        let unlimited = limiter(settings(false));
+        for _ in 0..5 {
+            unlimited
+                .admit(&Caller::Anonymous, &HeaderMap::new(), from)
+                .unwrap();
+        }
+        let limited = limiter(settings(true));
+        limited
+            .admit(&Caller::Anonymous, &HeaderMap::new(), from)
+            .unwrap();
+        let refusal = limited
+            .admit(&Caller::Anonymous, &HeaderMap::new(), from)
+            .unwrap_err();
+        assert_eq!(refusal.reason, Reason::Requests);
+    }
+
+    #[test]
     fn the_table_never_holds_more_than_its_bound() {
         let metrics = Metrics::new();
         let limiter = RateLimiter::new(
@@ -580,6 +658,7 @@ mod tests {
                     read_units: Limit::new(1, 1),
                 },
                 max_callers: NonZeroUsize::new(10).unwrap(),
+                limit_addresses: true,
                 ..RateLimitSettings::default()
             },
             &metrics,
@@ -606,6 +685,7 @@ mod tests {
                 requests: Limit::OFF,
                 read_units: Limit::new(1, 10),
             },
+            limit_addresses: true,
             ..RateLimitSettings::default()
         });
         let from = peer("192.0.2.1");

@@ -1,15 +1,11 @@
 //! The `dynarelay` binary end to end: configured only through the standard AWS environment, as in
 //! production, but with a local endpoint, dummy credentials and the EC2 metadata service disabled.
 
-use std::{
-    io::{BufRead, BufReader},
-    process::{Command, Stdio},
-    time::Duration,
-};
+use std::process::Command;
 
 use serde_json::Value;
 
-use crate::helpers::{dynarelay_command, endpoint, unique_prefix};
+use crate::helpers::{dynarelay_command, endpoint, spawn_serve, stop, unique_prefix};
 
 fn dynarelay(prefix: &str) -> Command {
     let mut cmd = dynarelay_command(&endpoint());
@@ -288,53 +284,6 @@ async fn check_names_each_live_table_that_differs_from_the_model() {
     );
 }
 
-/// Starts `serve` and reads the address it listens on from its log.
-fn spawn_serve(command: &mut Command) -> (std::process::Child, String) {
-    let mut server = command.stderr(Stdio::piped()).spawn().unwrap();
-    // Read the log on a thread, so a server that never logs its address fails the test in time.
-    let log = server.stderr.take().unwrap();
-    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(log).lines().map_while(Result::ok) {
-            if line.contains("dynarelay is listening")
-                && let Some(addr) = line
-                    .split("address=")
-                    .nth(1)
-                    .and_then(|s| s.split_whitespace().next())
-            {
-                let _ = addr_tx.send(addr.to_owned());
-            }
-        }
-    });
-    match addr_rx.recv_timeout(Duration::from_secs(30)) {
-        Ok(addr) => (server, addr),
-        Err(_) => {
-            let _ = server.kill();
-            panic!("serve did not log its address within 30 s");
-        }
-    }
-}
-
-/// Sends SIGTERM and waits for the server to exit; its exit status.
-fn stop(server: &mut std::process::Child) -> std::process::ExitStatus {
-    let kill = Command::new("kill")
-        .args(["-TERM", &server.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
-    let deadline = std::time::Instant::now() + Duration::from_secs(15);
-    loop {
-        if let Some(status) = server.try_wait().unwrap() {
-            return status;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "serve did not stop after SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// The README's "Serve your own tables", step by step, on the model it names
 /// (`examples/orders/dynarelay.toml`): `tables create` (for DynamoDB Local), `check` against the
 /// live tables, `schema`, `keygen`, `serve`, then a mutation and a page through the served API.
@@ -407,7 +356,14 @@ async fn the_readme_s_five_steps_serve_the_orders_example() {
     let (mut server, addr) = spawn_serve(
         dynarelay(&prefix)
             .env("DYNARELAY_CURSOR_KEYS", key.trim())
-            .args(["serve", "--listen", "127.0.0.1:0", "--model", model]),
+            .args(["serve", "--listen", "127.0.0.1:0", "--model", model])
+            // Deploy, step 4's flags, on loopback.
+            .args([
+                "--health-listen",
+                "127.0.0.1:0",
+                "--trusted-proxies",
+                "10.0.0.0/8",
+            ]),
     );
     let http = reqwest::Client::new();
     let ask = |query: &'static str| {

@@ -42,6 +42,6 @@ pub use requests::{
     metric_sum, metrics_of, post_graphql, post_graphql_text,
 };
 pub use servers::{
-    APOLLO_ACCEPT, Exchange, GQL, JSON, Running, dynarelay_command, exchange, loopback_listener,
-    persisted, post, query_string, sha256_hex,
+    APOLLO_ACCEPT, Exchange, GQL, JSON, RoundRobin, Running, dynarelay_command, exchange,
+    loopback_listener, persisted, post, query_string, sha256_hex, spawn_serve, stop,
 };

@@ -9,7 +9,8 @@
 //! writes it to `target/load/summary.json`. The server runs without per-caller rate limits:
 //! every walker and writer comes from 127.0.0.1, so the limits would cap the run at a rate that
 //! a fast machine passes, failing it by the machine's speed (`tests/api/rate_limits.rs` tests
-//! the limits); `DYNARELAY_LOAD_RATE_LIMITS=on` keeps the defaults.
+//! the limits); `DYNARELAY_LOAD_RATE_LIMITS=on` keeps the default limits and applies them to
+//! the one address.
 //!
 //! Required results, each an assertion:
 //! - every response is a 200 without GraphQL errors, and no request fails in transport;

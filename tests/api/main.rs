@@ -45,6 +45,7 @@ mod policy;
 mod purchases;
 mod rate_limits;
 mod relay;
+mod rolling_rotation;
 mod rules;
 mod schema;
 #[path = "../../examples/shop/data.rs"]

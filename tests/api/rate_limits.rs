@@ -6,6 +6,8 @@
 
 use std::{num::NonZeroUsize, time::Duration};
 
+use clap::Parser;
+
 use aws_sdk_dynamodb::types::AttributeValue;
 use axum::{
     Router,
@@ -111,6 +113,7 @@ async fn a_caller_over_its_request_limit_gets_429_before_any_read_and_no_one_els
     let app = shop_with_ivy().await;
     let settings = RateLimitSettings {
         default: requests(2),
+        limit_addresses: true,
         ..RateLimitSettings::default()
     };
     let router = limited(&app, settings, Some(&issuer)).await;
@@ -204,6 +207,7 @@ async fn a_caller_whose_pages_consumed_its_read_units_is_refused_before_any_read
             requests: Limit::OFF,
             read_units,
         },
+        limit_addresses: true,
         ..RateLimitSettings::default()
     };
     let router = limited(&app, settings(Limit::new(1, 5)), None).await;
@@ -256,6 +260,7 @@ async fn x_forwarded_for_is_believed_only_from_trusted_proxies() {
     let settings = |trusted_proxies| RateLimitSettings {
         default: requests(1),
         trusted_proxies,
+        limit_addresses: true,
         ..RateLimitSettings::default()
     };
     let router = limited(&app, settings(vec!["10.0.0.0/8".parse().unwrap()]), None).await;
@@ -312,6 +317,7 @@ async fn a_group_with_a_higher_limit_is_not_limited_where_the_default_caller_is(
     let settings = |groups| RateLimitSettings {
         default: requests(2),
         groups,
+        limit_addresses: true,
         ..RateLimitSettings::default()
     };
     let router = limited(&app, settings(groups), Some(&issuer)).await;
@@ -373,6 +379,7 @@ async fn the_caller_table_stays_within_its_bound_under_many_addresses() {
         default: requests(1),
         trusted_proxies: vec!["10.0.0.0/8".parse().unwrap()],
         max_callers: NonZeroUsize::new(max_callers).unwrap(),
+        limit_addresses: true,
         ..RateLimitSettings::default()
     };
     let router = limited(&app, settings(100), None).await;
@@ -400,4 +407,141 @@ async fn the_caller_table_stays_within_its_bound_under_many_addresses() {
     // Control: with a bound above the number of addresses, each one is kept.
     let roomy = limited(&app, settings(1_000_000), None).await;
     assert_eq!(from_many_addresses(&roomy, 1_000).await, 1_000.0);
+}
+
+/// The rate limits `dynarelay serve` runs with given `flags` (and a model, which they ignore).
+fn serve_limits(flags: &[&str]) -> RateLimitSettings {
+    let args = ["dynarelay", "serve", "--model", "m.toml"]
+        .iter()
+        .chain(flags);
+    let cli = dynarelay::config::Cli::try_parse_from(args).expect("the flags parse");
+    let dynarelay::config::Command::Serve(serve) = cli.command else {
+        unreachable!("a serve command")
+    };
+    serve.rate_limits()
+}
+
+/// One client's traffic: from `peer`, through a proxy that adds `forwarded_for` when there is
+/// one, `requests` requests paced at `per_second`.
+struct Client {
+    peer: &'static str,
+    forwarded_for: Option<String>,
+    requests: u32,
+    per_second: u32,
+}
+
+/// Sends every client's traffic at once, each client paced on its own clock; the number of
+/// answers served and refused with 429 (anything else fails the test).
+async fn send(router: &Router, clients: Vec<Client>) -> (u32, u32) {
+    let mut tasks = tokio::task::JoinSet::new();
+    for client in clients {
+        let router = router.clone();
+        tasks.spawn(async move {
+            let mut origin = Origin::peer(client.peer);
+            if let Some(forwarded_for) = &client.forwarded_for {
+                origin = origin.forwarded_for(forwarded_for);
+            }
+            let mut pace = tokio::time::interval(Duration::from_secs(1) / client.per_second.max(1));
+            let (mut served, mut refused) = (0, 0);
+            for _ in 0..client.requests {
+                pace.tick().await;
+                let answer = graphql_from(&router, origin, Method::POST, "{ __typename }").await;
+                match answer.status {
+                    StatusCode::OK => served += 1,
+                    StatusCode::TOO_MANY_REQUESTS => refused += 1,
+                    _ => panic!("neither served nor rate-limited: {answer:?}"),
+                }
+            }
+            (served, refused)
+        });
+    }
+    let (mut served, mut refused) = (0, 0);
+    while let Some(counts) = tasks.join_next().await {
+        let (s, r) = counts.expect("a client task");
+        served += s;
+        refused += r;
+    }
+    (served, refused)
+}
+
+/// 50 clients behind one load balancer (`10.0.0.1`), each sending 20 requests at 20 a second.
+fn behind_one_balancer() -> Vec<Client> {
+    (0..50)
+        .map(|i| Client {
+            peer: "10.0.0.1",
+            forwarded_for: Some(format!("198.51.100.{}", i + 1)),
+            requests: 20,
+            per_second: 20,
+        })
+        .collect()
+}
+
+/// One client from its own address at 1,000 requests a second for a second, directly or
+/// through the balancer.
+fn one_fast_client(through_balancer: bool) -> Vec<Client> {
+    let (peer, forwarded_for) = if through_balancer {
+        ("10.0.0.1", Some("203.0.113.9".to_owned()))
+    } else {
+        ("203.0.113.9", None)
+    };
+    vec![Client {
+        peer,
+        forwarded_for,
+        requests: 1000,
+        per_second: 1000,
+    }]
+}
+
+/// Seen failing: with default flags, 50 ordinary clients behind a load balancer that is not
+/// named a trusted proxy were throttled as one caller (the balancer's address). With default
+/// flags now, all of them are served. Controls: the same traffic with `--rate-limit-addresses on`
+/// is throttled (so this traffic does exceed one caller's default limits), and with the balancer
+/// named in `--trusted-proxies` (the deployment steps' setting) every client is served while
+/// one client at 1,000 requests a second, through the balancer or directly with the limits on,
+/// is limited.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn default_limits_never_throttle_the_clients_of_a_load_balancer_as_one() {
+    let app = TestApp::spawn().await;
+    let serve = |flags: &[&str]| {
+        let limits = serve_limits(flags);
+        let app = &app;
+        async move { limited(app, limits, None).await }
+    };
+    let all_served = 50 * 20;
+
+    let defaults = serve(&[]).await;
+    assert_eq!(
+        send(&defaults, behind_one_balancer()).await,
+        (all_served, 0),
+        "default flags"
+    );
+
+    let one_bucket = serve(&["--rate-limit-addresses", "on"]).await;
+    let (_, refused) = send(&one_bucket, behind_one_balancer()).await;
+    assert!(
+        refused > 0,
+        "control: 1,000 requests a second from one address exceed the default limits"
+    );
+
+    let trusted = serve(&["--trusted-proxies", "10.0.0.0/8"]).await;
+    assert_eq!(
+        send(&trusted, behind_one_balancer()).await,
+        (all_served, 0),
+        "balancer trusted"
+    );
+    let (_, refused) = send(&trusted, one_fast_client(true)).await;
+    assert!(
+        refused > 0,
+        "one client at 1,000 a second, through the balancer"
+    );
+
+    let direct = serve(&["--rate-limit-addresses", "on"]).await;
+    let (_, refused) = send(&direct, one_fast_client(false)).await;
+    assert!(refused > 0, "one client at 1,000 a second, directly");
+    let (served, refused) = send(&defaults, one_fast_client(false)).await;
+    assert_eq!(
+        (served, refused),
+        (1000, 0),
+        "control: with default flags and no balancer named, an address is not limited"
+    );
 }

@@ -30,6 +30,120 @@ pub fn dynarelay_command(endpoint: &str) -> std::process::Command {
     cmd
 }
 
+/// Starts `serve` and reads the address it listens on from its log.
+pub fn spawn_serve(command: &mut std::process::Command) -> (std::process::Child, String) {
+    let mut server = command
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read the log on a thread, so a server that never logs its address fails the test in time.
+    let log = server.stderr.take().unwrap();
+    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufRead::lines(std::io::BufReader::new(log)).map_while(Result::ok) {
+            if line.contains("dynarelay is listening")
+                && let Some(addr) = line
+                    .split("address=")
+                    .nth(1)
+                    .and_then(|s| s.split_whitespace().next())
+            {
+                let _ = addr_tx.send(addr.to_owned());
+            }
+        }
+    });
+    match addr_rx.recv_timeout(Duration::from_secs(30)) {
+        Ok(addr) => (server, addr),
+        Err(_) => {
+            let _ = server.kill();
+            panic!("serve did not log its address within 30 s");
+        }
+    }
+}
+
+/// Sends SIGTERM and waits for the server to exit; its exit status.
+pub fn stop(server: &mut std::process::Child) -> std::process::ExitStatus {
+    let kill = std::process::Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        if let Some(status) = server.try_wait().unwrap() {
+            return status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "serve did not stop after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A load balancer on loopback, at the TCP level: each new connection goes to the next backend
+/// in turn, skipping a backend taken out of rotation (while it restarts) or refusing
+/// connections, as a balancer's health checks would. Stops when dropped.
+pub struct RoundRobin {
+    pub addr: SocketAddr,
+    backends: Arc<std::sync::Mutex<Vec<Option<SocketAddr>>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl RoundRobin {
+    pub fn start(backends: Vec<SocketAddr>) -> Self {
+        let listener = loopback_listener();
+        let addr = listener.local_addr().unwrap();
+        let backends = Arc::new(std::sync::Mutex::new(
+            backends.into_iter().map(Some).collect::<Vec<_>>(),
+        ));
+        let pool = Arc::clone(&backends);
+        let task = tokio::spawn(async move {
+            let mut turn = 0usize;
+            loop {
+                let Ok((mut client, _)) = listener.accept().await else {
+                    continue;
+                };
+                let order: Vec<Option<SocketAddr>> = {
+                    let pool = pool.lock().unwrap();
+                    (0..pool.len())
+                        .map(|i| pool[(turn + i) % pool.len()])
+                        .collect()
+                };
+                turn += 1;
+                tokio::spawn(async move {
+                    for backend in order.into_iter().flatten() {
+                        if let Ok(mut server) = tokio::net::TcpStream::connect(backend).await {
+                            let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        Self {
+            addr,
+            backends,
+            task,
+        }
+    }
+
+    /// Puts `backend` in rotation as backend `i`, or takes backend `i` out with `None`.
+    pub fn set(&self, i: usize, backend: Option<SocketAddr>) {
+        self.backends.lock().unwrap()[i] = backend;
+    }
+
+    /// `http://127.0.0.1:PORT` followed by `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+}
+
+impl Drop for RoundRobin {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
 /// A listener on an ephemeral loopback port, with room for 4096 connections in its backlog (the
 /// usual 1024 would leave connection floods retrying their SYNs for seconds).
 pub fn loopback_listener() -> tokio::net::TcpListener {

@@ -20,9 +20,12 @@ pub(super) struct Server {
 impl Server {
     pub(super) fn start(endpoint: &str, prefix: &str) -> Self {
         let mut command = dynarelay_command(endpoint);
-        // Every walker and writer comes from 127.0.0.1, so the per-caller limits would cap the
-        // run at a rate a fast machine passes (a 429 then fails it): off unless asked for.
-        if std::env::var("DYNARELAY_LOAD_RATE_LIMITS").as_deref() != Ok("on") {
+        // Every walker and writer comes from 127.0.0.1, so per-address limits would cap the
+        // run at a rate a fast machine passes (a 429 then fails it): off unless asked for, and
+        // then on for the one address as well.
+        if std::env::var("DYNARELAY_LOAD_RATE_LIMITS").as_deref() == Ok("on") {
+            command.env("DYNARELAY_RATE_LIMIT_ADDRESSES", "on");
+        } else {
             command
                 .env("DYNARELAY_RATE_LIMIT_REQUESTS", "0")
                 .env("DYNARELAY_RATE_LIMIT_READ_UNITS", "0");

@@ -27,7 +27,7 @@
 //! Keys come from a [`KeyRing`]: the first key seals new cursors, and every key in the ring opens
 //! cursors sealed with it, so keys can be rotated without breaking cursors in flight.
 
-use std::{collections::HashMap, fmt, str::FromStr};
+use std::{collections::HashMap, fmt};
 
 use aws_sdk_dynamodb::{primitives::Blob, types::AttributeValue};
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
@@ -36,6 +36,12 @@ use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 
 use crate::number::DynamoNumber;
+
+mod key_ring;
+
+pub use key_ring::{
+    CursorSecret, DEVELOPMENT_KEY_SPEC, KeyRing, KeyRingError, RotationError, SECRET_LEN,
+};
 
 const VERSION: u8 = 1;
 const NONCE_LEN: usize = 24;
@@ -49,8 +55,6 @@ const MAX_CURSOR_LEN: usize = 8192;
 /// DynamoDB's limit on a partition key value, in bytes (sort keys allow 1024; every string key
 /// a client names here is a partition key).
 pub const MAX_KEY_VALUE_BYTES: usize = 2048;
-/// Length of a cursor secret in bytes.
-pub const SECRET_LEN: usize = 32;
 
 /// The scalar types a key attribute can have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -222,120 +226,6 @@ impl Key {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("invalid cursor")]
 pub struct CursorError;
-
-/// One cursor secret: 32 random bytes and an id (0 to 255) that cursors carry. Never printed.
-#[derive(Clone, PartialEq, Eq)]
-pub struct CursorSecret {
-    id: u8,
-    bytes: [u8; SECRET_LEN],
-}
-
-impl CursorSecret {
-    /// A new random secret with `id`, from the operating system's generator.
-    pub fn generate(id: u8) -> Result<Self, getrandom::Error> {
-        let mut bytes = [0u8; SECRET_LEN];
-        getrandom::getrandom(&mut bytes)?;
-        Ok(Self { id, bytes })
-    }
-
-    /// The secret's id.
-    pub fn id(&self) -> u8 {
-        self.id
-    }
-
-    /// The `ID:SECRET` form that [`KeyRing`] parses, with SECRET in base64url. This is the one way
-    /// to reveal a secret; `dynarelay keygen` uses it.
-    pub fn expose_spec(&self) -> String {
-        format!("{}:{}", self.id, URL_SAFE_NO_PAD.encode(self.bytes))
-    }
-}
-
-impl fmt::Debug for CursorSecret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "CursorSecret {{ id: {}, bytes: <redacted> }}", self.id)
-    }
-}
-
-impl FromStr for CursorSecret {
-    type Err = KeyRingError;
-
-    fn from_str(spec: &str) -> Result<Self, KeyRingError> {
-        let (id, secret) = spec.trim().split_once(':').ok_or(KeyRingError::Format)?;
-        let id = id.parse().map_err(|_| KeyRingError::Format)?;
-        let bytes = URL_SAFE_NO_PAD
-            .decode(secret)
-            .ok()
-            .and_then(|b| <[u8; SECRET_LEN]>::try_from(b).ok())
-            .ok_or(KeyRingError::Format)?;
-        Ok(Self { id, bytes })
-    }
-}
-
-/// The cursor secrets in use: the first seals new cursors; all of them open cursors.
-#[derive(Clone, PartialEq, Eq)]
-pub struct KeyRing(Vec<CursorSecret>);
-
-/// A key ring that cannot be used. Never repeats the secret it was given.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum KeyRingError {
-    /// Not a comma-separated list of `ID:SECRET`.
-    #[error(
-        "expected a comma-separated list of ID:SECRET, each ID 0-255 and each SECRET 32 bytes in \
-         base64url, as printed by `dynarelay keygen`"
-    )]
-    Format,
-    /// An id appears twice.
-    #[error("each key id may appear only once")]
-    DuplicateId,
-    /// No key at all.
-    #[error("at least one key is required")]
-    Empty,
-}
-
-/// The development key `scripts/dev` uses. Public in the repository, so never secret.
-pub const DEVELOPMENT_KEY_SPEC: &str = "0:ZHluYXJlbGF5LWRldmVsb3BtZW50LWtleS1ub3Qtc2U";
-
-impl KeyRing {
-    /// A ring of `secrets`, the first being the primary.
-    pub fn new(secrets: Vec<CursorSecret>) -> Result<Self, KeyRingError> {
-        if secrets.is_empty() {
-            return Err(KeyRingError::Empty);
-        }
-        for (i, secret) in secrets.iter().enumerate() {
-            if secrets[..i].iter().any(|other| other.id == secret.id) {
-                return Err(KeyRingError::DuplicateId);
-            }
-        }
-        Ok(Self(secrets))
-    }
-
-    /// Whether the primary key is the public development key.
-    pub fn is_development(&self) -> bool {
-        DEVELOPMENT_KEY_SPEC
-            .parse::<CursorSecret>()
-            .is_ok_and(|dev| self.0[0] == dev)
-    }
-}
-
-impl FromStr for KeyRing {
-    type Err = KeyRingError;
-
-    fn from_str(specs: &str) -> Result<Self, KeyRingError> {
-        let secrets = specs
-            .split(',')
-            .filter(|spec| !spec.trim().is_empty())
-            .map(str::parse)
-            .collect::<Result<_, _>>()?;
-        Self::new(secrets)
-    }
-}
-
-impl fmt::Debug for KeyRing {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let ids: Vec<u8> = self.0.iter().map(|s| s.id).collect();
-        write!(f, "KeyRing {{ ids: {ids:?}, secrets: <redacted> }}")
-    }
-}
 
 /// The connection a cursor belongs to. Build one per resolver call with [`Binding::builder`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -907,50 +797,6 @@ mod tests {
                 "{bad:?}"
             );
         }
-    }
-
-    #[test]
-    fn key_rings_parse_and_never_print_secrets() {
-        let spec = format!(
-            "{},1:{}",
-            DEVELOPMENT_KEY_SPEC,
-            URL_SAFE_NO_PAD.encode([3u8; 32])
-        );
-        let ring: KeyRing = spec.parse().unwrap();
-        assert!(ring.is_development());
-        let printed = format!("{ring:?} {:?}", ring.0[1]);
-        assert!(!printed.contains("ZHlu") && !printed.contains(&URL_SAFE_NO_PAD.encode([3u8; 32])));
-        assert!(printed.contains("[0, 1]"), "{printed}");
-        for (bad, err) in [
-            ("", KeyRingError::Empty),
-            ("1", KeyRingError::Format),
-            ("1:short", KeyRingError::Format),
-            (
-                "256:ZHluYXJlbGF5LWRldmVsb3BtZW50LWtleS1ub3Qtc2U",
-                KeyRingError::Format,
-            ),
-            (
-                &format!("{DEVELOPMENT_KEY_SPEC},{DEVELOPMENT_KEY_SPEC}"),
-                KeyRingError::DuplicateId,
-            ),
-        ] {
-            assert_eq!(bad.parse::<KeyRing>(), Err(err), "{bad:?}");
-        }
-        let generated = CursorSecret::generate(4).unwrap();
-        assert_eq!(
-            generated.expose_spec().parse::<CursorSecret>().unwrap(),
-            generated
-        );
-        assert!(!ring_from(&generated).is_development());
-    }
-
-    #[test]
-    fn the_quick_start_uses_the_development_key() {
-        assert!(include_str!("../scripts/dev").contains(DEVELOPMENT_KEY_SPEC));
-    }
-
-    fn ring_from(secret: &CursorSecret) -> KeyRing {
-        KeyRing::new(vec![secret.clone()]).unwrap()
     }
 
     #[test]
