@@ -59,6 +59,10 @@ pub enum LogFormat {
 pub enum Command {
     /// Run the GraphQL server for a model.
     Serve(Box<ServeArgs>),
+    /// Run the GraphQL API as an AWS Lambda function (API Gateway HTTP or REST API, function
+    /// URL or Application Load Balancer events), configured by the same DYNARELAY_* variables
+    /// as `serve`.
+    Lambda(Box<LambdaArgs>),
     /// Check a model file, and hold it against the live tables when DynamoDB answers.
     Check(CheckArgs),
     /// Print the GraphQL schema (SDL) of a model.
@@ -232,6 +236,78 @@ pub struct ServeArgs {
 
     #[command(flatten)]
     #[allow(missing_docs)]
+    pub api: ApiArgs,
+
+    /// On SIGTERM or Ctrl-C, how long requests in flight may take to finish, in seconds.
+    #[arg(long, env = "DYNARELAY_SHUTDOWN_TIMEOUT_SECS", default_value_t = 10)]
+    pub shutdown_timeout_secs: u64,
+
+    /// Longest time a client may take to send a request's headers, in seconds, counted from
+    /// when its connection opens or its previous response was sent; then the connection is
+    /// closed. It therefore also bounds how long a keep-alive connection may wait for its next
+    /// request.
+    #[arg(long, env = "DYNARELAY_HEADER_READ_TIMEOUT_SECS", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub header_read_timeout_secs: u64,
+
+    /// Close a keep-alive connection that has no request in flight and has read or written
+    /// nothing for this many seconds. At most --header-read-timeout-secs, which would close
+    /// such a connection first anyway. Behind a load balancer, set it above the balancer's own
+    /// idle timeout.
+    #[arg(long, env = "DYNARELAY_IDLE_TIMEOUT_SECS", default_value_t = 5,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub idle_timeout_secs: u64,
+
+    /// Most client connections open at once on --listen. Past it, new connections wait in the
+    /// kernel's backlog until one closes, while the open ones are served. Lowered at start (with
+    /// a warning) to what the process's open-file limit allows.
+    #[arg(long, env = "DYNARELAY_MAX_CONNECTIONS", default_value_t = 10_000,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
+    pub max_connections: usize,
+
+    /// Threads serving client connections, each with a single-threaded runtime and a DynamoDB
+    /// connection pool of its own; every connection, with its requests and their DynamoDB calls,
+    /// stays on the thread it was given to. Default: one per CPU the process may use.
+    #[arg(long, env = "DYNARELAY_THREADS",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024))]
+    pub threads: Option<usize>,
+
+    /// Largest request header block (request line included), in bytes; larger gets 431.
+    #[arg(long, env = "DYNARELAY_MAX_HEADER_BYTES", default_value_t = 16 * 1024,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1024..=1024 * 1024))]
+    pub max_header_bytes: usize,
+
+    /// Most header fields in one request; more gets 431.
+    #[arg(long, env = "DYNARELAY_MAX_HEADERS", default_value_t = crate::http::HYPER_MAX_HEADERS,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1000))]
+    pub max_headers: usize,
+
+    /// A second address serving only /health, /ready and /metrics (if enabled), with its own
+    /// small connection cap and the same timeouts: point load balancer and Kubernetes probes
+    /// here, so that they answer even while --max-connections holds clients off.
+    #[arg(long, env = "DYNARELAY_HEALTH_LISTEN")]
+    pub health_listen: Option<SocketAddr>,
+}
+
+/// `lambda` flags.
+#[derive(Debug, Args)]
+pub struct LambdaArgs {
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub api: ApiArgs,
+
+    /// Hold the live tables against the model when a container starts (a `DescribeTable` per
+    /// table, on the cold start's time). Off by default: run `dynarelay check` when deploying.
+    #[arg(long, env = "DYNARELAY_CHECK_TABLES", default_value_t = false, action = ArgAction::Set)]
+    pub check_tables: bool,
+}
+
+/// The flags of the API itself, the same for `serve` and `lambda`: the model, cursor keys,
+/// limits, authentication, rate limits and DynamoDB calls.
+#[derive(Debug, Args)]
+pub struct ApiArgs {
+    #[command(flatten)]
+    #[allow(missing_docs)]
     pub model: ModelArgs,
 
     /// Keys that seal cursors: a comma-separated list of ID:SECRET from `dynarelay keygen`. The
@@ -345,56 +421,6 @@ pub struct ServeArgs {
     #[arg(long, env = "DYNARELAY_REQUEST_TIMEOUT_SECS", default_value_t = 15)]
     pub request_timeout_secs: u64,
 
-    /// On SIGTERM or Ctrl-C, how long requests in flight may take to finish, in seconds.
-    #[arg(long, env = "DYNARELAY_SHUTDOWN_TIMEOUT_SECS", default_value_t = 10)]
-    pub shutdown_timeout_secs: u64,
-
-    /// Longest time a client may take to send a request's headers, in seconds, counted from
-    /// when its connection opens or its previous response was sent; then the connection is
-    /// closed. It therefore also bounds how long a keep-alive connection may wait for its next
-    /// request.
-    #[arg(long, env = "DYNARELAY_HEADER_READ_TIMEOUT_SECS", default_value_t = 10,
-          value_parser = clap::value_parser!(u64).range(1..=3600))]
-    pub header_read_timeout_secs: u64,
-
-    /// Close a keep-alive connection that has no request in flight and has read or written
-    /// nothing for this many seconds. At most --header-read-timeout-secs, which would close
-    /// such a connection first anyway. Behind a load balancer, set it above the balancer's own
-    /// idle timeout.
-    #[arg(long, env = "DYNARELAY_IDLE_TIMEOUT_SECS", default_value_t = 5,
-          value_parser = clap::value_parser!(u64).range(1..=3600))]
-    pub idle_timeout_secs: u64,
-
-    /// Most client connections open at once on --listen. Past it, new connections wait in the
-    /// kernel's backlog until one closes, while the open ones are served. Lowered at start (with
-    /// a warning) to what the process's open-file limit allows.
-    #[arg(long, env = "DYNARELAY_MAX_CONNECTIONS", default_value_t = 10_000,
-          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
-    pub max_connections: usize,
-
-    /// Threads serving client connections, each with a single-threaded runtime and a DynamoDB
-    /// connection pool of its own; every connection, with its requests and their DynamoDB calls,
-    /// stays on the thread it was given to. Default: one per CPU the process may use.
-    #[arg(long, env = "DYNARELAY_THREADS",
-          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024))]
-    pub threads: Option<usize>,
-
-    /// Largest request header block (request line included), in bytes; larger gets 431.
-    #[arg(long, env = "DYNARELAY_MAX_HEADER_BYTES", default_value_t = 16 * 1024,
-          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1024..=1024 * 1024))]
-    pub max_header_bytes: usize,
-
-    /// Most header fields in one request; more gets 431.
-    #[arg(long, env = "DYNARELAY_MAX_HEADERS", default_value_t = crate::http::HYPER_MAX_HEADERS,
-          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1000))]
-    pub max_headers: usize,
-
-    /// A second address serving only /health, /ready and /metrics (if enabled), with its own
-    /// small connection cap and the same timeouts: point load balancer and Kubernetes probes
-    /// here, so that they answer even while --max-connections holds clients off.
-    #[arg(long, env = "DYNARELAY_HEALTH_LISTEN")]
-    pub health_listen: Option<SocketAddr>,
-
     /// Attempts per DynamoDB call, the first included (1 to 10). Throttling, 5xx answers,
     /// timeouts and broken connections are retried with jittered exponential backoff.
     #[arg(long, env = "DYNARELAY_DYNAMODB_MAX_ATTEMPTS", default_value_t = 3,
@@ -489,7 +515,7 @@ pub struct ServeArgs {
     pub rate_limit_callers: NonZeroUsize,
 }
 
-impl ServeArgs {
+impl ApiArgs {
     /// The cursor key ring, if one is configured. Parsed here rather than by clap, whose error
     /// messages repeat the rejected value, which would print a secret.
     pub fn key_ring(&self) -> Result<Option<KeyRing>, KeyRingError> {
@@ -615,7 +641,9 @@ impl ServeArgs {
             jwks_timeout: Duration::from_millis(spec.jwks_timeout_ms.into()),
         })
     }
+}
 
+impl ServeArgs {
     /// The connection protections, validated (the cap before fitting it to the open-file
     /// limit).
     pub fn connections(&self) -> Result<ConnectionSettings, String> {
@@ -837,9 +865,10 @@ mod tests {
         let Command::Serve(args) = cli.command else {
             unreachable!()
         };
-        assert_eq!(args.rate_limits().trusted_proxies.len(), 2);
+        assert_eq!(args.api.rate_limits().trusted_proxies.len(), 2);
         assert!(
-            args.validate()
+            args.api
+                .validate()
                 .unwrap_err()
                 .to_string()
                 .contains("`a` twice")
@@ -859,7 +888,7 @@ mod tests {
             let Command::Serve(args) = cli.command else {
                 unreachable!()
             };
-            args.rate_limits().limit_addresses
+            args.api.rate_limits().limit_addresses
         };
         assert!(!limit_addresses(&[]));
         assert!(limit_addresses(&["--trusted-proxies", "10.0.0.0/8"]));

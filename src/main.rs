@@ -10,8 +10,8 @@ use clap::Parser;
 use dynarelay::{
     auth::Authenticator,
     config::{
-        CheckArgs, Cli, Command, InitArgs, KeygenArgs, LogFormat, ModelArgs, PolicyArgs,
-        RotationStep, ServeArgs, TablesCommand,
+        ApiArgs, CheckArgs, Cli, Command, InitArgs, KeygenArgs, LambdaArgs, LogFormat, ModelArgs,
+        PolicyArgs, RotationStep, ServeArgs, TablesCommand,
     },
     cursor::{CursorCodec, CursorSecret},
     dynamo::{self, SdkSettings, Store, Tables, tables},
@@ -41,7 +41,7 @@ fn main() -> ExitCode {
 }
 
 async fn run() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(arguments());
     let logs = tracing_subscriber::fmt()
         .with_env_filter(
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
@@ -53,6 +53,7 @@ async fn run() -> ExitCode {
     }
     let result = match cli.command {
         Command::Serve(args) => serve(*args).await,
+        Command::Lambda(args) => lambda(*args).await,
         Command::Check(args) => check(args).await,
         Command::Schema(args) => schema(&args),
         Command::Tables(TablesCommand::Create(args)) => {
@@ -69,6 +70,20 @@ async fn run() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The command line, with `lambda` as the command when the binary runs as `bootstrap` with no
+/// arguments: the name and the call AWS Lambda's OS-only runtimes (`provided.al2023`) give a
+/// function's executable, so the binary deploys as it is, configured by its environment.
+fn arguments() -> Vec<std::ffi::OsString> {
+    let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let bootstrap = args.first().is_some_and(|program| {
+        std::path::Path::new(program).file_name() == Some(std::ffi::OsStr::new("bootstrap"))
+    });
+    if bootstrap && args.len() == 1 {
+        args.push("lambda".into());
+    }
+    args
 }
 
 /// Prints a failure for people: a model's located problems as they are, anything else as one
@@ -89,13 +104,21 @@ fn load_model(args: &ModelArgs) -> anyhow::Result<&'static Model> {
     Ok(Box::leak(Box::new(model)))
 }
 
-async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+/// What the live tables are held against at start-up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TableCheck {
+    /// A mismatch stops the start-up; a DynamoDB that does not answer is logged.
+    Check,
+    /// Nothing is read before the first request (a Lambda cold start).
+    Skip,
+}
+
+/// The API's state from its flags: the model, the key ring, the DynamoDB client, the table check
+/// when asked, bearer-token verification and the schema, built once.
+async fn api_state(args: &ApiArgs, table_check: TableCheck) -> anyhow::Result<http::AppState> {
     args.validate()?;
     let model = load_model(&args.model)?;
     let limits = args.page_limits()?;
-    let mut connections = args.connections().map_err(anyhow::Error::msg)?;
-    connections.max_connections =
-        http::fit_file_limit(connections.max_connections, args.health_listen.is_some());
     let ring = args
         .key_ring()
         .context("DYNARELAY_CURSOR_KEYS (--cursor-keys) is not usable")?;
@@ -118,26 +141,28 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     let client = dynamo::client_from_env_with(&args.sdk()).await;
     let names = Tables::new(model, &args.model.table_prefix);
-    // A mismatch stops the server; a DynamoDB that does not answer yet does not (`/ready`
-    // reports it until it does).
-    match tables::verify(&client, model, &names).await {
-        Ok(mismatches) if !mismatches.is_empty() => {
-            let lines: Vec<String> = mismatches
-                .iter()
-                .map(|m| format!("  - {}", m.message))
-                .collect();
-            anyhow::bail!(
-                "the live tables do not match the model {}:\n{}\n(`dynarelay check --model {}` shows where each is declared)",
-                args.model.model.display(),
-                lines.join("\n"),
-                args.model.model.display()
-            );
+    if table_check == TableCheck::Check {
+        // A mismatch stops the server; a DynamoDB that does not answer yet does not (`/ready`
+        // reports it until it does).
+        match tables::verify(&client, model, &names).await {
+            Ok(mismatches) if !mismatches.is_empty() => {
+                let lines: Vec<String> = mismatches
+                    .iter()
+                    .map(|m| format!("  - {}", m.message))
+                    .collect();
+                anyhow::bail!(
+                    "the live tables do not match the model {}:\n{}\n(`dynarelay check --model {}` shows where each is declared)",
+                    args.model.model.display(),
+                    lines.join("\n"),
+                    args.model.model.display()
+                );
+            }
+            Ok(_) => {}
+            Err(err) => tracing::warn!(
+                error = format!("{err:#}"),
+                "the live tables could not be checked: DynamoDB did not answer"
+            ),
         }
-        Ok(_) => {}
-        Err(err) => tracing::warn!(
-            error = format!("{err:#}"),
-            "the live tables could not be checked: DynamoDB did not answer"
-        ),
     }
     let codec = CursorCodec::new(ring);
     let store = Store::new(client, names);
@@ -157,8 +182,15 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         ),
         None => {}
     }
-    let state = http::AppState::new(model, store, limits, codec, settings)
-        .context("building the GraphQL schema")?;
+    http::AppState::new(model, store, limits, codec, settings)
+        .context("building the GraphQL schema")
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let mut connections = args.connections().map_err(anyhow::Error::msg)?;
+    connections.max_connections =
+        http::fit_file_limit(connections.max_connections, args.health_listen.is_some());
+    let state = api_state(&args.api, TableCheck::Check).await?;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("binding {}", args.listen))?;
@@ -178,7 +210,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let threads = args.serving_threads();
     tracing::info!(
         address = %listener.local_addr()?,
-        graphiql = args.graphiql,
+        graphiql = args.api.graphiql,
         max_connections = connections.max_connections,
         threads,
         "dynarelay is listening"
@@ -201,6 +233,20 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     .await?;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// `lambda`: the API as an AWS Lambda function, one event at a time through the runtime API.
+async fn lambda(args: LambdaArgs) -> anyhow::Result<()> {
+    let table_check = if args.check_tables {
+        TableCheck::Check
+    } else {
+        TableCheck::Skip
+    };
+    let state = api_state(&args.api, table_check).await?;
+    tracing::info!("dynarelay is waiting for Lambda events");
+    http::lambda::run(http::router(state))
+        .await
+        .map_err(|err| anyhow::anyhow!("the Lambda runtime stopped: {err}"))
 }
 
 /// `check`: the file, then the live tables unless `--offline` or DynamoDB does not answer.

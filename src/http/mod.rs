@@ -2,11 +2,12 @@
 //! layers (request ids, tracing, metrics, CORS, timeout, body limit), bearer-token
 //! authentication and per-caller rate limits of GraphQL requests (in `graphql.rs` and
 //! `rate_limit.rs`), and `serve`: the connections, their protections and graceful shutdown (in
-//! `conn.rs`).
+//! `conn.rs`); [`lambda`] answers AWS Lambda events with the same router.
 
 mod conn;
 mod cors;
 mod graphql;
+pub mod lambda;
 mod rate_limit;
 
 use std::{

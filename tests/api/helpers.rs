@@ -13,6 +13,7 @@ mod auth;
 mod calls;
 mod dynamo;
 mod generated;
+mod lambda;
 mod node;
 mod paging;
 mod requests;
@@ -32,9 +33,10 @@ pub use auth::{
 pub use calls::{CallCounter, CallLog, LoggedCall, dynamodb_calls};
 pub use dynamo::{
     GroundQuery, SortCond, ground_truth, product_item, purchase_item, query_all, scan_all,
-    user_item,
+    user_item, user_purchases,
 };
 pub use generated::check_generated;
+pub use lambda::LambdaFunction;
 pub use node::{NodeRun, read_back, run_node, written_by};
 pub use paging::{all_nodes, merge, walk_matches, walk_pages};
 pub use requests::{
@@ -42,6 +44,7 @@ pub use requests::{
     metric_sum, metrics_of, post_graphql, post_graphql_text,
 };
 pub use servers::{
-    APOLLO_ACCEPT, Exchange, GQL, JSON, RoundRobin, Running, dynarelay_command, exchange,
-    loopback_listener, persisted, post, query_string, sha256_hex, spawn_serve, stop,
+    APOLLO_ACCEPT, Exchange, GQL, JSON, RoundRobin, Running, dynarelay_command,
+    dynarelay_command_at, exchange, graphql_at, loopback_listener, persisted, post, query_string,
+    sha256_hex, spawn_serve, stop,
 };

@@ -29,6 +29,7 @@ mod http;
 mod init;
 mod issuer;
 mod key_formats;
+mod lambda;
 mod limits;
 mod load;
 mod local_aws;

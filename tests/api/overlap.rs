@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::{
     fault_proxy::FaultProxy,
-    helpers::{Running, TestApp, endpoint},
+    helpers::{Running, TestApp, endpoint, graphql_at},
 };
 
 const QUERY: &str = r#"query($u: String!, $after: String) { user(userId: $u) {
@@ -19,15 +19,13 @@ const QUERY: &str = r#"query($u: String!, $after: String) { user(userId: $u) {
     edges { node { purchasedAt } } pageInfo { hasNextPage endCursor } } } }"#;
 
 async fn post(server: &Running, variables: Value) -> Value {
-    reqwest::Client::new()
-        .post(server.url("/graphql"))
-        .json(&json!({ "query": QUERY, "variables": variables }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+    graphql_at(
+        &reqwest::Client::new(),
+        &server.url("/graphql"),
+        QUERY,
+        variables,
+    )
+    .await
 }
 
 /// With 400 ms added to every DynamoDB call, a user with two `purchases` selections answers in

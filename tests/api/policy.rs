@@ -4,6 +4,8 @@
 //! entities, relations, `node` and `nodes`, each mutation). Every call is allowed by the policy
 //! of its model, on exactly its table or index, and every action the policy allows is one of
 //! those calls: it allows nothing the model cannot make.
+//!
+//! AWS's policy linter, parliament (PyPI), reports nothing on the policy of any example.
 
 use std::collections::BTreeSet;
 
@@ -146,4 +148,57 @@ async fn the_shop_policy_allows_every_call_the_shop_makes_and_nothing_else() {
         made, allowed,
         "the policy allows actions the model's API never made"
     );
+}
+
+/// What parliament reports on `document`: its findings, one a line, and whether it passed.
+fn parliament(document: &Value) -> (bool, String) {
+    let program = std::env::var("DYNARELAY_TEST_PARLIAMENT").expect(
+        "DYNARELAY_TEST_PARLIAMENT is not set: run the tests with scripts/test, which installs \
+         parliament from tests/tools/requirements.txt",
+    );
+    let out = std::process::Command::new(program)
+        .arg("--string")
+        .arg(document.to_string())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let findings = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success() && findings.trim().is_empty(), findings)
+}
+
+/// The control: a policy allowing `GetItem` on every resource gets a finding.
+#[test]
+fn parliament_reports_nothing_on_the_policy_of_any_example() {
+    let examples = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/examples")).unwrap();
+    let mut checked = 0;
+    for example in examples {
+        let path = example.unwrap().path().join("dynarelay.toml");
+        if !path.exists() {
+            continue;
+        }
+        let model = dynarelay::model::load(&path).unwrap();
+        for (region, account) in [("eu-west-1", "123456789012"), ("*", "*")] {
+            let target = PolicyTarget {
+                prefix: "prod_".to_owned(),
+                region: region.to_owned(),
+                account: account.to_owned(),
+            };
+            let document = policy(&model, &target);
+            let (passed, findings) = parliament(&document);
+            assert!(passed, "{}: {findings}\n{document:#}", path.display());
+            checked += 1;
+        }
+    }
+    assert!(checked >= 18, "only {checked} policies checked");
+
+    let control = json!({
+        "Version": "2012-10-17",
+        "Statement": [{ "Effect": "Allow", "Action": ["dynamodb:GetItem"], "Resource": "*" }]
+    });
+    let (passed, findings) = parliament(&control);
+    assert!(!passed && findings.contains("Resource *"), "{findings}");
 }

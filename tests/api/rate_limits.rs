@@ -418,7 +418,7 @@ fn serve_limits(flags: &[&str]) -> RateLimitSettings {
     let dynarelay::config::Command::Serve(serve) = cli.command else {
         unreachable!("a serve command")
     };
-    serve.rate_limits()
+    serve.api.rate_limits()
 }
 
 /// One client's traffic: from `peer`, through a proxy that adds `forwarded_for` when there is

@@ -21,13 +21,12 @@ use std::{
     time::Duration,
 };
 
-use aws_sdk_dynamodb::types::AttributeValue;
 use chrono::{DateTime, SecondsFormat};
 use serde_json::{Value, json};
 
 use crate::helpers::{
-    ModelApp, RoundRobin, dynarelay_command, endpoint, ground_truth, model_app, purchase_item,
-    spawn_serve, stop, user_item,
+    ModelApp, RoundRobin, dynarelay_command, endpoint, model_app, purchase_item, spawn_serve, stop,
+    user_item, user_purchases,
 };
 
 const USER: &str = "rolling-deploy-walker";
@@ -270,15 +269,7 @@ async fn shop_with_purchases() -> ModelApp {
 
 /// DynamoDB's own read of the user's purchases, as the API renders `purchasedAt`.
 async fn expected(app: &ModelApp) -> Vec<String> {
-    let items = ground_truth(
-        app,
-        &app.table("Purchases"),
-        None,
-        ("userId", AttributeValue::S(USER.to_owned())),
-        None,
-        true,
-    )
-    .await;
+    let items = user_purchases(app, USER).await;
     let want: Vec<String> = items
         .iter()
         .map(|item| {

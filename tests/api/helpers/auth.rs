@@ -39,7 +39,7 @@ pub fn model_claims(model: &Model, sub: &str, groups: &[&str]) -> Value {
 
 /// The `AuthSettings` `dynarelay serve --model <model's file> --auth-jwks-url <jwks_url>` uses:
 /// the model's `[auth]` (algorithms, issuer, audience, groups claim, timings), mapped by
-/// `ServeArgs::auth_settings`, with the keys `jwks_url` serves.
+/// `ApiArgs::auth_settings`, with the keys `jwks_url` serves.
 pub fn model_auth_settings(model: &Model, jwks_url: &str) -> dynarelay::auth::AuthSettings {
     use clap::Parser;
     use dynarelay::config::{Cli, Command};
@@ -59,7 +59,9 @@ pub fn model_auth_settings(model: &Model, jwks_url: &str) -> dynarelay::auth::Au
         .auth
         .as_ref()
         .expect("the model has an `[auth]` section");
-    args.auth_settings(spec).expect("the model's `[auth]` maps")
+    args.api
+        .auth_settings(spec)
+        .expect("the model's `[auth]` maps")
 }
 
 /// Serves `model` (which has an `[auth]` section) on `store` as [`model_app`] does (default

@@ -125,6 +125,19 @@ pub async fn ground_truth(
     .await
 }
 
+/// DynamoDB's own read of `user`'s purchases in the shop under `app`, oldest first.
+pub async fn user_purchases(app: &ModelApp, user: &str) -> Vec<Item> {
+    ground_truth(
+        app,
+        &app.table("Purchases"),
+        None,
+        ("userId", AttributeValue::S(user.to_owned())),
+        None,
+        true,
+    )
+    .await
+}
+
 /// A `Purchases` item as another program would write it.
 pub fn purchase_item(user_id: &str, purchased_at: &str, amount: &str) -> Item {
     Item::from([

@@ -18,7 +18,15 @@ use super::{TEST_RING, app_state, test_ring};
 /// the standard AWS variables, as in production, but with `endpoint` as DynamoDB, dummy
 /// credentials, no AWS config files, the EC2 metadata service disabled, and the test key ring.
 pub fn dynarelay_command(endpoint: &str) -> std::process::Command {
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_dynarelay"));
+    dynarelay_command_at(
+        std::path::Path::new(env!("CARGO_BIN_EXE_dynarelay")),
+        endpoint,
+    )
+}
+
+/// [`dynarelay_command`] for a copy of the binary at `program`.
+pub fn dynarelay_command_at(program: &std::path::Path, endpoint: &str) -> std::process::Command {
+    let mut cmd = std::process::Command::new(program);
     cmd.env_clear()
         .envs(crate::local_aws::local_aws_env(endpoint))
         .env("DYNARELAY_CURSOR_KEYS", TEST_RING)
@@ -280,6 +288,18 @@ pub fn sha256_hex(text: &str) -> String {
 /// An Apollo persisted-query extension naming `hash`.
 pub fn persisted(hash: &str) -> Value {
     json!({ "persistedQuery": { "version": 1, "sha256Hash": hash } })
+}
+
+/// POSTs `query` with `variables` as JSON to `url` and returns the JSON answer.
+pub async fn graphql_at(http: &reqwest::Client, url: &str, query: &str, variables: Value) -> Value {
+    http.post(url)
+        .json(&json!({ "query": query, "variables": variables }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
 }
 
 /// `name=value`, URL-encoded.

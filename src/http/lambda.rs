@@ -1,0 +1,140 @@
+//! The router as an AWS Lambda function: `lambda_http` turns each API Gateway (HTTP API v2 or
+//! REST API v1), function URL or Application Load Balancer event into an HTTP request for the
+//! same router `serve` runs, and its response back into the event's answer. Limits,
+//! authentication, cursors and errors are the router's, so they are the same as `serve`'s.
+//!
+//! API Gateway puts a named stage in front of the path (`/prod/graphql`); it is taken off, so
+//! that the API answers at `/graphql` under every stage, as `serve` does.
+//!
+//! The other difference is the client's address. There is no TCP peer: API Gateway and function
+//! URLs give the caller's address in the event (`sourceIp`), set by AWS and so believed; it
+//! becomes the request's peer address, as `serve` would see it, for the per-address rate
+//! limits. An Application Load Balancer event has none, and gives requests no peer.
+
+use std::net::{IpAddr, SocketAddr};
+
+use axum::{Router, extract::ConnectInfo, http::Uri};
+use lambda_http::{Request, RequestExt, request::RequestContext};
+use tower::ServiceBuilder;
+
+/// Answers Lambda events with `router` until the runtime stops.
+pub async fn run(router: Router) -> Result<(), lambda_http::Error> {
+    let service = ServiceBuilder::new().map_request(prepare).service(router);
+    lambda_http::run(service).await
+}
+
+/// `request` as `serve` would see it: the caller's address from its event, when the event has
+/// one, as the peer; the API Gateway stage off the path.
+fn prepare(mut request: Request) -> Request {
+    if let Some(ip) = source_ip(&request) {
+        request
+            .extensions_mut()
+            .insert(ConnectInfo(SocketAddr::new(ip, 0)));
+    }
+    if let Some(uri) = without_stage(&request) {
+        *request.uri_mut() = uri;
+    }
+    request
+}
+
+/// The request's URI without the API Gateway stage `lambda_http` put in front of its path, when
+/// there is one (`$default`, an HTTP API's unnamed stage, is never in the path).
+fn without_stage(request: &Request) -> Option<Uri> {
+    let stage = match request.request_context_ref()? {
+        RequestContext::ApiGatewayV2(context) => context.stage.as_deref(),
+        RequestContext::ApiGatewayV1(context) => context.stage.as_deref(),
+        _ => None,
+    }?;
+    if stage == "$default" {
+        return None;
+    }
+    let uri = request.uri();
+    let rest = uri.path().strip_prefix('/')?.strip_prefix(stage)?;
+    let path = match rest {
+        "" => "/",
+        rest if rest.starts_with('/') => rest,
+        _ => return None,
+    };
+    let path_and_query = match uri.query() {
+        Some(query) => format!("{path}?{query}"),
+        None => path.to_owned(),
+    };
+    let mut parts = uri.clone().into_parts();
+    parts.path_and_query = Some(path_and_query.parse().ok()?);
+    Uri::from_parts(parts).ok()
+}
+
+/// The address API Gateway or a function URL saw the request come from.
+fn source_ip(request: &Request) -> Option<IpAddr> {
+    let ip = match request.request_context_ref()? {
+        RequestContext::ApiGatewayV2(context) => context.http.source_ip.as_deref(),
+        RequestContext::ApiGatewayV1(context) => context.identity.source_ip.as_deref(),
+        // An Application Load Balancer's event names no caller (and the enum is
+        // non-exhaustive).
+        _ => None,
+    }?;
+    ip.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An event of each kind, as AWS sends it, through `lambda_http`'s own parsing.
+    fn event(json: &str) -> Request {
+        lambda_http::request::from_str(json).expect("an event lambda_http reads")
+    }
+
+    #[test]
+    fn the_caller_and_the_path_are_what_serve_would_see() {
+        let rest = event(
+            r#"{"resource":"/{proxy+}","path":"/graphql","httpMethod":"POST",
+                "headers":{},"multiValueHeaders":{},"queryStringParameters":{"a":"1"},
+                "multiValueQueryStringParameters":{"a":["1"]},
+                "requestContext":{"stage":"prod","httpMethod":"POST","path":"/prod/graphql",
+                  "identity":{"sourceIp":"198.51.100.7"}},
+                "body":"","isBase64Encoded":false}"#,
+        );
+        let http_api = event(
+            r#"{"version":"2.0","routeKey":"$default","rawPath":"/graphql","rawQueryString":"",
+                "headers":{},"requestContext":{"stage":"$default","http":{"method":"POST",
+                  "path":"/graphql","protocol":"HTTP/1.1","sourceIp":"2001:db8::1",
+                  "userAgent":"test"}},"isBase64Encoded":false}"#,
+        );
+        let named_stage = event(
+            r#"{"version":"2.0","routeKey":"$default","rawPath":"/dev/graphql",
+                "rawQueryString":"","headers":{},"requestContext":{"stage":"dev",
+                  "http":{"method":"GET","path":"/dev/graphql","protocol":"HTTP/1.1",
+                  "sourceIp":"203.0.113.5","userAgent":"test"}},"isBase64Encoded":false}"#,
+        );
+        let alb = event(
+            r#"{"httpMethod":"POST","path":"/graphql","headers":{},"requestContext":{"elb":
+                {"targetGroupArn":"arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/t/1"}},
+                "isBase64Encoded":false,"body":""}"#,
+        );
+        let seen = |request: Request| {
+            let request = prepare(request);
+            let peer = request
+                .extensions()
+                .get::<ConnectInfo<SocketAddr>>()
+                .map(|ConnectInfo(addr)| addr.ip().to_string());
+            (
+                request.uri().path_and_query().map(ToString::to_string),
+                peer,
+            )
+        };
+        assert_eq!(
+            seen(rest),
+            (Some("/graphql?a=1".into()), Some("198.51.100.7".into()))
+        );
+        assert_eq!(
+            seen(http_api),
+            (Some("/graphql".into()), Some("2001:db8::1".into()))
+        );
+        assert_eq!(
+            seen(named_stage),
+            (Some("/graphql".into()), Some("203.0.113.5".into()))
+        );
+        assert_eq!(seen(alb), (Some("/graphql".into()), None));
+    }
+}

@@ -1,0 +1,159 @@
+//! `dynarelay lambda` under cargo-lambda's emulator: `cargo lambda watch --only-lambda-apis`
+//! serves the Lambda runtime API and function URLs on a loopback port, and the function is the
+//! `dynarelay` binary run as a Lambda's runtime would run it, with the runtime's variables.
+
+use std::{
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use super::{TEST_RING, dynarelay_command, dynarelay_command_at, endpoint};
+
+/// The emulator and one function, on the shop model over the tables under a prefix. Both stop
+/// when dropped.
+pub struct LambdaFunction {
+    port: u16,
+    emulator: Child,
+    function: Child,
+}
+
+/// The cargo-lambda binary `scripts/test` installed.
+fn cargo_lambda() -> String {
+    std::env::var("DYNARELAY_TEST_CARGO_LAMBDA").expect(
+        "DYNARELAY_TEST_CARGO_LAMBDA is not set: run the tests with scripts/test, which installs \
+         cargo-lambda from tests/tools/requirements.txt",
+    )
+}
+
+/// Whether something accepts connections on the loopback `port`.
+fn listening(port: u16) -> bool {
+    std::net::TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_secs(1))
+        .is_ok()
+}
+
+/// Starts the emulator on a free loopback port; the port and the process.
+fn start_emulator() -> (u16, Child) {
+    // The emulator takes a port number, not 0: a free one is picked here, and another if it was
+    // taken in between.
+    for _ in 0..5 {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .unwrap()
+            .port();
+        let mut emulator = Command::new(cargo_lambda())
+            .args(["lambda", "watch", "--only-lambda-apis", "-A", "127.0.0.1"])
+            .args(["-P", &port.to_string()])
+            // It reads the package's metadata.
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env_clear()
+            .envs(crate::local_aws::local_aws_env(&endpoint()))
+            .env("HOME", std::env::var_os("HOME").unwrap_or_default())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("cargo-lambda starts");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if listening(port) {
+                return (port, emulator);
+            }
+            if emulator.try_wait().unwrap().is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = emulator.kill();
+        let _ = emulator.wait();
+    }
+    panic!("cargo-lambda's emulator did not start");
+}
+
+impl LambdaFunction {
+    /// `dynarelay lambda` serving the shop over the tables under `prefix`, with the test key
+    /// ring and `env` besides (flags, as `DYNARELAY_*` variables).
+    pub fn start(prefix: &str, env: &[(&str, &str)]) -> Self {
+        let (port, emulator) = start_emulator();
+        let mut function = Self::function(port);
+        function.arg("lambda");
+        Self::run(port, emulator, function, prefix, env)
+    }
+
+    /// As [`LambdaFunction::start`], but the binary is a copy named `bootstrap` in `dir`, started
+    /// with no arguments, as AWS Lambda's OS-only runtimes start a function.
+    pub fn start_as_bootstrap(dir: &std::path::Path, prefix: &str) -> Self {
+        let bootstrap = dir.join("bootstrap");
+        std::fs::copy(env!("CARGO_BIN_EXE_dynarelay"), &bootstrap).unwrap();
+        let (port, emulator) = start_emulator();
+        let mut function = dynarelay_command_at(&bootstrap, &endpoint());
+        Self::runtime_env(&mut function, port);
+        Self::run(port, emulator, function, prefix, &[])
+    }
+
+    fn run(
+        port: u16,
+        emulator: Child,
+        mut function: Command,
+        prefix: &str,
+        env: &[(&str, &str)],
+    ) -> Self {
+        let function = function
+            .env("DYNARELAY_TABLE_PREFIX", prefix)
+            .env("DYNARELAY_CURSOR_KEYS", TEST_RING)
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("dynarelay lambda starts");
+        Self {
+            port,
+            emulator,
+            function,
+        }
+    }
+
+    /// The `dynarelay` command with the variables a Lambda runtime sets, for the emulator on
+    /// `port`.
+    fn function(port: u16) -> Command {
+        let mut command = dynarelay_command(&endpoint());
+        Self::runtime_env(&mut command, port);
+        command
+    }
+
+    /// Sets the variables a Lambda runtime sets, for the emulator on `port`.
+    fn runtime_env(command: &mut Command, port: u16) {
+        command
+            .env(
+                "AWS_LAMBDA_RUNTIME_API",
+                format!("http://127.0.0.1:{port}/.rt"),
+            )
+            // The emulator's function when it starts none itself.
+            .env("AWS_LAMBDA_FUNCTION_NAME", "_")
+            .env("AWS_LAMBDA_FUNCTION_VERSION", "1")
+            .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "1024");
+    }
+
+    /// The function URL, followed by `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}/lambda-url/_{path}", self.port)
+    }
+
+    /// Where raw events are sent, as `aws lambda invoke` would: the function's answer comes back
+    /// as the event's response object.
+    pub fn invocations(&self) -> String {
+        format!(
+            "http://127.0.0.1:{}/2015-03-31/functions/_/invocations",
+            self.port
+        )
+    }
+}
+
+impl Drop for LambdaFunction {
+    fn drop(&mut self) {
+        for child in [&mut self.function, &mut self.emulator] {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
