@@ -3,7 +3,7 @@
 # only when the requirements change. Sourced by scripts/test and scripts/bench.
 #
 # py_tools_install: installs them if needed, and exports PY_TOOLS_BIN (the environment's bin
-# directory, where `cargo-lambda` is).
+# directory: cargo-lambda, parliament, cfn-lint, hadolint).
 
 PY_TOOLS_DIR="${PY_TOOLS_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/.cache/python-tools}"
 PY_TOOLS_REQUIREMENTS="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/tests/tools/requirements.txt"

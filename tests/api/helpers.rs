@@ -23,8 +23,8 @@ pub use crate::issuer::{AUDIENCE, ISSUER, TestIssuer, claims, hs256, now, unsign
 pub use crate::shop_data::ShopTables;
 
 pub use apps::{
-    ModelApp, TEST_RING, TestApp, app_state, endpoint, load_model, model_app, model_app_from,
-    model_app_over, model_state, shop, shop_store, test_ring, unique_prefix,
+    ModelApp, TEST_RING, TestApp, app_state, endpoint, lint, load_model, model_app, model_app_from,
+    model_app_over, model_state, shop, shop_store, test_ring, tool, unique_prefix,
 };
 pub use auth::{
     auth_model_app, auth_router, graphql_with_token, logged_model_app, model_auth_settings,

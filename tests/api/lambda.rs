@@ -9,8 +9,8 @@
 //!   from the function URL as from `serve`.
 //! - Each kind of event (API Gateway REST API with its stage in the path, HTTP API, function URL,
 //!   Application Load Balancer), sent as AWS sends it, is answered.
-//! - The binary copied as `bootstrap` and started with no arguments, as AWS Lambda's OS-only
-//!   runtimes start a function, runs as the Lambda.
+//!
+//! `deploy.rs` runs a packaged function (`bootstrap` and its model) the same way.
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{Value, json};
@@ -301,22 +301,4 @@ async fn every_kind_of_event_is_answered() {
     )
     .await;
     assert_eq!(answer["data"], json!({ "user": { "userId": USER } }));
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_binary_named_bootstrap_runs_as_the_function() {
-    let app = shop().await;
-    let dir = std::env::temp_dir().join(format!("dynarelay-bootstrap-{}", app.prefix));
-    std::fs::create_dir_all(&dir).unwrap();
-    let function = LambdaFunction::start_as_bootstrap(&dir, &app.prefix);
-    let answer = graphql_at(
-        &reqwest::Client::new(),
-        &function.url("/graphql"),
-        &format!("{{ user(userId: \"{USER}\") {{ userId }} }}"),
-        json!({}),
-    )
-    .await;
-    assert_eq!(answer["data"], json!({ "user": { "userId": USER } }));
-    drop(function);
-    std::fs::remove_dir_all(&dir).unwrap();
 }

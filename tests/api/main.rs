@@ -11,6 +11,7 @@ mod binary;
 mod browser;
 mod connections;
 mod cursors;
+mod deploy;
 mod differential;
 mod direct;
 mod docs;

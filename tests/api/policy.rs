@@ -13,7 +13,7 @@ use dynarelay::policy::{PolicyTarget, policy};
 use serde_json::{Value, json};
 
 use crate::{
-    helpers::{answer, logged_model_app, shop},
+    helpers::{answer, lint, logged_model_app, shop},
     shop_data::{self, SeedSpec, ShopTables},
 };
 
@@ -152,22 +152,8 @@ async fn the_shop_policy_allows_every_call_the_shop_makes_and_nothing_else() {
 
 /// What parliament reports on `document`: its findings, one a line, and whether it passed.
 fn parliament(document: &Value) -> (bool, String) {
-    let program = std::env::var("DYNARELAY_TEST_PARLIAMENT").expect(
-        "DYNARELAY_TEST_PARLIAMENT is not set: run the tests with scripts/test, which installs \
-         parliament from tests/tools/requirements.txt",
-    );
-    let out = std::process::Command::new(program)
-        .arg("--string")
-        .arg(document.to_string())
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    let findings = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success() && findings.trim().is_empty(), findings)
+    let document = document.to_string();
+    lint("parliament", &["--string".as_ref(), document.as_ref()])
 }
 
 /// The control: a policy allowing `GetItem` on every resource gets a finding.

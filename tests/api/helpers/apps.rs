@@ -61,6 +61,32 @@ pub fn endpoint() -> String {
     )
 }
 
+/// A Python tool `scripts/test` installed from `tests/tools/requirements.txt` (cargo-lambda,
+/// parliament, cfn-lint, hadolint).
+pub fn tool(name: &str) -> std::path::PathBuf {
+    let bin = std::env::var_os("DYNARELAY_TEST_TOOLS_BIN").expect(
+        "DYNARELAY_TEST_TOOLS_BIN is not set: run the tests with scripts/test, which installs \
+         the tools of tests/tools/requirements.txt",
+    );
+    std::path::Path::new(&bin).join(name)
+}
+
+/// Runs the linter `name` (a [`tool`]) with `args`; whether it passed (succeeded and printed
+/// nothing), and what it printed.
+pub fn lint(name: &str, args: &[&std::ffi::OsStr]) -> (bool, String) {
+    let out = std::process::Command::new(tool(name))
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success() && printed.trim().is_empty(), printed)
+}
+
 /// A table prefix no other test uses.
 pub fn unique_prefix() -> String {
     static COUNTER: AtomicUsize = AtomicUsize::new(0);

@@ -7,7 +7,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::{TEST_RING, dynarelay_command, dynarelay_command_at, endpoint};
+use super::{TEST_RING, dynarelay_command, dynarelay_command_at, endpoint, tool};
 
 /// The emulator and one function, on the shop model over the tables under a prefix. Both stop
 /// when dropped.
@@ -15,14 +15,6 @@ pub struct LambdaFunction {
     port: u16,
     emulator: Child,
     function: Child,
-}
-
-/// The cargo-lambda binary `scripts/test` installed.
-fn cargo_lambda() -> String {
-    std::env::var("DYNARELAY_TEST_CARGO_LAMBDA").expect(
-        "DYNARELAY_TEST_CARGO_LAMBDA is not set: run the tests with scripts/test, which installs \
-         cargo-lambda from tests/tools/requirements.txt",
-    )
 }
 
 /// Whether something accepts connections on the loopback `port`.
@@ -40,7 +32,7 @@ fn start_emulator() -> (u16, Child) {
             .and_then(|listener| listener.local_addr())
             .unwrap()
             .port();
-        let mut emulator = Command::new(cargo_lambda())
+        let mut emulator = Command::new(tool("cargo-lambda"))
             .args(["lambda", "watch", "--only-lambda-apis", "-A", "127.0.0.1"])
             .args(["-P", &port.to_string()])
             // It reads the package's metadata.
@@ -79,15 +71,22 @@ impl LambdaFunction {
         Self::run(port, emulator, function, prefix, env)
     }
 
-    /// As [`LambdaFunction::start`], but the binary is a copy named `bootstrap` in `dir`, started
-    /// with no arguments, as AWS Lambda's OS-only runtimes start a function.
-    pub fn start_as_bootstrap(dir: &std::path::Path, prefix: &str) -> Self {
-        let bootstrap = dir.join("bootstrap");
-        std::fs::copy(env!("CARGO_BIN_EXE_dynarelay"), &bootstrap).unwrap();
+    /// As [`LambdaFunction::start`], but the function is a Lambda package in `dir`
+    /// (`scripts/package-lambda`): its `bootstrap` started with no arguments, as AWS Lambda's
+    /// OS-only runtimes start a function, serving its `dynarelay.toml`.
+    pub fn start_packaged(dir: &std::path::Path, prefix: &str) -> Self {
         let (port, emulator) = start_emulator();
-        let mut function = dynarelay_command_at(&bootstrap, &endpoint());
+        let mut function = dynarelay_command_at(&dir.join("bootstrap"), &endpoint());
         Self::runtime_env(&mut function, port);
-        Self::run(port, emulator, function, prefix, &[])
+        let model = dir.join("dynarelay.toml");
+        let model = model.to_str().expect("a UTF-8 path");
+        Self::run(
+            port,
+            emulator,
+            function,
+            prefix,
+            &[("DYNARELAY_MODEL", model)],
+        )
     }
 
     fn run(

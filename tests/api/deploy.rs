@@ -1,0 +1,169 @@
+//! The deployment recipes under `deploy/`, checked offline (no AWS, no container runtime):
+//!
+//! - the AWS SAM template (`deploy/lambda/template.json`) passes cfn-lint, runs the packaged
+//!   `bootstrap` on `provided.al2023`, and grants exactly `dynarelay policy`'s policy for the
+//!   model it names;
+//! - `scripts/package-lambda` packages a function that, started as Lambda starts it under
+//!   cargo-lambda's emulator, serves its model: a mutation, then a page;
+//! - the container recipe (`deploy/container/Dockerfile`) passes hadolint, copies the binary
+//!   cargo built and runs it as a user without privileges.
+//!
+//! Each linter also runs on a broken copy, which it must reject.
+
+use std::{path::Path, process::Command};
+
+use dynarelay::policy::{PolicyTarget, policy};
+use serde_json::{Value, json};
+
+use crate::helpers::{LambdaFunction, graphql_at, lint, load_model, model_app};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+const TEMPLATE: &str = "deploy/lambda/template.json";
+const DOCKERFILE: &str = "deploy/container/Dockerfile";
+const MODEL: &str = "examples/orders/dynarelay.toml";
+
+/// Runs the linter `name` with `args` on `file`.
+fn lint_file(name: &str, args: &[&str], file: &Path) -> (bool, String) {
+    let mut all: Vec<&std::ffi::OsStr> = args.iter().map(|arg| arg.as_ref()).collect();
+    all.push(file.as_os_str());
+    lint(name, &all)
+}
+
+/// A file in a directory of its own under the system's temporary directory.
+fn scratch(name: &str, text: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "dynarelay-deploy-{}",
+        crate::helpers::unique_prefix()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn the_sam_template_lints_clean_and_grants_the_models_policy() {
+    let path = Path::new(ROOT).join(TEMPLATE);
+    let template: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let function = &template["Resources"]["Api"]["Properties"];
+    assert_eq!(function["Runtime"], "provided.al2023");
+    assert_eq!(function["Handler"], "bootstrap");
+    assert_eq!(
+        function["Environment"]["Variables"]["DYNARELAY_MODEL"],
+        "/var/task/dynarelay.toml"
+    );
+    // The policy is `dynarelay policy --model examples/orders/dynarelay.toml`'s, whole.
+    let granted = &function["Policies"][0];
+    let want = policy(
+        load_model(MODEL),
+        &PolicyTarget {
+            prefix: String::new(),
+            region: "*".to_owned(),
+            account: "*".to_owned(),
+        },
+    );
+    assert_eq!(
+        granted, &want,
+        "regenerate the template's policy for {MODEL}"
+    );
+    assert_eq!(function["Policies"].as_array().unwrap().len(), 1);
+
+    let (passed, printed) = lint_file("cfn-lint", &[], &path);
+    assert!(passed, "{printed}");
+    let mut broken = template.clone();
+    broken["Resources"]["Api"]["Properties"]["Timeoutt"] = json!(30);
+    let (passed, printed) = lint_file(
+        "cfn-lint",
+        &[],
+        &scratch("template.json", &broken.to_string()),
+    );
+    assert!(
+        !passed && printed.contains("Timeoutt"),
+        "control: {printed}"
+    );
+}
+
+#[test]
+fn the_container_recipe_lints_clean_and_runs_the_built_binary_without_privileges() {
+    let path = Path::new(ROOT).join(DOCKERFILE);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        text.contains("COPY --chmod=0555 target/release/dynarelay /usr/local/bin/dynarelay"),
+        "{text}"
+    );
+    assert!(
+        text.lines().all(|line| !line.starts_with("RUN")),
+        "the image builds and installs nothing itself"
+    );
+    let user = text
+        .lines()
+        .rfind(|line| line.starts_with("USER "))
+        .expect("a USER line");
+    assert_eq!(user, "USER 65532:65532");
+
+    let (passed, printed) = lint_file("hadolint", &["--no-color"], &path);
+    assert!(passed, "{printed}");
+    let (passed, printed) = lint_file(
+        "hadolint",
+        &["--no-color"],
+        &scratch("Dockerfile", "FROM debian\nRUN apt-get install curl\n"),
+    );
+    assert!(!passed && printed.contains("DL3006"), "control: {printed}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_packaged_function_serves_its_model_as_lambda_runs_it() {
+    let app = model_app(MODEL).await;
+    let out = scratch("placeholder", "").with_file_name("package");
+    let packaged = Command::new(Path::new(ROOT).join("scripts/package-lambda"))
+        .args(["--model", MODEL, "--out"])
+        .arg(&out)
+        .current_dir(ROOT)
+        .env("DYNARELAY_BINARY", env!("CARGO_BIN_EXE_dynarelay"))
+        .output()
+        .unwrap();
+    assert!(
+        packaged.status.success(),
+        "{}",
+        String::from_utf8_lossy(&packaged.stderr)
+    );
+    for file in ["bootstrap", "dynarelay.toml"] {
+        assert!(out.join(file).is_file(), "{file} is not in the package");
+    }
+
+    let function = LambdaFunction::start_packaged(&out, &app.prefix);
+    let http = reqwest::Client::new();
+    let url = function.url("/graphql");
+    for (date, total) in [("2026-05-01", "42.50"), ("2026-05-02", "7")] {
+        let create = format!(
+            r#"mutation {{ createOrder(input: {{ customerId: "c-1", orderDate: "{date}T10:00:00.000Z", total: "{total}", skus: ["A"] }}) {{ order {{ total }} }} }}"#
+        );
+        let created = graphql_at(&http, &url, &create, json!({})).await;
+        assert!(created.get("errors").is_none(), "{created}");
+    }
+    let page = graphql_at(
+        &http,
+        &url,
+        r#"{ ordersOfCustomer(customerId: "c-1", first: 1) { nodes { total } pageInfo { hasNextPage } } }"#,
+        json!({}),
+    )
+    .await;
+    assert_eq!(
+        page["data"]["ordersOfCustomer"],
+        json!({ "nodes": [{ "total": "7" }], "pageInfo": { "hasNextPage": true } }),
+        "{page}"
+    );
+
+    // A model that does not load is not packaged.
+    let bad = scratch("bad.toml", "[tables.Orders]\npartition_key = 3\n");
+    let refused = Command::new(Path::new(ROOT).join("scripts/package-lambda"))
+        .arg("--model")
+        .arg(&bad)
+        .arg("--out")
+        .arg(bad.with_file_name("package"))
+        .env("DYNARELAY_BINARY", env!("CARGO_BIN_EXE_dynarelay"))
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(!bad.with_file_name("package").exists());
+}
