@@ -30,7 +30,7 @@ pub use auth::{
     auth_model_app, auth_router, graphql_with_token, logged_model_app, model_auth_settings,
     model_claims, secure_app, secure_app_logged,
 };
-pub use calls::{CallCounter, CallLog, LoggedCall, dynamodb_calls};
+pub use calls::{CallCounter, CallLog, LoggedCall, PolicyAudit, allowed, dynamodb_calls};
 pub use dynamo::{
     GroundQuery, SortCond, ground_truth, product_item, purchase_item, query_all, scan_all,
     user_item, user_purchases,

@@ -13,22 +13,12 @@ use dynarelay::policy::{PolicyTarget, policy};
 use serde_json::{Value, json};
 
 use crate::{
-    helpers::{answer, lint, logged_model_app, shop},
+    helpers::{
+        PolicyAudit, allowed, answer, lint, logged_model_app, model_state, post_graphql, shop,
+        test_ring,
+    },
     shop_data::{self, SeedSpec, ShopTables},
 };
-
-/// `(action, resource ARN)` pairs of a policy document.
-fn allowed(document: &Value) -> BTreeSet<(String, String)> {
-    let mut out = BTreeSet::new();
-    for statement in document["Statement"].as_array().unwrap() {
-        assert_eq!(statement["Effect"], "Allow");
-        let resource = statement["Resource"].as_str().unwrap();
-        for action in statement["Action"].as_array().unwrap() {
-            out.insert((action.as_str().unwrap().to_owned(), resource.to_owned()));
-        }
-    }
-    out
-}
 
 #[tokio::test]
 async fn the_shop_policy_allows_every_call_the_shop_makes_and_nothing_else() {
@@ -187,4 +177,38 @@ fn parliament_reports_nothing_on_the_policy_of_any_example() {
     });
     let (passed, findings) = parliament(&control);
     assert!(!passed && findings.contains("Resource *"), "{findings}");
+}
+
+/// Every app serving a model file holds its server's calls to the model's policy (see
+/// `helpers::PolicyAudit`); this is the check that it can fail: held to the policy of another
+/// table prefix, the shop's lookup is refused before it is sent, and remembered.
+#[tokio::test]
+async fn the_suites_policy_audit_refuses_a_call_the_policy_does_not_allow() {
+    let app = crate::helpers::model_app("examples/shop/dynarelay.toml").await;
+    let audit = PolicyAudit::new(shop(), "another_prefix_");
+    let client = aws_sdk_dynamodb::Client::from_conf(
+        app.client()
+            .config()
+            .to_builder()
+            .interceptor(audit.clone())
+            .build(),
+    );
+    let store =
+        dynarelay::dynamo::Store::new(client, dynarelay::dynamo::Tables::new(shop(), &app.prefix));
+    let router = dynarelay::http::router(model_state(
+        shop(),
+        &store,
+        dynarelay::pagination::PageLimits::default(),
+        &test_ring(),
+        dynarelay::http::HttpSettings::default(),
+    ));
+    let response = post_graphql(&router, r#"{ user(userId: "u-1") { name } }"#, json!({})).await;
+    assert!(response.get("errors").is_some(), "{response}");
+    let refused = audit.refused();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(
+        refused[0].starts_with("dynamodb:GetItem on arn:aws:dynamodb:*:*:table/")
+            && refused[0].ends_with("Users"),
+        "{refused:?}"
+    );
 }

@@ -23,8 +23,8 @@ use dynarelay::{
 use serde_json::Value;
 
 use super::{
-    CallCounter, GroundQuery, metrics_of, post_graphql, purchase_item, query_all, scan_all,
-    user_item,
+    CallCounter, GroundQuery, PolicyAudit, metrics_of, post_graphql, purchase_item, query_all,
+    scan_all, user_item,
 };
 use crate::shop_data::ShopTables;
 
@@ -112,12 +112,35 @@ pub fn test_ring() -> KeyRing {
 
 /// The application on fresh tables.
 pub struct TestApp {
+    /// The test's store, for its own writes and for servers it builds itself.
     pub store: Store,
     pub router: Router,
     /// The shop's table names.
     pub tables: ShopTables,
-    /// DynamoDB calls made through `store` (test writes included).
+    /// DynamoDB calls made through `store` and by `router` (test writes included).
     pub calls: CallCounter,
+    /// `router`'s store: its client's calls are held to the shop's policy.
+    served: Store,
+    audit: PolicyAudit,
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        assert_policy_kept(&self.audit);
+    }
+}
+
+/// Fails the test if `audit` refused a call, unless the test is failing already.
+fn assert_policy_kept(audit: &PolicyAudit) {
+    if std::thread::panicking() {
+        return;
+    }
+    let refused = audit.refused();
+    assert!(
+        refused.is_empty(),
+        "the server made calls its model's policy (`dynarelay policy`) does not allow: \
+         {refused:#?}"
+    );
 }
 
 impl TestApp {
@@ -137,22 +160,37 @@ impl TestApp {
                 .build(),
         );
         let store = shop_store(client, &prefix).await;
-        let router = app_router(&store, limits, &test_ring());
+        let audit = PolicyAudit::new(shop(), &prefix);
+        let audited = Client::from_conf(
+            local
+                .config()
+                .to_builder()
+                .interceptor(calls.clone())
+                .interceptor(audit.clone())
+                .build(),
+        );
+        let served = Store::new(audited, Tables::new(shop(), &prefix));
+        let router = app_router(&served, limits, &test_ring());
         Self {
             store,
             router,
             tables: ShopTables::with_prefix(&prefix),
             calls,
+            served,
+            audit,
         }
     }
 
-    /// Another server on the same tables, sealing cursors with `ring`.
+    /// Another server on the same tables, sealing cursors with `ring`. It serves through
+    /// `store`, sharing its metrics with servers a test builds on `store`.
     pub fn with_ring(&self, ring: &KeyRing) -> Self {
         Self {
             store: self.store.clone(),
             router: app_router(&self.store, PageLimits::default(), ring),
             tables: self.tables.clone(),
             calls: self.calls.clone(),
+            served: self.served.clone(),
+            audit: self.audit.clone(),
         }
     }
 
@@ -257,6 +295,16 @@ pub struct ModelApp {
     pub prefix: String,
     pub store: Store,
     pub router: Router,
+    /// The policy every call of the router's client is held to, when it is.
+    audit: Option<PolicyAudit>,
+}
+
+impl Drop for ModelApp {
+    fn drop(&mut self) {
+        if let Some(audit) = &self.audit {
+            assert_policy_kept(audit);
+        }
+    }
 }
 
 /// Writes the model file `text` to a file of its own; its path.
@@ -304,11 +352,25 @@ pub(super) fn router_for(model: &'static Model, store: &Store) -> Router {
 
 /// `model` served over its tables under `prefix`, with the test cursor keys and default page
 /// limits.
+///
+/// The router's client is not the test's: every call it sends is held to the model's policy
+/// ([`PolicyAudit`]), and a call the policy does not allow fails the test when the app is
+/// dropped. The test's own writes (`store`, `client()`) are not held to it.
 fn served(model: &'static Model, prefix: &str) -> ModelApp {
     let client = dynamo::client_for_local(&endpoint());
-    let store = Store::new(client, Tables::new(model, prefix));
-    let router = router_for(model, &store);
-    ModelApp::new(model, prefix.to_owned(), store, router)
+    let names = Tables::new(model, prefix);
+    let audit = PolicyAudit::new(model, prefix);
+    let audited = Client::from_conf(
+        client
+            .config()
+            .to_builder()
+            .interceptor(audit.clone())
+            .build(),
+    );
+    let router = router_for(model, &Store::new(audited, names.clone()));
+    let mut app = ModelApp::new(model, prefix.to_owned(), Store::new(client, names), router);
+    app.audit = Some(audit);
+    app
 }
 
 impl ModelApp {
@@ -319,6 +381,7 @@ impl ModelApp {
             prefix,
             store,
             router,
+            audit: None,
         }
     }
 

@@ -1,10 +1,17 @@
-//! The DynamoDB calls a client sends, counted ([`CallCounter`]) or logged with their key values
-//! ([`CallLog`]) at the SDK boundary, and as the server's metrics count them.
+//! The DynamoDB calls a client sends, counted ([`CallCounter`]), logged with their key values
+//! ([`CallLog`]) or held to the model's IAM policy ([`PolicyAudit`]) at the SDK boundary, and as
+//! the server's metrics count them.
 
 use std::{
-    collections::BTreeMap,
+    collections::{BTreeMap, BTreeSet},
     sync::{Arc, Mutex},
 };
+
+use dynarelay::{
+    model::Model,
+    policy::{PolicyTarget, policy},
+};
+use serde_json::Value;
 
 use aws_sdk_dynamodb::{
     config::{ConfigBag, Intercept, interceptors::BeforeSerializationInterceptorContextRef},
@@ -230,6 +237,92 @@ impl Intercept for CallLog {
     ) -> Result<(), BoxError> {
         let call = logged_call(context);
         self.0.lock().expect("log lock").push(call);
+        Ok(())
+    }
+}
+
+/// The `(action, resource ARN)` pairs a policy document allows.
+pub fn allowed(document: &Value) -> BTreeSet<(String, String)> {
+    let mut out = BTreeSet::new();
+    for statement in document["Statement"].as_array().expect("statements") {
+        assert_eq!(statement["Effect"], "Allow");
+        let resource = statement["Resource"].as_str().expect("one resource");
+        for action in statement["Action"].as_array().expect("actions") {
+            out.insert((
+                action.as_str().expect("an action").to_owned(),
+                resource.to_owned(),
+            ));
+        }
+    }
+    out
+}
+
+/// The ARN of a table (and index) as a policy for any region and account names it.
+fn any_arn(table: &str, index: Option<&str>) -> String {
+    let table = format!("arn:aws:dynamodb:*:*:table/{table}");
+    match index {
+        Some(index) => format!("{table}/index/{index}"),
+        None => table,
+    }
+}
+
+/// Holds every call a server's DynamoDB client sends to the policy `dynarelay policy` prints for
+/// its model and table prefix, as IAM would: a call the policy does not allow fails before it is
+/// sent, and is remembered, so that a test fails even where the server masks the error (every
+/// [`ModelApp`](super::ModelApp) serving a model file checks this when it is dropped).
+#[derive(Debug, Clone)]
+pub struct PolicyAudit {
+    allowed: Arc<BTreeSet<(String, String)>>,
+    refused: Arc<Mutex<Vec<String>>>,
+}
+
+impl PolicyAudit {
+    pub fn new(model: &Model, prefix: &str) -> Self {
+        let document = policy(
+            model,
+            &PolicyTarget {
+                prefix: prefix.to_owned(),
+                region: "*".to_owned(),
+                account: "*".to_owned(),
+            },
+        );
+        Self {
+            allowed: Arc::new(allowed(&document)),
+            refused: Arc::default(),
+        }
+    }
+
+    /// The calls refused so far, described.
+    pub fn refused(&self) -> Vec<String> {
+        self.refused.lock().expect("audit lock").clone()
+    }
+}
+
+impl Intercept for PolicyAudit {
+    fn name(&self) -> &'static str {
+        "PolicyAudit"
+    }
+
+    fn read_before_execution(
+        &self,
+        context: &BeforeSerializationInterceptorContextRef<'_>,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let call = logged_call(context);
+        for table in &call.tables {
+            let used = (
+                format!("dynamodb:{}", call.operation),
+                any_arn(table, call.index.as_deref()),
+            );
+            if !self.allowed.contains(&used) {
+                let refusal = format!("{} on {}", used.0, used.1);
+                self.refused
+                    .lock()
+                    .expect("audit lock")
+                    .push(refusal.clone());
+                return Err(format!("not allowed by the model's policy: {refusal}").into());
+            }
+        }
         Ok(())
     }
 }
