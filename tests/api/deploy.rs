@@ -15,7 +15,10 @@ use std::{path::Path, process::Command};
 use dynarelay::policy::{PolicyTarget, policy};
 use serde_json::{Value, json};
 
-use crate::helpers::{LambdaFunction, graphql_at, lint, load_model, model_app};
+use crate::{
+    fault_proxy::FaultProxy,
+    helpers::{LambdaFunction, endpoint, graphql_at, lint, load_model, model_app},
+};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const TEMPLATE: &str = "deploy/lambda/template.json";
@@ -100,6 +103,15 @@ fn the_container_recipe_lints_clean_and_runs_the_built_binary_without_privileges
         .rfind(|line| line.starts_with("USER "))
         .expect("a USER line");
     assert_eq!(user, "USER 65532:65532");
+    // The build context keeps nothing but the binary and model files.
+    let ignore =
+        std::fs::read_to_string(Path::new(ROOT).join("deploy/container/Dockerfile.dockerignore"))
+            .unwrap();
+    let rules: Vec<&str> = ignore
+        .lines()
+        .filter(|line| !line.starts_with('#') && !line.trim().is_empty())
+        .collect();
+    assert_eq!(rules, ["*", "!target/release/dynarelay", "!**/*.toml"]);
 
     let (passed, printed) = lint_file("hadolint", &["--no-color"], &path);
     assert!(passed, "{printed}");
@@ -131,7 +143,8 @@ async fn a_packaged_function_serves_its_model_as_lambda_runs_it() {
         assert!(out.join(file).is_file(), "{file} is not in the package");
     }
 
-    let function = LambdaFunction::start_packaged(&out, &app.prefix);
+    let dynamodb = FaultProxy::auditing(&endpoint(), load_model(MODEL), &app.prefix).await;
+    let function = LambdaFunction::start_packaged(&dynamodb.url(), &out, &app.prefix);
     let http = reqwest::Client::new();
     let url = function.url("/graphql");
     for (date, total) in [("2026-05-01", "42.50"), ("2026-05-02", "7")] {
@@ -153,6 +166,7 @@ async fn a_packaged_function_serves_its_model_as_lambda_runs_it() {
         json!({ "nodes": [{ "total": "7" }], "pageInfo": { "hasNextPage": true } }),
         "{page}"
     );
+    assert_eq!(dynamodb.refused(), Vec::<String>::new());
 
     // A model that does not load is not packaged.
     let bad = scratch("bad.toml", "[tables.Orders]\npartition_key = 3\n");

@@ -3,6 +3,10 @@
 //! stops half way, access denied on chosen tables (as IAM answers; DynamoDB Local has no
 //! IAM), and chosen tables described as still being created (DynamoDB Local creates at once). Faults change at
 //! run time through its methods, and it counts what it did. It stops when dropped.
+//!
+//! It also records, and can hold to a model's IAM policy ([`FaultProxy::auditing`]), the calls of
+//! servers that run as processes of their own, whose SDK clients a test cannot intercept: a call
+//! the policy does not allow gets `AccessDeniedException`, as IAM would answer it.
 
 use std::{
     convert::Infallible,
@@ -163,6 +167,10 @@ struct Shared {
     throttled: AtomicU64,
     reset: AtomicU64,
     forwarded: AtomicU64,
+    /// The `(action, resource ARN)` pairs calls are held to, when they are.
+    policy: Option<std::collections::BTreeSet<(String, String)>>,
+    /// Calls the policy refused, described.
+    refused: Mutex<Vec<String>>,
 }
 
 /// The service's error: hyper closes the connection without answering.
@@ -200,6 +208,33 @@ impl FaultProxy {
     /// Listens on an ephemeral loopback port and forwards every request to `upstream` (such as
     /// `http://127.0.0.1:8000`), with no faults until some are set.
     pub async fn start(upstream: &str) -> FaultProxy {
+        Self::start_with(upstream, None).await
+    }
+
+    /// As [`FaultProxy::start`], but every call is held to the policy `dynarelay policy` prints
+    /// for `model` with its tables under `prefix`: one it does not allow gets
+    /// `AccessDeniedException` and is remembered ([`FaultProxy::refused`]).
+    pub async fn auditing(upstream: &str, model: &dynarelay::model::Model, prefix: &str) -> Self {
+        let document = dynarelay::policy::policy(
+            model,
+            &dynarelay::policy::PolicyTarget {
+                prefix: prefix.to_owned(),
+                region: "*".to_owned(),
+                account: "*".to_owned(),
+            },
+        );
+        Self::start_with(upstream, Some(crate::helpers::allowed(&document))).await
+    }
+
+    /// The calls the policy refused so far, described.
+    pub fn refused(&self) -> Vec<String> {
+        self.shared.refused.lock().unwrap().clone()
+    }
+
+    async fn start_with(
+        upstream: &str,
+        policy: Option<std::collections::BTreeSet<(String, String)>>,
+    ) -> FaultProxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let shared = Arc::new(Shared {
@@ -214,6 +249,8 @@ impl FaultProxy {
             throttled: AtomicU64::new(0),
             reset: AtomicU64::new(0),
             forwarded: AtomicU64::new(0),
+            policy,
+            refused: Mutex::default(),
         });
         let accept = tokio::spawn(accept_loop(listener, shared.clone()));
         FaultProxy {
@@ -407,6 +444,32 @@ fn throttled(kind: Throttle) -> Response<Full<Bytes>> {
     .map(Full::new)
 }
 
+/// What the policy, when there is one, refuses in a request: its action on a table or index
+/// that the policy does not allow, described.
+fn refusal(shared: &Shared, headers: &hyper::HeaderMap, body: &[u8]) -> Option<String> {
+    let policy = shared.policy.as_ref()?;
+    let target = headers.get("x-amz-target")?.to_str().ok()?;
+    let action = format!("dynamodb:{}", target.rsplit('.').next()?);
+    let request: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let mut tables: Vec<String> = request["TableName"]
+        .as_str()
+        .map(str::to_owned)
+        .into_iter()
+        .collect();
+    if let Some(items) = request["RequestItems"].as_object() {
+        tables.extend(items.keys().cloned());
+    }
+    let index = request["IndexName"].as_str();
+    tables.into_iter().find_map(|table| {
+        let mut resource = format!("arn:aws:dynamodb:*:*:table/{table}");
+        if let Some(index) = index {
+            resource = format!("{resource}/index/{index}");
+        }
+        let used = (action.clone(), resource);
+        (!policy.contains(&used)).then(|| format!("{} on {}", used.0, used.1))
+    })
+}
+
 /// A DynamoDB error answer: HTTP 400 with the error's code in `__type`.
 fn dynamodb_error(code: &str, message: &str) -> Response<Bytes> {
     let body = serde_json::json!({
@@ -439,6 +502,13 @@ async fn forward(
             body.windows(needle.len()).any(|w| w == needle.as_bytes())
         })
     };
+    if let Some(refusal) = refusal(shared, &parts.headers, &body) {
+        shared.refused.lock().unwrap().push(refusal);
+        return Ok(dynamodb_error(
+            "AccessDeniedException",
+            "User is not authorized to perform this action on this resource.",
+        ));
+    }
     if names_table(&shared.faults.lock().unwrap().denied_tables) {
         return Ok(dynamodb_error(
             "AccessDeniedException",

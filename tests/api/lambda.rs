@@ -10,14 +10,18 @@
 //! - Each kind of event (API Gateway REST API with its stage in the path, HTTP API, function URL,
 //!   Application Load Balancer), sent as AWS sends it, is answered.
 //!
-//! `deploy.rs` runs a packaged function (`bootstrap` and its model) the same way.
+//! `deploy.rs` runs a packaged function (`bootstrap` and its model) the same way. The function
+//! reaches DynamoDB Local through a proxy that holds every call to the model's IAM policy.
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{Value, json};
 
-use crate::helpers::{
-    LambdaFunction, ModelApp, Running, graphql_at, ground_truth, merge, model_app, product_item,
-    purchase_item, user_item, user_purchases, walk_matches,
+use crate::{
+    fault_proxy::FaultProxy,
+    helpers::{
+        LambdaFunction, ModelApp, Running, endpoint, graphql_at, ground_truth, merge, model_app,
+        product_item, purchase_item, shop as shop_model, user_item, user_purchases, walk_matches,
+    },
 };
 
 const USER: &str = "lambda-buyer";
@@ -82,7 +86,8 @@ fn text(value: &Value) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn relay_walks_through_the_function_url_match_dynamodb() {
     let app = shop().await;
-    let function = LambdaFunction::start(&app.prefix, &[]);
+    let dynamodb = FaultProxy::auditing(&endpoint(), shop_model(), &app.prefix).await;
+    let function = LambdaFunction::start(&dynamodb.url(), &app.prefix, &[]);
     let http = reqwest::Client::new();
     let url = function.url("/graphql");
 
@@ -137,6 +142,7 @@ async fn relay_walks_through_the_function_url_match_dynamodb() {
         "products through the function URL",
     )
     .await;
+    assert_eq!(dynamodb.refused(), Vec::<String>::new());
 }
 
 /// A request and what comes back: the status and the first error's code.
@@ -153,7 +159,8 @@ async fn answer(request: reqwest::RequestBuilder) -> (u16, Option<String>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn errors_keep_their_status_and_code() {
     let app = shop().await;
-    let function = LambdaFunction::start(&app.prefix, &[]);
+    let dynamodb = FaultProxy::auditing(&endpoint(), shop_model(), &app.prefix).await;
+    let function = LambdaFunction::start(&dynamodb.url(), &app.prefix, &[]);
     let serve = Running::serve(app.router.clone()).await;
     let http = reqwest::Client::new();
     let deep = format!(
@@ -208,6 +215,7 @@ async fn errors_keep_their_status_and_code() {
         eprintln!("{case}: {from_lambda:?}");
         assert_eq!(from_lambda, from_serve, "{case}");
     }
+    assert_eq!(dynamodb.refused(), Vec::<String>::new());
 }
 
 /// An API Gateway REST API event (payload 1.0) for `body` on `path` under the stage `prod`.
@@ -266,7 +274,8 @@ fn alb_event(body: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_kind_of_event_is_answered() {
     let app = shop().await;
-    let function = LambdaFunction::start(&app.prefix, &[]);
+    let dynamodb = FaultProxy::auditing(&endpoint(), shop_model(), &app.prefix).await;
+    let function = LambdaFunction::start(&dynamodb.url(), &app.prefix, &[]);
     let http = reqwest::Client::new();
     let body =
         json!({ "query": format!("{{ user(userId: \"{USER}\") {{ userId }} }}") }).to_string();
@@ -301,4 +310,5 @@ async fn every_kind_of_event_is_answered() {
     )
     .await;
     assert_eq!(answer["data"], json!({ "user": { "userId": USER } }));
+    assert_eq!(dynamodb.refused(), Vec::<String>::new());
 }

@@ -212,3 +212,35 @@ async fn the_suites_policy_audit_refuses_a_call_the_policy_does_not_allow() {
         "{refused:?}"
     );
 }
+
+/// The same check for servers that run as processes, whose DynamoDB calls go through
+/// `FaultProxy::auditing`: held to the policy of another table prefix, the shop's lookup gets
+/// `AccessDeniedException` from the proxy, and the refusal is remembered.
+#[tokio::test]
+async fn the_proxys_policy_audit_refuses_a_call_the_policy_does_not_allow() {
+    let app = crate::helpers::model_app("examples/shop/dynarelay.toml").await;
+    let proxy =
+        crate::fault_proxy::FaultProxy::auditing(&crate::helpers::endpoint(), shop(), "another_")
+            .await;
+    let store = dynarelay::dynamo::Store::new(
+        dynarelay::dynamo::client_for_local(&proxy.url()),
+        dynarelay::dynamo::Tables::new(shop(), &app.prefix),
+    );
+    let router = dynarelay::http::router(model_state(
+        shop(),
+        &store,
+        dynarelay::pagination::PageLimits::default(),
+        &test_ring(),
+        dynarelay::http::HttpSettings::default(),
+    ));
+    let response = post_graphql(&router, r#"{ user(userId: "u-1") { name } }"#, json!({})).await;
+    assert!(response.get("errors").is_some(), "{response}");
+    let refused = proxy.refused();
+    assert!(
+        !refused.is_empty()
+            && refused
+                .iter()
+                .all(|r| r.starts_with("dynamodb:GetItem on arn:aws:dynamodb:*:*:table/")),
+        "{refused:?}"
+    );
+}

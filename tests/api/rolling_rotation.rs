@@ -8,7 +8,8 @@
 //! The control: the one-step rotation (`<new>,<old>` deployed at once) breaks walks, because an
 //! instance still on the old ring cannot open a cursor that an instance on the new one sealed.
 //!
-//! Instances are restarted after the walker has made a number of pages, not after a time, so the
+//! The instances reach DynamoDB Local through a proxy that holds every call to the shop's IAM
+//! policy. Instances are restarted after the walker has made a number of pages, not after a time, so the
 //! test does not depend on the machine's speed.
 
 use std::{
@@ -24,9 +25,12 @@ use std::{
 use chrono::{DateTime, SecondsFormat};
 use serde_json::{Value, json};
 
-use crate::helpers::{
-    ModelApp, RoundRobin, dynarelay_command, endpoint, model_app, purchase_item, spawn_serve, stop,
-    user_item, user_purchases,
+use crate::{
+    fault_proxy::FaultProxy,
+    helpers::{
+        ModelApp, RoundRobin, dynarelay_command, endpoint, model_app, purchase_item, spawn_serve,
+        stop, user_item, user_purchases,
+    },
 };
 
 const USER: &str = "rolling-deploy-walker";
@@ -61,10 +65,11 @@ fn keygen(ring: Option<&str>, args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
 }
 
-/// One `serve` instance over the shop tables under `prefix`, sealing with `ring`.
-fn start_instance(prefix: &str, ring: &str) -> (Child, SocketAddr) {
+/// One `serve` instance over the shop tables under `prefix`, with DynamoDB at `dynamodb`,
+/// sealing with `ring`.
+fn start_instance(dynamodb: &str, prefix: &str, ring: &str) -> (Child, SocketAddr) {
     let (child, addr) = spawn_serve(
-        dynarelay_command(&endpoint())
+        dynarelay_command(dynamodb)
             .env("DYNARELAY_TABLE_PREFIX", prefix)
             .env("DYNARELAY_CURSOR_KEYS", ring)
             .args(["serve", "--listen", "127.0.0.1:0"]),
@@ -167,6 +172,8 @@ async fn walk(url: String, want: Vec<String>, walks: Arc<Walks>) {
 /// Three instances behind a balancer, and a client walking through it.
 struct Fleet {
     prefix: String,
+    /// DynamoDB Local behind a proxy holding every call to the shop's policy.
+    dynamodb: FaultProxy,
     instances: Vec<Child>,
     balancer: RoundRobin,
     walks: Arc<Walks>,
@@ -176,10 +183,12 @@ struct Fleet {
 impl Fleet {
     /// Starts every instance with `ring` and the walker, over the purchases `app` holds.
     async fn start(app: &ModelApp, ring: &str) -> Self {
+        let dynamodb = FaultProxy::auditing(&endpoint(), app.model, &app.prefix).await;
         let mut instances = Vec::new();
         let mut addrs = Vec::new();
         for _ in 0..INSTANCES {
-            let (child, addr) = tokio::task::block_in_place(|| start_instance(&app.prefix, ring));
+            let (child, addr) =
+                tokio::task::block_in_place(|| start_instance(&dynamodb.url(), &app.prefix, ring));
             instances.push(child);
             addrs.push(addr);
         }
@@ -192,6 +201,7 @@ impl Fleet {
         ));
         let fleet = Self {
             prefix: app.prefix.clone(),
+            dynamodb,
             instances,
             balancer,
             walks,
@@ -221,9 +231,10 @@ impl Fleet {
         for i in 0..INSTANCES {
             self.balancer.set(i, None);
             let prefix = self.prefix.clone();
+            let dynamodb = self.dynamodb.url();
             let (child, addr) = tokio::task::block_in_place(|| {
                 assert!(stop(&mut self.instances[i]).success());
-                start_instance(&prefix, ring)
+                start_instance(&dynamodb, &prefix, ring)
             });
             self.instances[i] = child;
             self.balancer.set(i, Some(addr));
@@ -240,6 +251,7 @@ impl Fleet {
                 assert!(stop(instance).success());
             }
         });
+        assert_eq!(self.dynamodb.refused(), Vec::<String>::new());
         Arc::clone(&self.walks)
     }
 }

@@ -62,11 +62,13 @@ fn start_emulator() -> (u16, Child) {
 }
 
 impl LambdaFunction {
-    /// `dynarelay lambda` serving the shop over the tables under `prefix`, with the test key
-    /// ring and `env` besides (flags, as `DYNARELAY_*` variables).
-    pub fn start(prefix: &str, env: &[(&str, &str)]) -> Self {
+    /// `dynarelay lambda` serving the shop over the tables under `prefix`, with DynamoDB at
+    /// `dynamodb` (an auditing proxy, say), the test key ring and `env` besides (flags, as
+    /// `DYNARELAY_*` variables).
+    pub fn start(dynamodb: &str, prefix: &str, env: &[(&str, &str)]) -> Self {
         let (port, emulator) = start_emulator();
-        let mut function = Self::function(port);
+        let mut function = dynarelay_command(dynamodb);
+        Self::runtime_env(&mut function, port);
         function.arg("lambda");
         Self::run(port, emulator, function, prefix, env)
     }
@@ -74,9 +76,9 @@ impl LambdaFunction {
     /// As [`LambdaFunction::start`], but the function is a Lambda package in `dir`
     /// (`scripts/package-lambda`): its `bootstrap` started with no arguments, as AWS Lambda's
     /// OS-only runtimes start a function, serving its `dynarelay.toml`.
-    pub fn start_packaged(dir: &std::path::Path, prefix: &str) -> Self {
+    pub fn start_packaged(dynamodb: &str, dir: &std::path::Path, prefix: &str) -> Self {
         let (port, emulator) = start_emulator();
-        let mut function = dynarelay_command_at(&dir.join("bootstrap"), &endpoint());
+        let mut function = dynarelay_command_at(&dir.join("bootstrap"), dynamodb);
         Self::runtime_env(&mut function, port);
         let model = dir.join("dynarelay.toml");
         let model = model.to_str().expect("a UTF-8 path");
@@ -110,14 +112,6 @@ impl LambdaFunction {
             emulator,
             function,
         }
-    }
-
-    /// The `dynarelay` command with the variables a Lambda runtime sets, for the emulator on
-    /// `port`.
-    fn function(port: u16) -> Command {
-        let mut command = dynarelay_command(&endpoint());
-        Self::runtime_env(&mut command, port);
-        command
     }
 
     /// Sets the variables a Lambda runtime sets, for the emulator on `port`.
