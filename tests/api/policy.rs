@@ -179,6 +179,18 @@ fn parliament_reports_nothing_on_the_policy_of_any_example() {
     assert!(!passed && findings.contains("Resource *"), "{findings}");
 }
 
+/// The shop served over `store` answers a `user` lookup (a GetItem).
+async fn look_up_a_user(store: &dynarelay::dynamo::Store) -> Value {
+    let router = dynarelay::http::router(model_state(
+        shop(),
+        store,
+        dynarelay::pagination::PageLimits::default(),
+        &test_ring(),
+        dynarelay::http::HttpSettings::default(),
+    ));
+    post_graphql(&router, r#"{ user(userId: "u-1") { name } }"#, json!({})).await
+}
+
 /// Every app serving a model file holds its server's calls to the model's policy (see
 /// `helpers::PolicyAudit`); this is the check that it can fail: held to the policy of another
 /// table prefix, the shop's lookup is refused before it is sent, and remembered.
@@ -195,14 +207,7 @@ async fn the_suites_policy_audit_refuses_a_call_the_policy_does_not_allow() {
     );
     let store =
         dynarelay::dynamo::Store::new(client, dynarelay::dynamo::Tables::new(shop(), &app.prefix));
-    let router = dynarelay::http::router(model_state(
-        shop(),
-        &store,
-        dynarelay::pagination::PageLimits::default(),
-        &test_ring(),
-        dynarelay::http::HttpSettings::default(),
-    ));
-    let response = post_graphql(&router, r#"{ user(userId: "u-1") { name } }"#, json!({})).await;
+    let response = look_up_a_user(&store).await;
     assert!(response.get("errors").is_some(), "{response}");
     let refused = audit.refused();
     assert_eq!(refused.len(), 1, "{refused:?}");
@@ -226,14 +231,7 @@ async fn the_proxys_policy_audit_refuses_a_call_the_policy_does_not_allow() {
         dynarelay::dynamo::client_for_local(&proxy.url()),
         dynarelay::dynamo::Tables::new(shop(), &app.prefix),
     );
-    let router = dynarelay::http::router(model_state(
-        shop(),
-        &store,
-        dynarelay::pagination::PageLimits::default(),
-        &test_ring(),
-        dynarelay::http::HttpSettings::default(),
-    ));
-    let response = post_graphql(&router, r#"{ user(userId: "u-1") { name } }"#, json!({})).await;
+    let response = look_up_a_user(&store).await;
     assert!(response.get("errors").is_some(), "{response}");
     let refused = proxy.refused();
     assert!(
