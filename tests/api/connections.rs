@@ -379,14 +379,19 @@ async fn an_idle_keep_alive_connection_is_closed_at_the_idle_timeout() {
         const REQUEST: &[u8] = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
         let app = TestApp::spawn().await;
         let metrics = app.store.metrics().clone();
+        // Margins of seconds around each timeout, so that a busy machine's pauses cannot
+        // decide the outcome; the metrics say which timeout closed the connection.
         let server = Running::serve_with(
             app.router.clone(),
-            settings(&metrics, protections(Some(3 * SECOND), Some(SECOND), 100)),
+            settings(
+                &metrics,
+                protections(Some(6 * SECOND), Some(2 * SECOND), 100),
+            ),
         );
-        // Control: no idle timeout, the same 3 s header-read timeout.
+        // Control: no idle timeout, the same 6 s header-read timeout.
         let unprotected = Running::serve_with(
             app.router.clone(),
-            settings(&Arc::default(), protections(Some(3 * SECOND), None, 100)),
+            settings(&Arc::default(), protections(Some(6 * SECOND), None, 100)),
         );
         let control = tokio::spawn(async move {
             let mut stream = TcpStream::connect(unprotected.addr).await.unwrap();
@@ -395,7 +400,7 @@ async fn an_idle_keep_alive_connection_is_closed_at_the_idle_timeout() {
                     .await
                     .starts_with("HTTP/1.1 200")
             );
-            let still_open = closed_within(&mut stream, 2 * SECOND).await.is_none();
+            let still_open = closed_within(&mut stream, 3 * SECOND).await.is_none();
             // And it is still usable for the next request.
             let next = exchange(&mut stream, REQUEST).await;
             (still_open, next)
@@ -411,14 +416,14 @@ async fn an_idle_keep_alive_connection_is_closed_at_the_idle_timeout() {
         let response = exchange(&mut stream, REQUEST).await;
         assert!(response.starts_with("HTTP/1.1 200"), "{response}");
         let answered = Instant::now();
-        let received = closed_within(&mut stream, 3 * SECOND)
+        let received = closed_within(&mut stream, 5 * SECOND)
             .await
-            .expect("the idle connection was still open after 3 s");
+            .expect("the idle connection was still open after 5 s");
         let idle = answered.elapsed();
         assert!(received.is_empty(), "{received:?}");
         assert!(
-            (Duration::from_millis(950)..Duration::from_millis(2_000)).contains(&idle),
-            "the idle connection was closed after {idle:?}, not at the 1 s idle timeout"
+            idle >= Duration::from_millis(1_950),
+            "the idle connection was closed after {idle:?}, before the 2 s idle timeout"
         );
         assert_eq!(metrics.connections_timed_out(Listener::Api, "idle"), 1);
         assert_eq!(
@@ -429,7 +434,7 @@ async fn an_idle_keep_alive_connection_is_closed_at_the_idle_timeout() {
         let (still_open, next) = control.await.unwrap();
         assert!(
             still_open,
-            "without the idle timeout, the connection was closed within 2 s"
+            "without the idle timeout, the connection was closed within 3 s"
         );
         assert!(next.starts_with("HTTP/1.1 200"), "{next}");
     })
