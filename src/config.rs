@@ -159,13 +159,9 @@ pub struct KeygenArgs {
 }
 
 impl KeygenArgs {
-    /// The ring in use, if one is given. Parsed here rather than by clap, whose error messages
-    /// repeat the rejected value, which would print a secret.
+    /// The ring in use, if one is given.
     pub fn key_ring(&self) -> Result<Option<KeyRing>, KeyRingError> {
-        self.cursor_keys
-            .as_ref()
-            .map(|secret| secret.0.parse())
-            .transpose()
+        key_ring(self.cursor_keys.as_ref())
     }
 }
 
@@ -516,13 +512,9 @@ pub struct ApiArgs {
 }
 
 impl ApiArgs {
-    /// The cursor key ring, if one is configured. Parsed here rather than by clap, whose error
-    /// messages repeat the rejected value, which would print a secret.
+    /// The cursor key ring, if one is configured.
     pub fn key_ring(&self) -> Result<Option<KeyRing>, KeyRingError> {
-        self.cursor_keys
-            .as_ref()
-            .map(|secret| secret.0.parse())
-            .transpose()
+        key_ring(self.cursor_keys.as_ref())
     }
 
     /// The page size limits, validated.
@@ -699,6 +691,12 @@ impl FromStr for Secret {
     fn from_str(s: &str) -> Result<Self, Infallible> {
         Ok(Self(s.to_owned()))
     }
+}
+
+/// The key ring in `secret`, if one is given: parsed here rather than by clap, whose error
+/// messages repeat the rejected value, which would print a secret.
+fn key_ring(secret: Option<&Secret>) -> Result<Option<KeyRing>, KeyRingError> {
+    secret.map(|secret| secret.0.parse()).transpose()
 }
 
 impl fmt::Debug for Secret {
