@@ -453,8 +453,14 @@ impl Store {
     /// configuration and credentials, and a connection pool of its own, for a thread that keeps
     /// its DynamoDB connections to itself (see `http::ServeSettings::workers`).
     pub fn with_own_connections(&self) -> Self {
+        self.with_client(Client::from_conf(self.client.config().clone()))
+    }
+
+    /// The same store (tables, metrics) sending its calls through `client`: another client of
+    /// the same DynamoDB, one with an interceptor added, say.
+    pub fn with_client(&self, client: Client) -> Self {
         Self {
-            client: Client::from_conf(self.client.config().clone()),
+            client,
             ..self.clone()
         }
     }

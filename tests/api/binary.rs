@@ -5,7 +5,10 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::helpers::{dynarelay_command, endpoint, spawn_serve, stop, unique_prefix};
+use crate::{
+    fault_proxy::FaultProxy,
+    helpers::{dynarelay_command, endpoint, spawn_serve, stop, unique_prefix},
+};
 
 fn dynarelay(prefix: &str) -> Command {
     let mut cmd = dynarelay_command(&endpoint());
@@ -123,7 +126,8 @@ fn bad_http_settings_stop_serve_before_it_listens() {
     }
 }
 
-#[tokio::test]
+/// `serve`'s DynamoDB calls go through a proxy holding them to the shop's policy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_check_and_serve_then_stop_on_sigterm() {
     let prefix = unique_prefix();
     let create = dynarelay(&prefix)
@@ -159,8 +163,14 @@ async fn create_check_and_serve_then_stop_on_sigterm() {
     .await
     .unwrap();
 
-    let (mut server, addr) =
-        spawn_serve(dynarelay(&prefix).args(["serve", "--listen", "127.0.0.1:0"]));
+    let dynamodb = FaultProxy::auditing(&endpoint(), crate::helpers::shop(), &prefix).await;
+    let (mut server, addr) = tokio::task::block_in_place(|| {
+        spawn_serve(
+            dynarelay_command(&dynamodb.url())
+                .env("DYNARELAY_TABLE_PREFIX", &prefix)
+                .args(["serve", "--listen", "127.0.0.1:0"]),
+        )
+    });
 
     let http = reqwest::Client::new();
     let ready = http
@@ -180,8 +190,9 @@ async fn create_check_and_serve_then_stop_on_sigterm() {
         .unwrap();
     assert_eq!(users["data"]["__type"]["name"], "PurchaseConnection");
 
-    let status = stop(&mut server);
+    let status = tokio::task::block_in_place(|| stop(&mut server));
     assert!(status.success(), "serve exited with {status}");
+    assert_eq!(dynamodb.refused(), Vec::<String>::new());
 }
 
 #[test]
@@ -287,7 +298,8 @@ async fn check_names_each_live_table_that_differs_from_the_model() {
 /// The README's "Serve your own tables", step by step, on the model it names
 /// (`examples/orders/dynarelay.toml`): `tables create` (for DynamoDB Local), `check` against the
 /// live tables, `schema`, `keygen`, `serve`, then a mutation and a page through the served API.
-#[tokio::test]
+/// `serve`'s DynamoDB calls go through a proxy holding them to the orders example's policy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_readme_s_five_steps_serve_the_orders_example() {
     let prefix = unique_prefix();
     let model = concat!(
@@ -353,18 +365,27 @@ async fn the_readme_s_five_steps_serve_the_orders_example() {
     let key = dynarelay(&prefix).arg("keygen").output().unwrap();
     let key = String::from_utf8(key.stdout).unwrap();
 
-    let (mut server, addr) = spawn_serve(
-        dynarelay(&prefix)
-            .env("DYNARELAY_CURSOR_KEYS", key.trim())
-            .args(["serve", "--listen", "127.0.0.1:0", "--model", model])
-            // Deploy, step 4's flags, on loopback.
-            .args([
-                "--health-listen",
-                "127.0.0.1:0",
-                "--trusted-proxies",
-                "10.0.0.0/8",
-            ]),
-    );
+    let dynamodb = FaultProxy::auditing(
+        &endpoint(),
+        crate::helpers::load_model("examples/orders/dynarelay.toml"),
+        &prefix,
+    )
+    .await;
+    let (mut server, addr) = tokio::task::block_in_place(|| {
+        spawn_serve(
+            dynarelay_command(&dynamodb.url())
+                .env("DYNARELAY_TABLE_PREFIX", &prefix)
+                .env("DYNARELAY_CURSOR_KEYS", key.trim())
+                .args(["serve", "--listen", "127.0.0.1:0", "--model", model])
+                // Deploy, step 4's flags, on loopback.
+                .args([
+                    "--health-listen",
+                    "127.0.0.1:0",
+                    "--trusted-proxies",
+                    "10.0.0.0/8",
+                ]),
+        )
+    });
     let http = reqwest::Client::new();
     let ask = |query: &'static str| {
         http.post(format!("http://{addr}/graphql"))
@@ -389,5 +410,6 @@ async fn the_readme_s_five_steps_serve_the_orders_example() {
         serde_json::json!({ "nodes": [{ "total": "7" }], "pageInfo": { "hasNextPage": true } }),
         "{page}"
     );
-    assert!(stop(&mut server).success());
+    assert!(tokio::task::block_in_place(|| stop(&mut server)).success());
+    assert_eq!(dynamodb.refused(), Vec::<String>::new());
 }

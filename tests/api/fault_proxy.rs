@@ -168,7 +168,10 @@ struct Shared {
     reset: AtomicU64,
     forwarded: AtomicU64,
     /// The `(action, resource ARN)` pairs calls are held to, when they are.
-    policy: Option<std::collections::BTreeSet<(String, String)>>,
+    policy: Option<(
+        std::collections::BTreeSet<(String, String)>,
+        crate::helpers::PolicyUses,
+    )>,
     /// Calls the policy refused, described.
     refused: Mutex<Vec<String>>,
 }
@@ -223,7 +226,8 @@ impl FaultProxy {
                 account: "*".to_owned(),
             },
         );
-        Self::start_with(upstream, Some(crate::helpers::allowed(&document))).await
+        let uses = crate::helpers::PolicyUses::new(model, prefix);
+        Self::start_with(upstream, Some((crate::helpers::allowed(&document), uses))).await
     }
 
     /// The calls the policy refused so far, described.
@@ -233,7 +237,10 @@ impl FaultProxy {
 
     async fn start_with(
         upstream: &str,
-        policy: Option<std::collections::BTreeSet<(String, String)>>,
+        policy: Option<(
+            std::collections::BTreeSet<(String, String)>,
+            crate::helpers::PolicyUses,
+        )>,
     ) -> FaultProxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -445,12 +452,32 @@ fn throttled(kind: Throttle) -> Response<Full<Bytes>> {
 }
 
 /// What the policy, when there is one, refuses in a request: its action on a table or index
-/// that the policy does not allow, described.
+/// that the policy does not allow, described. What it allows is recorded as used.
 fn refusal(shared: &Shared, headers: &hyper::HeaderMap, body: &[u8]) -> Option<String> {
-    let policy = shared.policy.as_ref()?;
-    let target = headers.get("x-amz-target")?.to_str().ok()?;
-    let action = format!("dynamodb:{}", target.rsplit('.').next()?);
-    let request: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let (policy, uses) = shared.policy.as_ref()?;
+    let used = used_by(headers, body);
+    let refused = used.iter().find(|used| !policy.contains(used));
+    match refused {
+        Some(used) => Some(format!("{} on {}", used.0, used.1)),
+        None => {
+            used.iter().for_each(|used| uses.record(used));
+            None
+        }
+    }
+}
+
+/// The `(action, resource ARN)` pairs a request uses, its region and account `*`.
+fn used_by(headers: &hyper::HeaderMap, body: &[u8]) -> Vec<(String, String)> {
+    let Some(target) = headers.get("x-amz-target").and_then(|t| t.to_str().ok()) else {
+        return Vec::new();
+    };
+    let Some(operation) = target.rsplit('.').next() else {
+        return Vec::new();
+    };
+    let action = format!("dynamodb:{operation}");
+    let Ok(request) = serde_json::from_slice::<serde_json::Value>(body) else {
+        return Vec::new();
+    };
     let mut tables: Vec<String> = request["TableName"]
         .as_str()
         .map(str::to_owned)
@@ -460,14 +487,16 @@ fn refusal(shared: &Shared, headers: &hyper::HeaderMap, body: &[u8]) -> Option<S
         tables.extend(items.keys().cloned());
     }
     let index = request["IndexName"].as_str();
-    tables.into_iter().find_map(|table| {
-        let mut resource = format!("arn:aws:dynamodb:*:*:table/{table}");
-        if let Some(index) = index {
-            resource = format!("{resource}/index/{index}");
-        }
-        let used = (action.clone(), resource);
-        (!policy.contains(&used)).then(|| format!("{} on {}", used.0, used.1))
-    })
+    tables
+        .into_iter()
+        .map(|table| {
+            let mut resource = format!("arn:aws:dynamodb:*:*:table/{table}");
+            if let Some(index) = index {
+                resource = format!("{resource}/index/{index}");
+            }
+            (action.clone(), resource)
+        })
+        .collect()
 }
 
 /// A DynamoDB error answer: HTTP 400 with the error's code in `__type`.

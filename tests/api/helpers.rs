@@ -23,17 +23,20 @@ pub use crate::issuer::{AUDIENCE, ISSUER, TestIssuer, claims, hs256, now, unsign
 pub use crate::shop_data::ShopTables;
 
 pub use apps::{
-    ModelApp, TEST_RING, TestApp, app_state, endpoint, lint, load_model, model_app, model_app_from,
-    model_app_over, model_state, shop, shop_store, test_ring, tool, unique_prefix,
+    ModelApp, TEST_RING, TestApp, app_state, audited, endpoint, example_models, lint, load_model,
+    model_app, model_app_from, model_app_over, model_state, shop, shop_store, test_ring, tool,
+    unique_prefix,
 };
 pub use auth::{
     auth_model_app, auth_router, graphql_with_token, logged_model_app, model_auth_settings,
     model_claims, secure_app, secure_app_logged,
 };
-pub use calls::{CallCounter, CallLog, LoggedCall, PolicyAudit, allowed, dynamodb_calls};
+pub use calls::{
+    CallCounter, CallLog, LoggedCall, POLICY_USES, PolicyAudit, PolicyUses, allowed, dynamodb_calls,
+};
 pub use dynamo::{
-    GroundQuery, SortCond, ground_truth, product_item, purchase_item, query_all, scan_all,
-    user_item, user_purchases,
+    GroundQuery, SortCond, ground_truth, product_item, purchase_item, query_all, query_partition,
+    scan_all, user_item, user_purchases,
 };
 pub use generated::check_generated;
 pub use lambda::LambdaFunction;

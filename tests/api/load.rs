@@ -10,7 +10,9 @@
 //! every walker and writer comes from 127.0.0.1, so the limits would cap the run at a rate that
 //! a fast machine passes, failing it by the machine's speed (`tests/api/rate_limits.rs` tests
 //! the limits); `DYNARELAY_LOAD_RATE_LIMITS=on` keeps the default limits and applies them to
-//! the one address.
+//! the one address. The server's DynamoDB calls go through a proxy that holds each to the shop's
+//! IAM policy (`FaultProxy::auditing`); `DYNARELAY_LOAD_AUDIT=off`, which `scripts/load` sets,
+//! sends them straight to DynamoDB Local, so that a long run measures the server alone.
 //!
 //! Required results, each an assertion:
 //! - every response is a 200 without GraphQL errors, and no request fails in transport;
@@ -24,7 +26,8 @@
 //! - afterwards, every acknowledged create that was not deleted reads back with `nodes(ids:)`, and
 //!   every acknowledged delete reads back as null; a last walk of every user returns exactly the
 //!   seeded purchases and the live created ones;
-//! - the server is still running, and its RSS is stable: see [`check_rss`].
+//! - the server is still running, and its RSS is stable: see [`check_rss`];
+//! - the policy `dynarelay policy` prints for the shop allowed every DynamoDB call it made.
 //!
 //! Seen failing, each time with the requirement it broke: with `DYNARELAY_MAX_PAGE_SIZE=50`
 //! given to the server (`graphql-errors`: walks asking for 100 get `BAD_USER_INPUT`); with the
@@ -62,7 +65,10 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 use serde_json::{Value, json};
 
-use crate::helpers::{endpoint, unique_prefix};
+use crate::{
+    fault_proxy::FaultProxy,
+    helpers::{endpoint, shop, unique_prefix},
+};
 
 use final_checks::final_checks;
 use rss::{check_rss, sample_rss};
@@ -151,7 +157,12 @@ async fn run(settings: Settings) {
     );
     let prefix = unique_prefix();
     let expected = Arc::new(seed(&endpoint, &prefix).await);
-    let mut server = Server::start(&endpoint, &prefix);
+    let audit = match std::env::var("DYNARELAY_LOAD_AUDIT").as_deref() {
+        Ok("off") => None,
+        _ => Some(FaultProxy::auditing(&endpoint, shop(), &prefix).await),
+    };
+    let dynamodb = audit.as_ref().map_or(endpoint.clone(), FaultProxy::url);
+    let mut server = tokio::task::block_in_place(|| Server::start(&dynamodb, &prefix));
     let http = reqwest::Client::builder()
         .timeout(REQUEST_TIMEOUT)
         .connect_timeout(Duration::from_secs(5))
@@ -225,6 +236,9 @@ async fn run(settings: Settings) {
     );
     assert!(creates > 0 && deletes > 0, "no write was acknowledged");
     check_rss(settings.secs, &rss);
+    if let Some(audit) = audit {
+        assert_eq!(audit.refused(), Vec::<String>::new());
+    }
     drop(server);
 }
 

@@ -41,6 +41,7 @@ mod nodes;
 mod nullability;
 mod observability;
 mod operations;
+mod orders;
 mod outages;
 mod overlap;
 mod policy;

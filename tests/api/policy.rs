@@ -5,17 +5,22 @@
 //! of its model, on exactly its table or index, and every action the policy allows is one of
 //! those calls: it allows nothing the model cannot make.
 //!
+//! Over the whole suite, every server's calls are held to its model's policy (`helpers::audited`,
+//! `FaultProxy::auditing`), and each allowed call is written down; after the suite,
+//! `scripts/test` checks that every action the policy of every example allows was used by one of
+//! those calls.
+//!
 //! AWS's policy linter, parliament (PyPI), reports nothing on the policy of any example.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use dynarelay::policy::{PolicyTarget, policy};
 use serde_json::{Value, json};
 
 use crate::{
     helpers::{
-        PolicyAudit, allowed, answer, lint, logged_model_app, model_state, post_graphql, shop,
-        test_ring,
+        POLICY_USES, PolicyAudit, PolicyUses, allowed, answer, example_models, lint,
+        logged_model_app, model_state, post_graphql, shop, test_ring,
     },
     shop_data::{self, SeedSpec, ShopTables},
 };
@@ -149,27 +154,22 @@ fn parliament(document: &Value) -> (bool, String) {
 /// The control: a policy allowing `GetItem` on every resource gets a finding.
 #[test]
 fn parliament_reports_nothing_on_the_policy_of_any_example() {
-    let examples = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/examples")).unwrap();
     let mut checked = 0;
-    for example in examples {
-        let path = example.unwrap().path().join("dynarelay.toml");
-        if !path.exists() {
-            continue;
-        }
-        let model = dynarelay::model::load(&path).unwrap();
+    for path in example_models() {
+        let model = crate::helpers::load_model(&path);
         for (region, account) in [("eu-west-1", "123456789012"), ("*", "*")] {
             let target = PolicyTarget {
                 prefix: "prod_".to_owned(),
                 region: region.to_owned(),
                 account: account.to_owned(),
             };
-            let document = policy(&model, &target);
+            let document = policy(model, &target);
             let (passed, findings) = parliament(&document);
-            assert!(passed, "{}: {findings}\n{document:#}", path.display());
+            assert!(passed, "{path}: {findings}\n{document:#}");
             checked += 1;
         }
     }
-    assert!(checked >= 18, "only {checked} policies checked");
+    assert!(checked >= 20, "only {checked} policies checked");
 
     let control = json!({
         "Version": "2012-10-17",
@@ -241,4 +241,125 @@ async fn the_proxys_policy_audit_refuses_a_call_the_policy_does_not_allow() {
                 .all(|r| r.starts_with("dynamodb:GetItem on arn:aws:dynamodb:*:*:table/")),
         "{refused:?}"
     );
+}
+
+/// The same check for the servers tests build over a store of their own (`helpers::audited`,
+/// under `model_state` and `Running::start`): the audited store keeps the client's own
+/// interceptors (the call is counted) and refuses a call on a table the shop's policy does not
+/// name, remembering it in the audit of the store's tables, which their owner checks.
+#[tokio::test]
+async fn the_audit_of_servers_built_over_a_store_refuses_a_call_the_policy_does_not_allow() {
+    let prefix = crate::helpers::unique_prefix();
+    let calls = crate::helpers::CallCounter::default();
+    let local = dynarelay::dynamo::client_for_local(&crate::helpers::endpoint());
+    let client = aws_sdk_dynamodb::Client::from_conf(
+        local
+            .config()
+            .to_builder()
+            .interceptor(calls.clone())
+            .build(),
+    );
+    let store = crate::helpers::shop_store(client, &prefix).await;
+    let served = crate::helpers::audited(shop(), &store);
+
+    let allowed = look_up_a_user(&store).await;
+    assert!(allowed.get("errors").is_none(), "{allowed}");
+    let elsewhere = served
+        .client()
+        .get_item()
+        .table_name(format!("{prefix}Elsewhere"))
+        .key(
+            "id",
+            aws_sdk_dynamodb::types::AttributeValue::S("x".to_owned()),
+        )
+        .send()
+        .await;
+    assert!(elsewhere.is_err(), "{elsewhere:?}");
+    assert_eq!(
+        calls.snapshot().get("GetItem"),
+        Some(&2),
+        "{:?}",
+        calls.snapshot()
+    );
+    let refused = PolicyAudit::of(shop(), &prefix).refused();
+    assert_eq!(
+        refused,
+        [format!(
+            "dynamodb:GetItem on arn:aws:dynamodb:*:*:table/{prefix}Elsewhere"
+        )]
+    );
+}
+
+/// For every example model, the `(action, table[/index/name])` pairs its policy allows that no
+/// recorded call (`uses`, as [`PolicyUses::read`] gives them) used.
+fn unused_allowances(
+    uses: &BTreeMap<String, BTreeSet<(String, String)>>,
+) -> BTreeMap<String, Vec<(String, String)>> {
+    let target = PolicyTarget {
+        prefix: String::new(),
+        region: "*".to_owned(),
+        account: "*".to_owned(),
+    };
+    let none = BTreeSet::new();
+    let mut unused = BTreeMap::new();
+    for path in example_models() {
+        let model = crate::helpers::load_model(&path);
+        let used = uses.get(&path).unwrap_or(&none);
+        let left: Vec<_> = allowed(&policy(model, &target))
+            .into_iter()
+            .map(|(action, arn)| {
+                let resource = arn
+                    .strip_prefix("arn:aws:dynamodb:*:*:table/")
+                    .expect("a table's ARN");
+                (action, resource.to_owned())
+            })
+            .filter(|pair| !used.contains(pair))
+            .collect();
+        if !left.is_empty() {
+            unused.insert(path, left);
+        }
+    }
+    unused
+}
+
+/// Run by `scripts/test` after the whole suite, over the calls its policy audits wrote down
+/// (`helpers::PolicyUses`): every action, on every table and index, that the policy of an
+/// example allows was used by a call of one of that example's servers somewhere in the suite,
+/// so no policy allows what its model cannot do. (That no server made a call its policy does
+/// not allow, the audits show as the suite runs.)
+#[test]
+#[ignore = "scripts/test runs it after the whole suite, over the calls the suite wrote down"]
+fn every_example_policy_allows_only_calls_the_suite_made() {
+    let dir = std::env::var_os(POLICY_USES).unwrap_or_else(|| {
+        panic!("{POLICY_USES} is not set: scripts/test (with no arguments) sets it and runs this")
+    });
+    let uses = PolicyUses::read(dir.as_ref());
+    let unused = unused_allowances(&uses);
+    assert!(
+        unused.is_empty(),
+        "the policies allow actions no call of the suite used, by example: {unused:#?}"
+    );
+}
+
+/// The check above can fail: with the uses of every example but one of the shop's allowances,
+/// that allowance is reported for the shop, and every allowance of the other examples.
+#[test]
+fn the_policy_coverage_check_reports_an_allowance_no_call_used() {
+    let target = PolicyTarget {
+        prefix: String::new(),
+        region: "*".to_owned(),
+        account: "*".to_owned(),
+    };
+    let shop_path = "examples/shop/dynarelay.toml";
+    let mut all: BTreeSet<(String, String)> = allowed(&policy(shop(), &target))
+        .into_iter()
+        .map(|(action, arn)| (action, arn.rsplit_once("table/").unwrap().1.to_owned()))
+        .collect();
+    let dropped = ("dynamodb:Scan".to_owned(), "Users".to_owned());
+    assert!(all.remove(&dropped), "{all:?}");
+    let uses = BTreeMap::from([(shop_path.to_owned(), all)]);
+
+    let unused = unused_allowances(&uses);
+    assert_eq!(unused.get(shop_path), Some(&vec![dropped]));
+    assert_eq!(unused.len(), example_models().len(), "{unused:#?}");
 }

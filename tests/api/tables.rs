@@ -404,3 +404,22 @@ attributes = { id = "S" }
         assert_eq!(at, want_line, "{message}");
     }
 }
+
+/// Every example, served over tables `tables create` made for it, is ready: `/ready` describes
+/// each of its tables and answers 200.
+#[tokio::test]
+async fn every_example_is_ready_once_its_tables_exist() {
+    let examples = crate::helpers::example_models();
+    for path in &examples {
+        let app = crate::helpers::model_app(path).await;
+        let ready = crate::helpers::answer(
+            &app.router,
+            axum::http::Request::get("/ready")
+                .body(axum::body::Body::empty())
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(ready.status, 200, "{path}: {}", ready.body);
+    }
+    assert!(examples.len() >= 10, "only {examples:?}");
+}

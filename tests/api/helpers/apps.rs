@@ -11,7 +11,7 @@ use std::{
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
-use aws_sdk_dynamodb::{Client, types::AttributeValue};
+use aws_sdk_dynamodb::Client;
 use axum::Router;
 use dynarelay::{
     cursor::{CursorCodec, KeyRing},
@@ -24,7 +24,7 @@ use serde_json::Value;
 
 use super::{
     CallCounter, GroundQuery, PolicyAudit, metrics_of, post_graphql, purchase_item, query_all,
-    scan_all, user_item,
+    query_partition, scan_all, user_item,
 };
 use crate::shop_data::ShopTables;
 
@@ -33,16 +33,45 @@ pub fn shop() -> &'static Model {
     load_model("examples/shop/dynarelay.toml")
 }
 
+/// The models loaded so far, by the path they were loaded from.
+static MODELS: Mutex<BTreeMap<String, &'static Model>> = Mutex::new(BTreeMap::new());
+
 /// The model file at `path` (relative to the crate root), loaded once per test process and
 /// kept for its life, as the server keeps its model.
 pub fn load_model(path: &str) -> &'static Model {
-    static MODELS: Mutex<BTreeMap<String, &'static Model>> = Mutex::new(BTreeMap::new());
     let mut models = MODELS.lock().unwrap_or_else(|e| e.into_inner());
     models.entry(path.to_owned()).or_insert_with(|| {
         let full = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
         let model = model::load(&full).unwrap_or_else(|e| panic!("{e}"));
         Box::leak(Box::new(model))
     })
+}
+
+/// Every model file under `examples/`, by its path from the crate root, sorted.
+pub fn example_models() -> Vec<String> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut models = Vec::new();
+    for example in std::fs::read_dir(root.join("examples")).unwrap() {
+        for file in std::fs::read_dir(example.unwrap().path()).unwrap() {
+            let path = file.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                let relative = path.strip_prefix(root).unwrap();
+                models.push(relative.to_str().unwrap().to_owned());
+            }
+        }
+    }
+    models.sort();
+    models
+}
+
+/// The path [`load_model`] loaded `model` from (relative to the crate root when it is in the
+/// crate), if it loaded it.
+pub fn model_path(model: &Model) -> Option<String> {
+    let models = MODELS.lock().unwrap_or_else(|e| e.into_inner());
+    models
+        .iter()
+        .find(|(_, loaded)| std::ptr::eq(**loaded, model))
+        .map(|(path, _)| path.clone())
 }
 
 /// Creates the shop's tables under `prefix` with `client`, and a store over them.
@@ -119,19 +148,18 @@ pub struct TestApp {
     pub tables: ShopTables,
     /// DynamoDB calls made through `store` and by `router` (test writes included).
     pub calls: CallCounter,
-    /// `router`'s store: its client's calls are held to the shop's policy.
-    served: Store,
-    audit: PolicyAudit,
+    /// The shop's tables' prefix.
+    prefix: String,
 }
 
 impl Drop for TestApp {
     fn drop(&mut self) {
-        assert_policy_kept(&self.audit);
+        assert_policy_kept(&PolicyAudit::of(shop(), &self.prefix));
     }
 }
 
 /// Fails the test if `audit` refused a call, unless the test is failing already.
-fn assert_policy_kept(audit: &PolicyAudit) {
+pub(super) fn assert_policy_kept(audit: &PolicyAudit) {
     if std::thread::panicking() {
         return;
     }
@@ -159,25 +187,16 @@ impl TestApp {
                 .interceptor(calls.clone())
                 .build(),
         );
-        let store = shop_store(client, &prefix).await;
-        let audit = PolicyAudit::new(shop(), &prefix);
-        let audited = Client::from_conf(
-            local
-                .config()
-                .to_builder()
-                .interceptor(calls.clone())
-                .interceptor(audit.clone())
-                .build(),
-        );
-        let served = Store::new(audited, Tables::new(shop(), &prefix));
+        let store = shop_store(client.clone(), &prefix).await;
+        // The router's store has metrics of its own: the test's writes are not the server's.
+        let served = Store::new(client, Tables::new(shop(), &prefix));
         let router = app_router(&served, limits, &test_ring());
         Self {
             store,
             router,
             tables: ShopTables::with_prefix(&prefix),
             calls,
-            served,
-            audit,
+            prefix,
         }
     }
 
@@ -189,8 +208,7 @@ impl TestApp {
             router: app_router(&self.store, PageLimits::default(), ring),
             tables: self.tables.clone(),
             calls: self.calls.clone(),
-            served: self.served.clone(),
-            audit: self.audit.clone(),
+            prefix: self.prefix.clone(),
         }
     }
 
@@ -216,19 +234,7 @@ impl TestApp {
         (key, value): (&str, &str),
         forward: bool,
     ) -> Vec<Item> {
-        let values = [(":v", AttributeValue::S(value.to_owned()))];
-        query_all(
-            self.client(),
-            &GroundQuery {
-                table,
-                index,
-                condition: "#k = :v",
-                names: &[("#k", key)],
-                values: &values,
-                forward,
-            },
-        )
-        .await
+        query_partition(self.client(), table, index, (key, value), forward).await
     }
 
     /// Every item of a table in Scan order, read with plain SDK Scans.
@@ -275,7 +281,8 @@ pub fn app_state(
     model_state(shop(), store, limits, ring, http)
 }
 
-/// The application state serving `model` over `store`.
+/// The application state serving `model` over `store`, every call it sends held to the model's
+/// policy ([`audited`]).
 pub fn model_state(
     model: &'static Model,
     store: &Store,
@@ -283,8 +290,37 @@ pub fn model_state(
     ring: &KeyRing,
     http: HttpSettings,
 ) -> AppState {
-    AppState::new(model, store.clone(), limits, CursorCodec::new(ring), http)
+    let store = audited(model, store);
+    AppState::new(model, store, limits, CursorCodec::new(ring), http)
         .expect("the model's schema builds")
+}
+
+/// `store` (the same tables, metrics, client settings and interceptors) with every call its
+/// client sends held to the IAM policy `dynarelay policy` prints for `model` and the store's
+/// table prefix ([`PolicyAudit::of`]). Every server the suite builds over a store, through
+/// [`model_state`] and the helpers built on it, serves through here, and the app owning the
+/// tables ([`TestApp`], [`ModelApp`], [`Running`](super::Running)) fails the test when it is
+/// dropped if a call was refused, even where the server masked the error.
+pub fn audited(model: &'static Model, store: &Store) -> Store {
+    let audit = PolicyAudit::of(model, &prefix_of(model, store.tables()));
+    let client = Client::from_conf(
+        store
+            .client()
+            .config()
+            .to_builder()
+            .interceptor(audit)
+            .build(),
+    );
+    store.with_client(client)
+}
+
+/// The prefix `tables` were named with for `model`.
+pub fn prefix_of(model: &Model, tables: &Tables) -> String {
+    let first = &model.tables.first().expect("a model has tables").name;
+    let name = tables.name(0);
+    name.strip_suffix(first.as_str())
+        .unwrap_or_else(|| panic!("the table {name} is not the model's table {first}"))
+        .to_owned()
 }
 
 /// A model file served on fresh tables of its own (every table of the model, created under a
@@ -295,15 +331,13 @@ pub struct ModelApp {
     pub prefix: String,
     pub store: Store,
     pub router: Router,
-    /// The policy every call of the router's client is held to, when it is.
-    audit: Option<PolicyAudit>,
 }
 
+/// The calls of every server the test built over the app's tables were held to the model's
+/// policy (see [`audited`]).
 impl Drop for ModelApp {
     fn drop(&mut self) {
-        if let Some(audit) = &self.audit {
-            assert_policy_kept(audit);
-        }
+        assert_policy_kept(&PolicyAudit::of(self.model, &self.prefix));
     }
 }
 
@@ -353,24 +387,14 @@ pub(super) fn router_for(model: &'static Model, store: &Store) -> Router {
 /// `model` served over its tables under `prefix`, with the test cursor keys and default page
 /// limits.
 ///
-/// The router's client is not the test's: every call it sends is held to the model's policy
-/// ([`PolicyAudit`]), and a call the policy does not allow fails the test when the app is
-/// dropped. The test's own writes (`store`, `client()`) are not held to it.
+/// Every call the router sends is held to the model's policy ([`audited`]); the test's own
+/// writes (`store`, `client()`) are not.
 fn served(model: &'static Model, prefix: &str) -> ModelApp {
     let client = dynamo::client_for_local(&endpoint());
     let names = Tables::new(model, prefix);
-    let audit = PolicyAudit::new(model, prefix);
-    let audited = Client::from_conf(
-        client
-            .config()
-            .to_builder()
-            .interceptor(audit.clone())
-            .build(),
-    );
-    let router = router_for(model, &Store::new(audited, names.clone()));
-    let mut app = ModelApp::new(model, prefix.to_owned(), Store::new(client, names), router);
-    app.audit = Some(audit);
-    app
+    // The router's store has metrics of its own: the test's writes are not the server's.
+    let router = router_for(model, &Store::new(client.clone(), names.clone()));
+    ModelApp::new(model, prefix.to_owned(), Store::new(client, names), router)
 }
 
 impl ModelApp {
@@ -381,7 +405,6 @@ impl ModelApp {
             prefix,
             store,
             router,
-            audit: None,
         }
     }
 

@@ -274,9 +274,25 @@ fn any_arn(table: &str, index: Option<&str>) -> String {
 pub struct PolicyAudit {
     allowed: Arc<BTreeSet<(String, String)>>,
     refused: Arc<Mutex<Vec<String>>>,
+    uses: PolicyUses,
 }
 
 impl PolicyAudit {
+    /// The audit of `model`'s tables under `prefix`, one for the test process: every server a
+    /// test serves over those tables shares it, and the app owning them checks it when dropped
+    /// (see [`audited`](super::audited)).
+    pub fn of(model: &'static Model, prefix: &str) -> Self {
+        static AUDITS: Mutex<BTreeMap<(usize, String), PolicyAudit>> = Mutex::new(BTreeMap::new());
+        let key = (std::ptr::from_ref(model) as usize, prefix.to_owned());
+        AUDITS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(key)
+            .or_insert_with(|| Self::new(model, prefix))
+            .clone()
+    }
+
+    /// An audit of its own, shared with no server: for the checks that it can refuse a call.
     pub fn new(model: &Model, prefix: &str) -> Self {
         let document = policy(
             model,
@@ -289,6 +305,7 @@ impl PolicyAudit {
         Self {
             allowed: Arc::new(allowed(&document)),
             refused: Arc::default(),
+            uses: PolicyUses::new(model, prefix),
         }
     }
 
@@ -314,7 +331,9 @@ impl Intercept for PolicyAudit {
                 format!("dynamodb:{}", call.operation),
                 any_arn(table, call.index.as_deref()),
             );
-            if !self.allowed.contains(&used) {
+            if self.allowed.contains(&used) {
+                self.uses.record(&used);
+            } else {
                 let refusal = format!("{} on {}", used.0, used.1);
                 self.refused
                     .lock()
@@ -324,6 +343,77 @@ impl Intercept for PolicyAudit {
             }
         }
         Ok(())
+    }
+}
+
+/// The environment variable naming the directory where the suite's policy audits write the calls
+/// each model's policy allowed ([`PolicyUses`]); `scripts/test` sets it for a run of the whole
+/// suite, then checks them (`policy::every_example_policy_allows_only_calls_the_suite_made`).
+pub const POLICY_USES: &str = "DYNARELAY_TEST_POLICY_USES";
+
+/// The `(action, ARN)` pairs of one model's policy that the calls of its servers used, written
+/// where [`POLICY_USES`] says, when it is set: each test process appends, once each, lines of
+/// `model path, action, table[/index/name]` (the table without its prefix; tab-separated) to a
+/// file of its own. Only models loaded with [`load_model`](super::load_model) from a path in
+/// the crate are written.
+#[derive(Debug, Clone)]
+pub struct PolicyUses {
+    model: Option<String>,
+    /// The ARNs' text before the table's name without its prefix.
+    arn_prefix: String,
+}
+
+impl PolicyUses {
+    pub fn new(model: &Model, prefix: &str) -> Self {
+        Self {
+            // The examples and other model files of the crate, not the tests' own.
+            model: super::apps::model_path(model)
+                .filter(|path| std::path::Path::new(path).is_relative()),
+            arn_prefix: any_arn(prefix, None),
+        }
+    }
+
+    /// Writes down that a call used `(action, ARN)`, an allowed pair.
+    pub fn record(&self, (action, resource): &(String, String)) {
+        static WRITTEN: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+        let (Some(model), Some(dir)) = (&self.model, std::env::var_os(POLICY_USES)) else {
+            return;
+        };
+        let Some(resource) = resource.strip_prefix(&self.arn_prefix) else {
+            return;
+        };
+        let line = format!("{model}\t{action}\t{resource}\n");
+        let mut written = WRITTEN.lock().unwrap_or_else(|e| e.into_inner());
+        if !written.insert(line.clone()) {
+            return;
+        }
+        let path = std::path::Path::new(&dir).join(format!("{}.tsv", std::process::id()));
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        std::io::Write::write_all(&mut file, line.as_bytes()).expect("writing a policy use");
+    }
+
+    /// Every pair written under `dir`, by model path, as `(action, table[/index/name])`.
+    pub fn read(dir: &std::path::Path) -> BTreeMap<String, BTreeSet<(String, String)>> {
+        let mut uses: BTreeMap<String, BTreeSet<(String, String)>> = BTreeMap::new();
+        for file in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let text = std::fs::read_to_string(file.unwrap().path()).unwrap();
+            for line in text.lines() {
+                let mut fields = line.split('\t');
+                let (Some(model), Some(action), Some(resource), None) =
+                    (fields.next(), fields.next(), fields.next(), fields.next())
+                else {
+                    panic!("a malformed policy use: {line:?}");
+                };
+                uses.entry(model.to_owned())
+                    .or_default()
+                    .insert((action.to_owned(), resource.to_owned()));
+            }
+        }
+        uses
     }
 }
 

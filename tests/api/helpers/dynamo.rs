@@ -21,6 +21,30 @@ pub struct GroundQuery<'a> {
     pub forward: bool,
 }
 
+/// Every item of one partition (`key` = `value`, a string) of a table or index, in DynamoDB's
+/// order, read with plain SDK Queries: the ground truth for paging tests.
+pub async fn query_partition(
+    client: &Client,
+    table: &str,
+    index: Option<&str>,
+    (key, value): (&str, &str),
+    forward: bool,
+) -> Vec<Item> {
+    let values = [(":v", AttributeValue::S(value.to_owned()))];
+    query_all(
+        client,
+        &GroundQuery {
+            table,
+            index,
+            condition: "#k = :v",
+            names: &[("#k", key)],
+            values: &values,
+            forward,
+        },
+    )
+    .await
+}
+
 /// Every item a Query matches, in DynamoDB's order, read with plain SDK Queries (not the
 /// store's code): the ground truth for paging tests.
 pub async fn query_all(client: &Client, query: &GroundQuery<'_>) -> Vec<Item> {

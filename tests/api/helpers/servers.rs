@@ -12,7 +12,11 @@ use dynarelay::{
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
-use super::{TEST_RING, app_state, test_ring};
+use super::{
+    PolicyAudit, TEST_RING, app_state,
+    apps::{assert_policy_kept, prefix_of},
+    shop, test_ring,
+};
 
 /// The `dynarelay` binary with nothing from this process's environment: configured only through
 /// the standard AWS variables, as in production, but with `endpoint` as DynamoDB, dummy
@@ -164,6 +168,18 @@ pub fn loopback_listener() -> tokio::net::TcpListener {
 pub struct Running {
     pub addr: SocketAddr,
     _stop: oneshot::Sender<()>,
+    /// The policy the calls of a server [started](Self::start) over a store are held to.
+    audit: Option<PolicyAudit>,
+}
+
+/// A server started over a store fails the test when it stops if it made a call the shop's
+/// policy does not allow (tables whose prefix no app owns are checked here).
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(audit) = &self.audit {
+            assert_policy_kept(audit);
+        }
+    }
 }
 
 impl Running {
@@ -174,7 +190,10 @@ impl Running {
 
     pub async fn start_with(store: Store, limits: PageLimits, http: HttpSettings) -> Self {
         let state = app_state(&store, limits, &test_ring(), http);
-        Self::serve(router(state)).await
+        let audit = PolicyAudit::of(shop(), &prefix_of(shop(), store.tables()));
+        let mut running = Self::serve(router(state)).await;
+        running.audit = Some(audit);
+        running
     }
 
     /// Serves `router` (a [`ModelApp`]'s, say) on an ephemeral loopback port.
@@ -200,7 +219,11 @@ impl Running {
             },
             settings,
         ));
-        Self { addr, _stop: stop }
+        Self {
+            addr,
+            _stop: stop,
+            audit: None,
+        }
     }
 
     /// `http://127.0.0.1:PORT` followed by `path`.

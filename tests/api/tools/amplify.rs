@@ -212,6 +212,25 @@ async fn amplify_data_is_served_to_its_owners() {
     )
     .await["data"]["order"]["id"]
         .clone();
+    // Refetched with others by global id, all read together: Bob's is null to Alice.
+    let id_query = "query($o: ID!) { order(orderId: $o) { id } }";
+    let older =
+        ask(&app, alice, id_query, json!({ "o": "a-sub-001" })).await["data"]["order"]["id"]
+            .clone();
+    let bobs =
+        ask(&app, bob, id_query, json!({ "o": "o-sub-000" })).await["data"]["order"]["id"].clone();
+    let refetched = ask(
+        &app,
+        alice,
+        "query($ids: [ID!]!) { nodes(ids: $ids) { ... on Order { orderId } } }",
+        json!({ "ids": [id, older, bobs] }),
+    )
+    .await;
+    assert_eq!(
+        refetched["data"]["nodes"],
+        json!([{ "orderId": "new" }, { "orderId": "a-sub-001" }, null]),
+        "{refetched}"
+    );
     let updated = ask(
         &app,
         alice,
