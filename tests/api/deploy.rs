@@ -3,8 +3,9 @@
 //! - the AWS SAM template (`deploy/lambda/template.json`) passes cfn-lint, runs the packaged
 //!   `bootstrap` on `provided.al2023`, and grants exactly `dynarelay policy`'s policy for the
 //!   model it names;
-//! - `scripts/package-lambda` packages a function that, started as Lambda starts it under
-//!   cargo-lambda's emulator, serves its model: a mutation, then a page;
+//! - `scripts/package-lambda` packages a function and writes the template for it, with the
+//!   policy for its model and tables: started as Lambda starts it under cargo-lambda's emulator,
+//!   with the template's environment, the function serves its model (a mutation, then a page);
 //! - the container recipe (`deploy/container/Dockerfile`) passes hadolint, copies the binary
 //!   cargo built and runs it as a user without privileges.
 //!
@@ -54,6 +55,11 @@ fn the_sam_template_lints_clean_and_grants_the_models_policy() {
     assert_eq!(
         function["Environment"]["Variables"]["DYNARELAY_MODEL"],
         "/var/task/dynarelay.toml"
+    );
+    // `scripts/package-lambda` gives it the tables' prefix.
+    assert_eq!(
+        function["Environment"]["Variables"]["DYNARELAY_TABLE_PREFIX"],
+        ""
     );
     // The policy is `dynarelay policy --model examples/orders/dynarelay.toml`'s, whole.
     let granted = &function["Policies"][0];
@@ -126,9 +132,11 @@ fn the_container_recipe_lints_clean_and_runs_the_built_binary_without_privileges
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_packaged_function_serves_its_model_as_lambda_runs_it() {
     let app = model_app(MODEL).await;
-    let out = scratch("placeholder", "").with_file_name("package");
+    let out = scratch("placeholder", "").with_file_name("build");
+    let (region, account) = ("eu-west-1", "123456789012");
     let packaged = Command::new(Path::new(ROOT).join("scripts/package-lambda"))
-        .args(["--model", MODEL, "--out"])
+        .args(["--model", MODEL, "--table-prefix", &app.prefix])
+        .args(["--region", region, "--account", account, "--out"])
         .arg(&out)
         .current_dir(ROOT)
         .env("DYNARELAY_BINARY", env!("CARGO_BIN_EXE_dynarelay"))
@@ -139,12 +147,36 @@ async fn a_packaged_function_serves_its_model_as_lambda_runs_it() {
         "{}",
         String::from_utf8_lossy(&packaged.stderr)
     );
-    for file in ["bootstrap", "dynarelay.toml"] {
+    for file in [
+        "function/bootstrap",
+        "function/dynarelay.toml",
+        "template.json",
+    ] {
         assert!(out.join(file).is_file(), "{file} is not in the package");
     }
+    // The template: deploy/lambda/template.json with the policy for the model's tables under the
+    // prefix, and the prefix in the function's environment; nothing else changed.
+    let read = |path: &Path| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    };
+    let written = read(&out.join("template.json"));
+    let mut want = read(&Path::new(ROOT).join(TEMPLATE));
+    let function = &mut want["Resources"]["Api"]["Properties"];
+    function["Policies"] = json!([policy(
+        load_model(MODEL),
+        &PolicyTarget {
+            prefix: app.prefix.clone(),
+            region: region.to_owned(),
+            account: account.to_owned(),
+        },
+    )]);
+    function["Environment"]["Variables"]["DYNARELAY_TABLE_PREFIX"] = json!(app.prefix);
+    assert_eq!(written, want);
+    let (passed, printed) = lint_file("cfn-lint", &[], &out.join("template.json"));
+    assert!(passed, "{printed}");
 
     let dynamodb = FaultProxy::auditing(&endpoint(), load_model(MODEL), &app.prefix).await;
-    let function = LambdaFunction::start_packaged(&dynamodb.url(), &out, &app.prefix);
+    let function = LambdaFunction::start_packaged(&dynamodb.url(), &out);
     let http = reqwest::Client::new();
     let url = function.url("/graphql");
     for (date, total) in [("2026-05-01", "42.50"), ("2026-05-02", "7")] {

@@ -73,22 +73,44 @@ impl LambdaFunction {
         Self::run(port, emulator, function, prefix, env)
     }
 
-    /// As [`LambdaFunction::start`], but the function is a Lambda package in `dir`
-    /// (`scripts/package-lambda`): its `bootstrap` started with no arguments, as AWS Lambda's
-    /// OS-only runtimes start a function, serving its `dynarelay.toml`.
-    pub fn start_packaged(dynamodb: &str, dir: &std::path::Path, prefix: &str) -> Self {
+    /// As [`LambdaFunction::start`], but the function is the one `scripts/package-lambda` wrote
+    /// to `build`: its `function/bootstrap` started with no arguments, as AWS Lambda's OS-only
+    /// runtimes start a function, with the environment its `template.json` gives it. Paths
+    /// under `/var/task/` (the function's directory on Lambda) are read from `function/`, and
+    /// the cursor keys, which the template resolves from Secrets Manager, are the test ring.
+    pub fn start_packaged(dynamodb: &str, build: &std::path::Path) -> Self {
+        let template: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(build.join("template.json")).unwrap())
+                .expect("the template is JSON");
+        let function_dir = build.join("function");
+        let variables = template["Resources"]["Api"]["Properties"]["Environment"]["Variables"]
+            .as_object()
+            .expect("the function's environment");
+        let env: Vec<(String, String)> = variables
+            .iter()
+            .map(|(name, value)| {
+                let value = match value.as_str() {
+                    Some(path) if path.starts_with("/var/task/") => {
+                        let file = function_dir.join(&path["/var/task/".len()..]);
+                        file.to_str().expect("a UTF-8 path").to_owned()
+                    }
+                    Some(text) => text.to_owned(),
+                    None => {
+                        assert_eq!(name, "DYNARELAY_CURSOR_KEYS", "{value}");
+                        TEST_RING.to_owned()
+                    }
+                };
+                (name.clone(), value)
+            })
+            .collect();
+        let env: Vec<(&str, &str)> = env.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+        let prefix = variables["DYNARELAY_TABLE_PREFIX"]
+            .as_str()
+            .expect("the tables' prefix");
         let (port, emulator) = start_emulator();
-        let mut function = dynarelay_command_at(&dir.join("bootstrap"), dynamodb);
+        let mut function = dynarelay_command_at(&function_dir.join("bootstrap"), dynamodb);
         Self::runtime_env(&mut function, port);
-        let model = dir.join("dynarelay.toml");
-        let model = model.to_str().expect("a UTF-8 path");
-        Self::run(
-            port,
-            emulator,
-            function,
-            prefix,
-            &[("DYNARELAY_MODEL", model)],
-        )
+        Self::run(port, emulator, function, prefix, &env)
     }
 
     fn run(
