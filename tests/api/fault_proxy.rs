@@ -168,10 +168,7 @@ struct Shared {
     reset: AtomicU64,
     forwarded: AtomicU64,
     /// The `(action, resource ARN)` pairs calls are held to, when they are.
-    policy: Option<(
-        std::collections::BTreeSet<(String, String)>,
-        crate::helpers::PolicyUses,
-    )>,
+    policy: Option<crate::helpers::PolicyCheck>,
     /// Calls the policy refused, described.
     refused: Mutex<Vec<String>>,
 }
@@ -218,16 +215,8 @@ impl FaultProxy {
     /// for `model` with its tables under `prefix`: one it does not allow gets
     /// `AccessDeniedException` and is remembered ([`FaultProxy::refused`]).
     pub async fn auditing(upstream: &str, model: &dynarelay::model::Model, prefix: &str) -> Self {
-        let document = dynarelay::policy::policy(
-            model,
-            &dynarelay::policy::PolicyTarget {
-                prefix: prefix.to_owned(),
-                region: "*".to_owned(),
-                account: "*".to_owned(),
-            },
-        );
-        let uses = crate::helpers::PolicyUses::new(model, prefix);
-        Self::start_with(upstream, Some((crate::helpers::allowed(&document), uses))).await
+        let check = crate::helpers::PolicyCheck::new(model, prefix);
+        Self::start_with(upstream, Some(check)).await
     }
 
     /// The calls the policy refused so far, described.
@@ -235,13 +224,7 @@ impl FaultProxy {
         self.shared.refused.lock().unwrap().clone()
     }
 
-    async fn start_with(
-        upstream: &str,
-        policy: Option<(
-            std::collections::BTreeSet<(String, String)>,
-            crate::helpers::PolicyUses,
-        )>,
-    ) -> FaultProxy {
+    async fn start_with(upstream: &str, policy: Option<crate::helpers::PolicyCheck>) -> FaultProxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let shared = Arc::new(Shared {
@@ -454,16 +437,7 @@ fn throttled(kind: Throttle) -> Response<Full<Bytes>> {
 /// What the policy, when there is one, refuses in a request: its action on a table or index
 /// that the policy does not allow, described. What it allows is recorded as used.
 fn refusal(shared: &Shared, headers: &hyper::HeaderMap, body: &[u8]) -> Option<String> {
-    let (policy, uses) = shared.policy.as_ref()?;
-    let used = used_by(headers, body);
-    let refused = used.iter().find(|used| !policy.contains(used));
-    match refused {
-        Some(used) => Some(format!("{} on {}", used.0, used.1)),
-        None => {
-            used.iter().for_each(|used| uses.record(used));
-            None
-        }
-    }
+    shared.policy.as_ref()?.refusal(&used_by(headers, body))
 }
 
 /// The `(action, resource ARN)` pairs a request uses, its region and account `*`.
@@ -474,7 +448,6 @@ fn used_by(headers: &hyper::HeaderMap, body: &[u8]) -> Vec<(String, String)> {
     let Some(operation) = target.rsplit('.').next() else {
         return Vec::new();
     };
-    let action = format!("dynamodb:{operation}");
     let Ok(request) = serde_json::from_slice::<serde_json::Value>(body) else {
         return Vec::new();
     };
@@ -488,14 +461,8 @@ fn used_by(headers: &hyper::HeaderMap, body: &[u8]) -> Vec<(String, String)> {
     }
     let index = request["IndexName"].as_str();
     tables
-        .into_iter()
-        .map(|table| {
-            let mut resource = format!("arn:aws:dynamodb:*:*:table/{table}");
-            if let Some(index) = index {
-                resource = format!("{resource}/index/{index}");
-            }
-            (action.clone(), resource)
-        })
+        .iter()
+        .map(|table| crate::helpers::used_pair(operation, table, index))
         .collect()
 }
 

@@ -32,7 +32,8 @@ pub use auth::{
     model_claims, secure_app, secure_app_logged,
 };
 pub use calls::{
-    CallCounter, CallLog, LoggedCall, POLICY_USES, PolicyAudit, PolicyUses, allowed, dynamodb_calls,
+    CallCounter, CallLog, LoggedCall, POLICY_USES, PolicyAudit, PolicyCheck, PolicyUses, allowed,
+    dynamodb_calls, used_pair,
 };
 pub use dynamo::{
     GroundQuery, SortCond, ground_truth, product_item, purchase_item, query_all, query_partition,

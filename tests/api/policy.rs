@@ -290,29 +290,37 @@ async fn the_audit_of_servers_built_over_a_store_refuses_a_call_the_policy_does_
     );
 }
 
-/// For every example model, the `(action, table[/index/name])` pairs its policy allows that no
-/// recorded call (`uses`, as [`PolicyUses::read`] gives them) used.
-fn unused_allowances(
-    uses: &BTreeMap<String, BTreeSet<(String, String)>>,
-) -> BTreeMap<String, Vec<(String, String)>> {
+/// The `(action, table[/index/name])` pairs `model`'s policy allows, named as
+/// [`PolicyUses`] names the calls that used them.
+fn allowances(model: &dynarelay::model::Model) -> BTreeSet<(String, String)> {
     let target = PolicyTarget {
         prefix: String::new(),
         region: "*".to_owned(),
         account: "*".to_owned(),
     };
+    allowed(&policy(model, &target))
+        .into_iter()
+        .map(|(action, arn)| {
+            let resource = arn
+                .strip_prefix("arn:aws:dynamodb:*:*:table/")
+                .expect("a table's ARN");
+            (action, resource.to_owned())
+        })
+        .collect()
+}
+
+/// For every example model, the `(action, table[/index/name])` pairs its policy allows that no
+/// recorded call (`uses`, as [`PolicyUses::read`] gives them) used.
+fn unused_allowances(
+    uses: &BTreeMap<String, BTreeSet<(String, String)>>,
+) -> BTreeMap<String, Vec<(String, String)>> {
     let none = BTreeSet::new();
     let mut unused = BTreeMap::new();
     for path in example_models() {
         let model = crate::helpers::load_model(&path);
         let used = uses.get(&path).unwrap_or(&none);
-        let left: Vec<_> = allowed(&policy(model, &target))
+        let left: Vec<_> = allowances(model)
             .into_iter()
-            .map(|(action, arn)| {
-                let resource = arn
-                    .strip_prefix("arn:aws:dynamodb:*:*:table/")
-                    .expect("a table's ARN");
-                (action, resource.to_owned())
-            })
             .filter(|pair| !used.contains(pair))
             .collect();
         if !left.is_empty() {
@@ -345,16 +353,8 @@ fn every_example_policy_allows_only_calls_the_suite_made() {
 /// that allowance is reported for the shop, and every allowance of the other examples.
 #[test]
 fn the_policy_coverage_check_reports_an_allowance_no_call_used() {
-    let target = PolicyTarget {
-        prefix: String::new(),
-        region: "*".to_owned(),
-        account: "*".to_owned(),
-    };
     let shop_path = "examples/shop/dynarelay.toml";
-    let mut all: BTreeSet<(String, String)> = allowed(&policy(shop(), &target))
-        .into_iter()
-        .map(|(action, arn)| (action, arn.rsplit_once("table/").unwrap().1.to_owned()))
-        .collect();
+    let mut all = allowances(shop());
     let dropped = ("dynamodb:Scan".to_owned(), "Users".to_owned());
     assert!(all.remove(&dropped), "{all:?}");
     let uses = BTreeMap::from([(shop_path.to_owned(), all)]);

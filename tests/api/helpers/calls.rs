@@ -266,15 +266,58 @@ fn any_arn(table: &str, index: Option<&str>) -> String {
     }
 }
 
+/// The `(action, resource ARN)` pair a DynamoDB `operation` on `table` (and `index`) uses, in any
+/// region and account.
+pub fn used_pair(operation: &str, table: &str, index: Option<&str>) -> (String, String) {
+    (format!("dynamodb:{operation}"), any_arn(table, index))
+}
+
+/// The policy `dynarelay policy` prints for a model and table prefix, in any region and account,
+/// as IAM holds calls to it; what it allows is written down ([`PolicyUses`]). Shared by the
+/// in-process audit ([`PolicyAudit`]) and the auditing proxy (`FaultProxy::auditing`).
+#[derive(Debug, Clone)]
+pub struct PolicyCheck {
+    allowed: Arc<BTreeSet<(String, String)>>,
+    uses: PolicyUses,
+}
+
+impl PolicyCheck {
+    pub fn new(model: &Model, prefix: &str) -> Self {
+        let document = policy(
+            model,
+            &PolicyTarget {
+                prefix: prefix.to_owned(),
+                region: "*".to_owned(),
+                account: "*".to_owned(),
+            },
+        );
+        Self {
+            allowed: Arc::new(allowed(&document)),
+            uses: PolicyUses::new(model, prefix),
+        }
+    }
+
+    /// The first of a call's `(action, ARN)` pairs the policy does not allow, described; when
+    /// it allows them all, they are written down as used.
+    pub fn refusal(&self, used: &[(String, String)]) -> Option<String> {
+        match used.iter().find(|pair| !self.allowed.contains(*pair)) {
+            Some((action, resource)) => Some(format!("{action} on {resource}")),
+            None => {
+                used.iter().for_each(|pair| self.uses.record(pair));
+                None
+            }
+        }
+    }
+}
+
 /// Holds every call a server's DynamoDB client sends to the policy `dynarelay policy` prints for
 /// its model and table prefix, as IAM would: a call the policy does not allow fails before it is
 /// sent, and is remembered, so that a test fails even where the server masks the error (every
 /// [`ModelApp`](super::ModelApp) serving a model file checks this when it is dropped).
 #[derive(Debug, Clone)]
 pub struct PolicyAudit {
-    allowed: Arc<BTreeSet<(String, String)>>,
+    check: PolicyCheck,
     refused: Arc<Mutex<Vec<String>>>,
-    uses: PolicyUses,
 }
 
 impl PolicyAudit {
@@ -294,18 +337,9 @@ impl PolicyAudit {
 
     /// An audit of its own, shared with no server: for the checks that it can refuse a call.
     pub fn new(model: &Model, prefix: &str) -> Self {
-        let document = policy(
-            model,
-            &PolicyTarget {
-                prefix: prefix.to_owned(),
-                region: "*".to_owned(),
-                account: "*".to_owned(),
-            },
-        );
         Self {
-            allowed: Arc::new(allowed(&document)),
+            check: PolicyCheck::new(model, prefix),
             refused: Arc::default(),
-            uses: PolicyUses::new(model, prefix),
         }
     }
 
@@ -326,23 +360,21 @@ impl Intercept for PolicyAudit {
         _cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
         let call = logged_call(context);
-        for table in &call.tables {
-            let used = (
-                format!("dynamodb:{}", call.operation),
-                any_arn(table, call.index.as_deref()),
-            );
-            if self.allowed.contains(&used) {
-                self.uses.record(&used);
-            } else {
-                let refusal = format!("{} on {}", used.0, used.1);
+        let used: Vec<_> = call
+            .tables
+            .iter()
+            .map(|table| used_pair(call.operation, table, call.index.as_deref()))
+            .collect();
+        match self.check.refusal(&used) {
+            None => Ok(()),
+            Some(refusal) => {
                 self.refused
                     .lock()
                     .expect("audit lock")
                     .push(refusal.clone());
-                return Err(format!("not allowed by the model's policy: {refusal}").into());
+                Err(format!("not allowed by the model's policy: {refusal}").into())
             }
         }
-        Ok(())
     }
 }
 
