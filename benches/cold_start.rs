@@ -9,11 +9,17 @@
 //! (`DYNARELAY_BENCH_DYNAMODB_ENDPOINT`, `DYNARELAY_BENCH_CARGO_LAMBDA`).
 
 use std::{
-    process::{Child, Command, Stdio},
+    path::Path,
+    process::{Command, Stdio},
     time::{Duration, Instant},
 };
 
 use criterion::{Criterion, criterion_group, criterion_main};
+
+#[path = "../tests/api/lambda_emulator.rs"]
+mod lambda_emulator;
+#[path = "../tests/api/local_aws.rs"]
+mod local_aws;
 
 const KEY: &str = "1:KioqKioqKioqKioqKioqKioqKioqKioqKioqKioqKio";
 const PREFIX: &str = "coldstart_";
@@ -28,13 +34,7 @@ fn dynarelay(endpoint: &str) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_dynarelay"));
     command
         .env_clear()
-        .env("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_ACCESS_KEY_ID", "local")
-        .env("AWS_SECRET_ACCESS_KEY", "local")
-        .env("AWS_EC2_METADATA_DISABLED", "true")
-        .env("AWS_CONFIG_FILE", "/dev/null")
-        .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+        .envs(local_aws::local_aws_env(endpoint))
         .env(
             "DYNARELAY_MODEL",
             concat!(env!("CARGO_MANIFEST_DIR"), "/examples/shop/dynarelay.toml"),
@@ -48,29 +48,6 @@ fn dynarelay(endpoint: &str) -> Command {
     command
 }
 
-/// cargo-lambda's emulator on a free loopback port; the port and the process.
-fn emulator() -> (u16, Child) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free port")
-        .port();
-    let child = Command::new(required("DYNARELAY_BENCH_CARGO_LAMBDA"))
-        .args(["lambda", "watch", "--only-lambda-apis", "-A", "127.0.0.1"])
-        .args(["-P", &port.to_string()])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("cargo-lambda starts");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "the emulator did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    (port, child)
-}
-
 fn cold_start(c: &mut Criterion) {
     let endpoint = required("DYNARELAY_BENCH_DYNAMODB_ENDPOINT");
     let created = dynarelay(&endpoint)
@@ -78,13 +55,16 @@ fn cold_start(c: &mut Criterion) {
         .status()
         .expect("tables create runs");
     assert!(created.success(), "tables create failed");
-    let (port, mut emulator) = emulator();
+    let (port, mut emulator) = lambda_emulator::start_emulator(
+        Path::new(&required("DYNARELAY_BENCH_CARGO_LAMBDA")),
+        local_aws::local_aws_env(&endpoint),
+    );
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("a runtime");
     let http = reqwest::Client::new();
-    let invoke = format!("http://127.0.0.1:{port}/lambda-url/_/graphql");
+    let invoke = lambda_emulator::function_url(port, "/graphql");
     let mut group = c.benchmark_group("lambda");
     group.sample_size(20);
     group.measurement_time(Duration::from_secs(20));
@@ -93,17 +73,9 @@ fn cold_start(c: &mut Criterion) {
             let mut total = Duration::ZERO;
             for _ in 0..iters {
                 let start = Instant::now();
-                let mut function = dynarelay(&endpoint)
-                    .arg("lambda")
-                    .env(
-                        "AWS_LAMBDA_RUNTIME_API",
-                        format!("http://127.0.0.1:{port}/.rt"),
-                    )
-                    .env("AWS_LAMBDA_FUNCTION_NAME", "_")
-                    .env("AWS_LAMBDA_FUNCTION_VERSION", "1")
-                    .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "1024")
-                    .spawn()
-                    .expect("dynarelay lambda starts");
+                let mut command = dynarelay(&endpoint);
+                lambda_emulator::runtime_env(command.arg("lambda"), port);
+                let mut function = command.spawn().expect("dynarelay lambda starts");
                 let answer = runtime.block_on(async {
                     http.post(&invoke)
                         .json(

@@ -1,5 +1,6 @@
 //! The environment of a child process that talks to DynamoDB Local and nothing else, shared by
-//! the API tests (`helpers::dynarelay_command`) and the benchmark (`benches/compare.rs`).
+//! the API tests (`helpers::dynarelay_command`) and the benchmarks (`benches/compare.rs`,
+//! `benches/cold_start.rs`).
 
 use std::ffi::OsString;
 

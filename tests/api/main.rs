@@ -31,6 +31,7 @@ mod init;
 mod issuer;
 mod key_formats;
 mod lambda;
+mod lambda_emulator;
 mod limits;
 mod load;
 mod local_aws;

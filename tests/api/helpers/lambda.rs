@@ -2,12 +2,19 @@
 //! serves the Lambda runtime API and function URLs on a loopback port, and the function is the
 //! `dynarelay` binary run as a Lambda's runtime would run it, with the runtime's variables.
 
-use std::{
-    process::{Child, Command, Stdio},
-    time::{Duration, Instant},
-};
+use std::process::{Child, Command, Stdio};
 
 use super::{TEST_RING, dynarelay_command, dynarelay_command_at, endpoint, tool};
+use crate::lambda_emulator::{function_url, runtime_env};
+
+/// The emulator on a free loopback port, with only the variables that point the AWS SDK at
+/// DynamoDB Local; the port and the process.
+fn start_emulator() -> (u16, Child) {
+    crate::lambda_emulator::start_emulator(
+        &tool("cargo-lambda"),
+        crate::local_aws::local_aws_env(&endpoint()),
+    )
+}
 
 /// The emulator and one function, on the shop model over the tables under a prefix. Both stop
 /// when dropped.
@@ -17,50 +24,6 @@ pub struct LambdaFunction {
     function: Child,
 }
 
-/// Whether something accepts connections on the loopback `port`.
-fn listening(port: u16) -> bool {
-    std::net::TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_secs(1))
-        .is_ok()
-}
-
-/// Starts the emulator on a free loopback port; the port and the process.
-fn start_emulator() -> (u16, Child) {
-    // The emulator takes a port number, not 0: a free one is picked here, and another if it was
-    // taken in between.
-    for _ in 0..5 {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|listener| listener.local_addr())
-            .unwrap()
-            .port();
-        let mut emulator = Command::new(tool("cargo-lambda"))
-            .args(["lambda", "watch", "--only-lambda-apis", "-A", "127.0.0.1"])
-            .args(["-P", &port.to_string()])
-            // It reads the package's metadata.
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .env_clear()
-            .envs(crate::local_aws::local_aws_env(&endpoint()))
-            .env("HOME", std::env::var_os("HOME").unwrap_or_default())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("cargo-lambda starts");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while Instant::now() < deadline {
-            if listening(port) {
-                return (port, emulator);
-            }
-            if emulator.try_wait().unwrap().is_some() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = emulator.kill();
-        let _ = emulator.wait();
-    }
-    panic!("cargo-lambda's emulator did not start");
-}
-
 impl LambdaFunction {
     /// `dynarelay lambda` serving the shop over the tables under `prefix`, with DynamoDB at
     /// `dynamodb` (an auditing proxy, say), the test key ring and `env` besides (flags, as
@@ -68,7 +31,7 @@ impl LambdaFunction {
     pub fn start(dynamodb: &str, prefix: &str, env: &[(&str, &str)]) -> Self {
         let (port, emulator) = start_emulator();
         let mut function = dynarelay_command(dynamodb);
-        Self::runtime_env(&mut function, port);
+        runtime_env(&mut function, port);
         function.arg("lambda");
         Self::run(port, emulator, function, prefix, env)
     }
@@ -109,7 +72,7 @@ impl LambdaFunction {
             .expect("the tables' prefix");
         let (port, emulator) = start_emulator();
         let mut function = dynarelay_command_at(&function_dir.join("bootstrap"), dynamodb);
-        Self::runtime_env(&mut function, port);
+        runtime_env(&mut function, port);
         Self::run(port, emulator, function, prefix, &env)
     }
 
@@ -136,22 +99,9 @@ impl LambdaFunction {
         }
     }
 
-    /// Sets the variables a Lambda runtime sets, for the emulator on `port`.
-    fn runtime_env(command: &mut Command, port: u16) {
-        command
-            .env(
-                "AWS_LAMBDA_RUNTIME_API",
-                format!("http://127.0.0.1:{port}/.rt"),
-            )
-            // The emulator's function when it starts none itself.
-            .env("AWS_LAMBDA_FUNCTION_NAME", "_")
-            .env("AWS_LAMBDA_FUNCTION_VERSION", "1")
-            .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "1024");
-    }
-
     /// The function URL, followed by `path`.
     pub fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}/lambda-url/_{path}", self.port)
+        function_url(self.port, path)
     }
 
     /// Where raw events are sent, as `aws lambda invoke` would: the function's answer comes back
