@@ -377,7 +377,7 @@ async fn the_readme_s_five_steps_serve_the_orders_example() {
                 .env("DYNARELAY_TABLE_PREFIX", &prefix)
                 .env("DYNARELAY_CURSOR_KEYS", key.trim())
                 .args(["serve", "--listen", "127.0.0.1:0", "--model", model])
-                // Deploy, step 4's flags, on loopback.
+                // Deploy, step 5's flags (a server of your own), on loopback.
                 .args([
                     "--health-listen",
                     "127.0.0.1:0",
