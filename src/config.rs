@@ -92,6 +92,12 @@ pub struct PolicyArgs {
     /// The AWS account id owning the tables, in their ARNs. Default `*`: any account.
     #[arg(long, env = "DYNARELAY_POLICY_ACCOUNT", default_value = "*", value_parser = parse_account)]
     pub account: String,
+    /// Whether the server checks the live tables, which takes `DescribeTable` on each: `serve`
+    /// always does (at start-up and on `/ready`); `lambda` only with `--check-tables true`.
+    /// `--check-tables false` leaves `DescribeTable` out, for a Lambda function with the check
+    /// off, its default.
+    #[arg(long, default_value_t = true, action = ArgAction::Set)]
+    pub check_tables: bool,
 }
 
 /// A region for an ARN: `*`, or lowercase letters, digits and `-` (`eu-west-1`).
@@ -293,7 +299,9 @@ pub struct LambdaArgs {
     pub api: ApiArgs,
 
     /// Hold the live tables against the model when a container starts (a `DescribeTable` per
-    /// table, on the cold start's time). Off by default: run `dynarelay check` when deploying.
+    /// table, on the cold start's time), and on `/ready`. Off by default: run `dynarelay check`
+    /// when deploying; `/ready` then answers without asking DynamoDB, and the function's
+    /// policy, as `dynarelay policy --check-tables false` prints it, needs no `DescribeTable`.
     #[arg(long, env = "DYNARELAY_CHECK_TABLES", default_value_t = false, action = ArgAction::Set)]
     pub check_tables: bool,
 }
@@ -546,6 +554,8 @@ impl ApiArgs {
             // Set by `serve` from the model's `[auth]` (see `auth_settings`).
             auth: None,
             rate_limits: self.rate_limits(),
+            // Set by `lambda` from `--check-tables`; `serve` always checks.
+            ready_checks_tables: true,
         }
     }
 

@@ -167,6 +167,7 @@ async fn api_state(args: &ApiArgs, table_check: TableCheck) -> anyhow::Result<ht
     let codec = CursorCodec::new(ring);
     let store = Store::new(client, names);
     let mut settings = args.http();
+    settings.ready_checks_tables = table_check == TableCheck::Check;
     match &model.auth {
         Some(spec) => {
             let auth = args.auth_settings(spec)?;
@@ -411,6 +412,7 @@ fn policy(args: &PolicyArgs) -> anyhow::Result<()> {
         prefix: args.model.table_prefix.clone(),
         region: args.region.clone(),
         account: args.account.clone(),
+        check_tables: args.check_tables,
     };
     let document = dynarelay::policy::policy(model, &target);
     println!("{}", serde_json::to_string_pretty(&document)?);

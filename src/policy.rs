@@ -2,7 +2,8 @@
 //! calls. Each table and index of the model gets exactly the DynamoDB actions some part of the
 //! API sends to it:
 //!
-//! - `DescribeTable` on every table: the check at start-up and `/ready`;
+//! - `DescribeTable` on every table, where the server checks the live tables: `serve` always
+//!   does (at start-up and on `/ready`), `lambda` only with `--check-tables true`;
 //! - `BatchGetItem` on every table holding an entity: `node`, `nodes`, relations by key and
 //!   `check_on_create` read items through the request's loader;
 //! - `GetItem` where a lookup reads by the table's key, where a lookup or relation through an
@@ -20,7 +21,8 @@ use serde_json::{Value, json};
 
 use crate::model::{LookupIndex, Model, Projection, Read, TableId};
 
-/// Where the tables live, for their ARNs.
+/// What the policy is for: where the tables live, for their ARNs, and whether the server checks
+/// them.
 #[derive(Debug, Clone)]
 pub struct PolicyTarget {
     /// The prefix of every table's name (`--table-prefix`).
@@ -29,19 +31,24 @@ pub struct PolicyTarget {
     pub region: String,
     /// The AWS account id, or `*`.
     pub account: String,
+    /// Whether the server checks the live tables (a `DescribeTable` per table): `serve` always
+    /// does; `lambda` only with `--check-tables true`.
+    pub check_tables: bool,
 }
 
 /// A table, or one of its indexes.
 type Resource = (TableId, Option<usize>);
 
 /// The actions each table and index needs.
-fn actions(model: &Model) -> BTreeMap<Resource, BTreeSet<&'static str>> {
+fn actions(model: &Model, check_tables: bool) -> BTreeMap<Resource, BTreeSet<&'static str>> {
     let mut out: BTreeMap<Resource, BTreeSet<&'static str>> = BTreeMap::new();
     let mut allow = |resource: Resource, action: &'static str| {
         out.entry(resource).or_default().insert(action);
     };
-    for t in 0..model.tables.len() {
-        allow((t, None), "DescribeTable");
+    if check_tables {
+        for t in 0..model.tables.len() {
+            allow((t, None), "DescribeTable");
+        }
     }
     // Through an index: a Query, then the whole item when the index does not hold it.
     let through =
@@ -113,7 +120,7 @@ fn sid(words: &[&str]) -> String {
 /// actions the model sends there, on exactly that resource.
 pub fn policy(model: &Model, target: &PolicyTarget) -> Value {
     let mut ids: BTreeSet<String> = BTreeSet::new();
-    let statements: Vec<Value> = actions(model)
+    let statements: Vec<Value> = actions(model, target.check_tables)
         .into_iter()
         .map(|((t, index), actions)| {
             let table = &model.tables[t];

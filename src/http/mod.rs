@@ -178,6 +178,11 @@ pub struct HttpSettings {
     /// Per-caller limits on GraphQL requests and the DynamoDB capacity they consume. The
     /// default limits nothing (the command line's defaults do limit).
     pub rate_limits: RateLimitSettings,
+    /// Whether `/ready` asks DynamoDB about every table (a `DescribeTable` each), as wherever
+    /// the live tables are checked (`serve`; `lambda --check-tables true`). Off, it answers
+    /// `ready` once the API is built, without a call, so that the server needs no
+    /// `DescribeTable` (`dynarelay policy --check-tables false`).
+    pub ready_checks_tables: bool,
 }
 
 impl Default for HttpSettings {
@@ -195,6 +200,7 @@ impl Default for HttpSettings {
             require_preflight: false,
             auth: None,
             rate_limits: RateLimitSettings::default(),
+            ready_checks_tables: true,
         }
     }
 }
@@ -335,6 +341,9 @@ async fn health() -> Json<serde_json::Value> {
 }
 
 async fn ready(State(state): State<AppState>) -> Response {
+    if !state.http.ready_checks_tables {
+        return Json(json!({ "status": "ready", "tables": "not checked" })).into_response();
+    }
     let check = tokio::time::timeout(Duration::from_secs(3), state.store.check_ready()).await;
     match check {
         Ok(Ok(())) => Json(json!({ "status": "ready" })).into_response(),

@@ -61,7 +61,8 @@ fn the_sam_template_lints_clean_and_grants_the_models_policy() {
         function["Environment"]["Variables"]["DYNARELAY_TABLE_PREFIX"],
         ""
     );
-    // The policy is `dynarelay policy --model examples/orders/dynarelay.toml`'s, whole.
+    // The policy is `dynarelay policy --model examples/orders/dynarelay.toml --check-tables
+    // false`'s, whole.
     let granted = &function["Policies"][0];
     let want = policy(
         load_model(MODEL),
@@ -69,6 +70,8 @@ fn the_sam_template_lints_clean_and_grants_the_models_policy() {
             prefix: String::new(),
             region: "*".to_owned(),
             account: "*".to_owned(),
+            // The function runs with the table check off, its default.
+            check_tables: false,
         },
     );
     assert_eq!(
@@ -168,6 +171,7 @@ async fn a_packaged_function_serves_its_model_as_lambda_runs_it() {
             prefix: app.prefix.clone(),
             region: region.to_owned(),
             account: account.to_owned(),
+            check_tables: false,
         },
     )]);
     function["Environment"]["Variables"]["DYNARELAY_TABLE_PREFIX"] = json!(app.prefix);
@@ -175,7 +179,7 @@ async fn a_packaged_function_serves_its_model_as_lambda_runs_it() {
     let (passed, printed) = lint_file("cfn-lint", &[], &out.join("template.json"));
     assert!(passed, "{printed}");
 
-    let dynamodb = FaultProxy::auditing(&endpoint(), load_model(MODEL), &app.prefix).await;
+    let dynamodb = FaultProxy::auditing_lambda(&endpoint(), load_model(MODEL), &app.prefix).await;
     let function = LambdaFunction::start_packaged(&dynamodb.url(), &out);
     let http = reqwest::Client::new();
     let url = function.url("/graphql");

@@ -215,7 +215,18 @@ impl FaultProxy {
     /// for `model` with its tables under `prefix`: one it does not allow gets
     /// `AccessDeniedException` and is remembered ([`FaultProxy::refused`]).
     pub async fn auditing(upstream: &str, model: &dynarelay::model::Model, prefix: &str) -> Self {
-        let check = crate::helpers::PolicyCheck::new(model, prefix);
+        let check = crate::helpers::PolicyCheck::new(model, prefix, true);
+        Self::start_with(upstream, Some(check)).await
+    }
+
+    /// As [`FaultProxy::auditing`], but with the policy of a Lambda function with its default
+    /// flags, the table check off (`dynarelay policy --check-tables false`): no `DescribeTable`.
+    pub async fn auditing_lambda(
+        upstream: &str,
+        model: &dynarelay::model::Model,
+        prefix: &str,
+    ) -> Self {
+        let check = crate::helpers::PolicyCheck::new(model, prefix, false);
         Self::start_with(upstream, Some(check)).await
     }
 

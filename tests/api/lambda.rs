@@ -9,9 +9,12 @@
 //!   from the function URL as from `serve`.
 //! - Each kind of event (API Gateway REST API with its stage in the path, HTTP API, function URL,
 //!   Application Load Balancer), sent as AWS sends it, is answered.
+//! - `/ready` asks DynamoDB only with the table check on: with it off, the function needs no
+//!   `DescribeTable`.
 //!
 //! `deploy.rs` runs a packaged function (`bootstrap` and its model) the same way. The function
-//! reaches DynamoDB Local through a proxy that holds every call to the model's IAM policy.
+//! reaches DynamoDB Local through a proxy that holds every call to the model's IAM policy for a
+//! function with the table check off (`dynarelay policy --check-tables false`).
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{Value, json};
@@ -86,7 +89,7 @@ fn text(value: &Value) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn relay_walks_through_the_function_url_match_dynamodb() {
     let app = shop().await;
-    let dynamodb = FaultProxy::auditing(&endpoint(), shop_model(), &app.prefix).await;
+    let dynamodb = FaultProxy::auditing_lambda(&endpoint(), shop_model(), &app.prefix).await;
     let function = LambdaFunction::start(&dynamodb.url(), &app.prefix, &[]);
     let http = reqwest::Client::new();
     let url = function.url("/graphql");
@@ -159,7 +162,7 @@ async fn answer(request: reqwest::RequestBuilder) -> (u16, Option<String>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn errors_keep_their_status_and_code() {
     let app = shop().await;
-    let dynamodb = FaultProxy::auditing(&endpoint(), shop_model(), &app.prefix).await;
+    let dynamodb = FaultProxy::auditing_lambda(&endpoint(), shop_model(), &app.prefix).await;
     let function = LambdaFunction::start(&dynamodb.url(), &app.prefix, &[]);
     let serve = Running::serve(app.router.clone()).await;
     let http = reqwest::Client::new();
@@ -274,7 +277,7 @@ fn alb_event(body: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_kind_of_event_is_answered() {
     let app = shop().await;
-    let dynamodb = FaultProxy::auditing(&endpoint(), shop_model(), &app.prefix).await;
+    let dynamodb = FaultProxy::auditing_lambda(&endpoint(), shop_model(), &app.prefix).await;
     let function = LambdaFunction::start(&dynamodb.url(), &app.prefix, &[]);
     let http = reqwest::Client::new();
     let body =
@@ -311,4 +314,46 @@ async fn every_kind_of_event_is_answered() {
     .await;
     assert_eq!(answer["data"], json!({ "user": { "userId": USER } }));
     assert_eq!(dynamodb.refused(), Vec::<String>::new());
+}
+
+/// `GET /ready` through the function URL of a function with `env`, its calls held to `proxy`'s
+/// policy: the status and the body.
+async fn ready(proxy: &FaultProxy, prefix: &str, env: &[(&str, &str)]) -> (u16, Value) {
+    let function = LambdaFunction::start(&proxy.url(), prefix, env);
+    let response = reqwest::get(function.url("/ready")).await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap())
+}
+
+/// With the table check off (the default), `/ready` answers without asking DynamoDB, so the
+/// function's policy (`dynarelay policy --check-tables false`) holds no `DescribeTable`. The
+/// controls: with `--check-tables true` under that policy, the check is refused and `/ready`
+/// says unavailable; under `serve`'s policy, which allows it, `/ready` asks and answers ready.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_table_check_decides_whether_ready_asks_dynamodb() {
+    let app = shop().await;
+    let lambda_policy = FaultProxy::auditing_lambda(&endpoint(), shop_model(), &app.prefix).await;
+    let (status, body) = ready(&lambda_policy, &app.prefix, &[]).await;
+    assert_eq!(
+        (status, body),
+        (200, json!({ "status": "ready", "tables": "not checked" }))
+    );
+    assert_eq!(lambda_policy.counts().received, 0, "no call to DynamoDB");
+
+    let checked = [("DYNARELAY_CHECK_TABLES", "true")];
+    let (status, body) = ready(&lambda_policy, &app.prefix, &checked).await;
+    assert_eq!((status, body), (503, json!({ "status": "unavailable" })));
+    let refused = lambda_policy.refused();
+    assert!(
+        !refused.is_empty()
+            && refused
+                .iter()
+                .all(|r| r.starts_with("dynamodb:DescribeTable ")),
+        "{refused:?}"
+    );
+
+    let serve_policy = FaultProxy::auditing(&endpoint(), shop_model(), &app.prefix).await;
+    let (status, body) = ready(&serve_policy, &app.prefix, &checked).await;
+    assert_eq!((status, body), (200, json!({ "status": "ready" })));
+    assert_eq!(serve_policy.refused(), Vec::<String>::new());
 }

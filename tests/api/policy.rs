@@ -115,6 +115,7 @@ async fn the_shop_policy_allows_every_call_the_shop_makes_and_nothing_else() {
             prefix: app.prefix.clone(),
             region: "us-east-1".to_owned(),
             account: "123456789012".to_owned(),
+            check_tables: true,
         },
     );
     let allowed = allowed(&document);
@@ -157,11 +158,16 @@ fn parliament_reports_nothing_on_the_policy_of_any_example() {
     let mut checked = 0;
     for path in example_models() {
         let model = crate::helpers::load_model(&path);
-        for (region, account) in [("eu-west-1", "123456789012"), ("*", "*")] {
+        for (region, account, check_tables) in [
+            ("eu-west-1", "123456789012", true),
+            ("*", "*", true),
+            ("eu-west-1", "123456789012", false),
+        ] {
             let target = PolicyTarget {
                 prefix: "prod_".to_owned(),
                 region: region.to_owned(),
                 account: account.to_owned(),
+                check_tables,
             };
             let document = policy(model, &target);
             let (passed, findings) = parliament(&document);
@@ -169,7 +175,7 @@ fn parliament_reports_nothing_on_the_policy_of_any_example() {
             checked += 1;
         }
     }
-    assert!(checked >= 20, "only {checked} policies checked");
+    assert!(checked >= 30, "only {checked} policies checked");
 
     let control = json!({
         "Version": "2012-10-17",
@@ -293,10 +299,12 @@ async fn the_audit_of_servers_built_over_a_store_refuses_a_call_the_policy_does_
 /// The `(action, table[/index/name])` pairs `model`'s policy allows, named as
 /// [`PolicyUses`] names the calls that used them.
 fn allowances(model: &dynarelay::model::Model) -> BTreeSet<(String, String)> {
+    // `serve`'s: the table check's `DescribeTable` besides everything a Lambda function's allows.
     let target = PolicyTarget {
         prefix: String::new(),
         region: "*".to_owned(),
         account: "*".to_owned(),
+        check_tables: true,
     };
     allowed(&policy(model, &target))
         .into_iter()
@@ -362,4 +370,44 @@ fn the_policy_coverage_check_reports_an_allowance_no_call_used() {
     let unused = unused_allowances(&uses);
     assert_eq!(unused.get(shop_path), Some(&vec![dropped]));
     assert_eq!(unused.len(), example_models().len(), "{unused:#?}");
+}
+
+/// A Lambda function with the table check off (its default) sends no `DescribeTable`: its policy
+/// (`--check-tables false`) is `serve`'s without that action, and without nothing else.
+#[test]
+fn without_the_table_check_the_policy_drops_describe_table_and_nothing_else() {
+    for path in example_models() {
+        let model = crate::helpers::load_model(&path);
+        let pairs = |check_tables| {
+            allowed(&policy(
+                model,
+                &PolicyTarget {
+                    prefix: "prod_".to_owned(),
+                    region: "eu-west-1".to_owned(),
+                    account: "123456789012".to_owned(),
+                    check_tables,
+                },
+            ))
+        };
+        let (checked, unchecked) = (pairs(true), pairs(false));
+        let dropped: Vec<_> = checked.difference(&unchecked).collect();
+        assert_eq!(
+            dropped.len(),
+            model.tables.len(),
+            "{path}: one DescribeTable a table: {dropped:?}"
+        );
+        assert!(
+            dropped
+                .iter()
+                .all(|(action, _)| action == "dynamodb:DescribeTable"),
+            "{path}: {dropped:?}"
+        );
+        assert!(unchecked.is_subset(&checked), "{path}");
+        assert!(
+            unchecked
+                .iter()
+                .all(|(action, _)| action != "dynamodb:DescribeTable"),
+            "{path}: {unchecked:?}"
+        );
+    }
 }

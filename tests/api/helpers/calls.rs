@@ -282,13 +282,16 @@ pub struct PolicyCheck {
 }
 
 impl PolicyCheck {
-    pub fn new(model: &Model, prefix: &str) -> Self {
+    /// The policy for `model`'s tables under `prefix`, with `DescribeTable` when the server
+    /// checks the tables (`check_tables`: `serve` always does).
+    pub fn new(model: &Model, prefix: &str, check_tables: bool) -> Self {
         let document = policy(
             model,
             &PolicyTarget {
                 prefix: prefix.to_owned(),
                 region: "*".to_owned(),
                 account: "*".to_owned(),
+                check_tables,
             },
         );
         Self {
@@ -338,7 +341,7 @@ impl PolicyAudit {
     /// An audit of its own, shared with no server: for the checks that it can refuse a call.
     pub fn new(model: &Model, prefix: &str) -> Self {
         Self {
-            check: PolicyCheck::new(model, prefix),
+            check: PolicyCheck::new(model, prefix, true),
             refused: Arc::default(),
         }
     }
