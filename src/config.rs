@@ -96,7 +96,7 @@ pub struct PolicyArgs {
     /// always does (at start-up and on `/ready`); `lambda` only with `--check-tables true`.
     /// `--check-tables false` leaves `DescribeTable` out, for a Lambda function with the check
     /// off, its default.
-    #[arg(long, default_value_t = true, action = ArgAction::Set)]
+    #[arg(long, env = "DYNARELAY_POLICY_CHECK_TABLES", default_value_t = true, action = ArgAction::Set)]
     pub check_tables: bool,
 }
 
