@@ -92,6 +92,13 @@ async fn ask(app: &ModelApp, query: &str, variables: Value) -> Value {
     answer
 }
 
+/// The `order` lookup's answer for `customer`'s order placed at `at`: null when there is none.
+async fn look_up(app: &ModelApp, customer: &str, at: &str) -> Value {
+    let query = "query($c: ID!, $at: DateTime!) { order(customerId: $c, orderDate: $at) { id total skus status } }";
+    let answer = ask(app, query, json!({ "c": customer, "at": at })).await;
+    answer["data"]["order"].clone()
+}
+
 #[tokio::test]
 async fn the_orders_example_serves_a_teams_orders_table_exactly() {
     let app = model_app(MODEL).await;
@@ -143,30 +150,12 @@ async fn the_orders_example_serves_a_teams_orders_table_exactly() {
     }
 
     // The lookup, then `node` and `nodes` by the ids it gives.
-    let lookup = r#"query($c: ID!, $at: DateTime!) { order(customerId: $c, orderDate: $at) { id total skus status } }"#;
-    let first = ask(
-        &app,
-        lookup,
-        json!({ "c": "c#20", "at": "2026-05-01T00:03:00.000Z" }),
-    )
-    .await;
-    let first = &first["data"]["order"];
+    let first = look_up(&app, "c#20", "2026-05-01T00:03:00.000Z").await;
     assert_eq!(first["total"], "3.5", "{first}");
     assert_eq!(first["skus"], json!(["SKU-3"]), "{first}");
-    let other = ask(
-        &app,
-        lookup,
-        json!({ "c": "c-one", "at": "2026-05-01T00:00:00.000Z" }),
-    )
-    .await;
-    let other = &other["data"]["order"];
-    let missing = ask(
-        &app,
-        lookup,
-        json!({ "c": "c-none", "at": "2026-05-01T00:00:00.000Z" }),
-    )
-    .await;
-    assert_eq!(missing["data"]["order"], Value::Null, "{missing}");
+    let other = look_up(&app, "c-one", "2026-05-01T00:00:00.000Z").await;
+    let missing = look_up(&app, "c-none", "2026-05-01T00:00:00.000Z").await;
+    assert_eq!(missing, Value::Null, "{missing}");
     let refetch = "query($a: ID!, $b: ID!) { node(id: $a) { ... on Order { total } } nodes(ids: [$b, $a]) { ... on Order { total } } }";
     let refetched = ask(&app, refetch, json!({ "a": first["id"], "b": other["id"] })).await;
     assert_eq!(
@@ -199,11 +188,6 @@ async fn the_orders_example_serves_a_teams_orders_table_exactly() {
     let left = ground(&app, None, "customerId", "c#20", true).await;
     assert_eq!(left.len(), 19);
     assert!(!left.contains(&"c#20/2026-05-01T00:03:00.000Z".to_owned()));
-    let gone = ask(
-        &app,
-        lookup,
-        json!({ "c": "c#20", "at": "2026-05-01T00:03:00.000Z" }),
-    )
-    .await;
-    assert_eq!(gone["data"]["order"], Value::Null, "{gone}");
+    let gone = look_up(&app, "c#20", "2026-05-01T00:03:00.000Z").await;
+    assert_eq!(gone, Value::Null, "{gone}");
 }
