@@ -6,6 +6,7 @@
 //! - `scripts/package-lambda` packages a function and writes the template for it, with the
 //!   policy for its model and tables: started as Lambda starts it under cargo-lambda's emulator,
 //!   with the template's environment, the function serves its model (a mutation, then a page);
+//!   with `--check-tables true`, the template turns the table check on and grants what it sends;
 //! - the container recipe (`deploy/container/Dockerfile`) passes hadolint, copies the binary
 //!   cargo built and runs it as a user without privileges.
 //!
@@ -132,14 +133,15 @@ fn the_container_recipe_lints_clean_and_runs_the_built_binary_without_privileges
     assert!(!passed && printed.contains("DL3006"), "control: {printed}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_packaged_function_serves_its_model_as_lambda_runs_it() {
-    let app = model_app(MODEL).await;
+/// Runs `scripts/package-lambda` on [`MODEL`] for the tables under `prefix`, in `region` and
+/// `account`, with `extra` arguments, into a new directory; the directory, once it succeeded.
+fn package(prefix: &str, (region, account): (&str, &str), extra: &[&str]) -> std::path::PathBuf {
     let out = scratch("placeholder", "").with_file_name("build");
-    let (region, account) = ("eu-west-1", "123456789012");
     let packaged = Command::new(Path::new(ROOT).join("scripts/package-lambda"))
-        .args(["--model", MODEL, "--table-prefix", &app.prefix])
-        .args(["--region", region, "--account", account, "--out"])
+        .args(["--model", MODEL, "--table-prefix", prefix])
+        .args(["--region", region, "--account", account])
+        .args(extra)
+        .arg("--out")
         .arg(&out)
         .current_dir(ROOT)
         .env("DYNARELAY_BINARY", env!("CARGO_BIN_EXE_dynarelay"))
@@ -157,25 +159,50 @@ async fn a_packaged_function_serves_its_model_as_lambda_runs_it() {
     ] {
         assert!(out.join(file).is_file(), "{file} is not in the package");
     }
-    // The template: deploy/lambda/template.json with the policy for the model's tables under the
-    // prefix, and the prefix in the function's environment; nothing else changed.
-    let read = |path: &Path| -> Value {
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-    };
-    let written = read(&out.join("template.json"));
-    let mut want = read(&Path::new(ROOT).join(TEMPLATE));
+    out
+}
+
+/// The template `scripts/package-lambda` should write for [`MODEL`]: deploy/lambda/template.json
+/// with the policy for the model's tables under `prefix` (with `DescribeTable` when
+/// `check_tables`), the prefix in the function's environment and, when `check_tables`,
+/// `DYNARELAY_CHECK_TABLES=true`; nothing else changed.
+fn packaged_template(prefix: &str, (region, account): (&str, &str), check_tables: bool) -> Value {
+    let mut want: Value =
+        serde_json::from_str(&std::fs::read_to_string(Path::new(ROOT).join(TEMPLATE)).unwrap())
+            .unwrap();
     let function = &mut want["Resources"]["Api"]["Properties"];
     function["Policies"] = json!([policy(
         load_model(MODEL),
         &PolicyTarget {
-            prefix: app.prefix.clone(),
+            prefix: prefix.to_owned(),
             region: region.to_owned(),
             account: account.to_owned(),
-            check_tables: false,
+            check_tables,
         },
     )]);
-    function["Environment"]["Variables"]["DYNARELAY_TABLE_PREFIX"] = json!(app.prefix);
-    assert_eq!(written, want);
+    let variables = &mut function["Environment"]["Variables"];
+    variables["DYNARELAY_TABLE_PREFIX"] = json!(prefix);
+    if check_tables {
+        variables["DYNARELAY_CHECK_TABLES"] = json!("true");
+    }
+    want
+}
+
+/// The template a package holds.
+fn written_template(out: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(out.join("template.json")).unwrap()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_packaged_function_serves_its_model_as_lambda_runs_it() {
+    let app = model_app(MODEL).await;
+    let place = ("eu-west-1", "123456789012");
+    let out = package(&app.prefix, place, &[]);
+    // The table check is off unless asked for: the policy holds no `DescribeTable`.
+    assert_eq!(
+        written_template(&out),
+        packaged_template(&app.prefix, place, false)
+    );
     let (passed, printed) = lint_file("cfn-lint", &[], &out.join("template.json"));
     assert!(passed, "{printed}");
 
@@ -216,4 +243,57 @@ async fn a_packaged_function_serves_its_model_as_lambda_runs_it() {
         .unwrap();
     assert!(!refused.status.success());
     assert!(!bad.with_file_name("package").exists());
+}
+
+/// `scripts/package-lambda --check-tables true`: the template turns the function's table check on
+/// and its policy grants the `DescribeTable` that check sends. Held to that policy, the function
+/// asks DynamoDB on `/ready` (a call reaches the proxy, none is refused) and answers ready; the
+/// control, the same package held to the policy without `DescribeTable`, is refused and answers
+/// unavailable, so the check did run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_function_packaged_with_the_table_check_on_is_granted_the_check() {
+    let app = model_app(MODEL).await;
+    let place = ("eu-west-1", "123456789012");
+    let out = package(&app.prefix, place, &["--check-tables", "true"]);
+    let written = written_template(&out);
+    assert_eq!(written, packaged_template(&app.prefix, place, true));
+    let (passed, printed) = lint_file("cfn-lint", &[], &out.join("template.json"));
+    assert!(passed, "{printed}");
+
+    let ready = |proxy: &FaultProxy| {
+        let function = LambdaFunction::start_packaged(&proxy.url(), &out);
+        async move {
+            let response = reqwest::get(function.url("/ready")).await.unwrap();
+            let status = response.status().as_u16();
+            (status, response.json::<Value>().await.unwrap())
+        }
+    };
+    let granted = FaultProxy::auditing(&endpoint(), load_model(MODEL), &app.prefix).await;
+    assert_eq!(ready(&granted).await, (200, json!({ "status": "ready" })));
+    assert!(granted.counts().received > 0, "the check asked DynamoDB");
+    assert_eq!(granted.refused(), Vec::<String>::new());
+
+    let without = FaultProxy::auditing_lambda(&endpoint(), load_model(MODEL), &app.prefix).await;
+    assert_eq!(
+        ready(&without).await,
+        (503, json!({ "status": "unavailable" }))
+    );
+    without.assert_refused_only("dynamodb:DescribeTable ");
+
+    // Anything but `true` or `false` is refused, and nothing is written.
+    let out = scratch("placeholder", "").with_file_name("refused");
+    let refused = Command::new(Path::new(ROOT).join("scripts/package-lambda"))
+        .args(["--model", MODEL, "--check-tables", "yes", "--out"])
+        .arg(&out)
+        .current_dir(ROOT)
+        .env("DYNARELAY_BINARY", env!("CARGO_BIN_EXE_dynarelay"))
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("--check-tables takes true or false"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    assert!(!out.exists());
 }

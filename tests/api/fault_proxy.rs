@@ -235,6 +235,16 @@ impl FaultProxy {
         self.shared.refused.lock().unwrap().clone()
     }
 
+    /// Asserts that the policy refused at least one call so far, and only calls whose
+    /// description starts with `call` (`"dynamodb:DescribeTable "`, say).
+    pub fn assert_refused_only(&self, call: &str) {
+        let refused = self.refused();
+        assert!(
+            !refused.is_empty() && refused.iter().all(|r| r.starts_with(call)),
+            "refused, where only {call}… was expected: {refused:?}"
+        );
+    }
+
     async fn start_with(upstream: &str, policy: Option<crate::helpers::PolicyCheck>) -> FaultProxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
