@@ -9,11 +9,19 @@
 //! The other difference is the client's address. There is no TCP peer: API Gateway and function
 //! URLs give the caller's address in the event (`sourceIp`), set by AWS and so believed; it
 //! becomes the request's peer address, as `serve` would see it, for the per-address rate
-//! limits. An Application Load Balancer event has none, and gives requests no peer.
+//! limits. An Application Load Balancer's event names no caller, but the balancer appends the
+//! address it saw to `X-Forwarded-For` (its default `append` processing), so the last entry is
+//! the balancer's word: it becomes the peer and is taken off the header, and what is left is
+//! what the caller wrote, read as `serve` reads a header from its peer (believed only when that
+//! peer is one of `--trusted-proxies`, such as a CDN in front of the balancer).
 
 use std::net::{IpAddr, SocketAddr};
 
-use axum::{Router, extract::ConnectInfo, http::Uri};
+use axum::{
+    Router,
+    extract::ConnectInfo,
+    http::{HeaderMap, HeaderValue, Uri},
+};
 use lambda_http::{Request, RequestExt, request::RequestContext};
 use tower::ServiceBuilder;
 
@@ -26,7 +34,11 @@ pub async fn run(router: Router) -> Result<(), lambda_http::Error> {
 /// `request` as `serve` would see it: the caller's address from its event, when the event has
 /// one, as the peer; the API Gateway stage off the path.
 fn prepare(mut request: Request) -> Request {
-    if let Some(ip) = source_ip(&request) {
+    let caller = match request.request_context_ref() {
+        Some(RequestContext::Alb(_)) => balancer_appended(request.headers_mut()),
+        _ => source_ip(&request),
+    };
+    if let Some(ip) = caller {
         request
             .extensions_mut()
             .insert(ConnectInfo(SocketAddr::new(ip, 0)));
@@ -76,6 +88,35 @@ fn source_ip(request: &Request) -> Option<IpAddr> {
     ip.parse().ok()
 }
 
+/// The address an Application Load Balancer appended to `X-Forwarded-For`: its last entry,
+/// taken off the header (the header goes when nothing is left). `None`, with the header as it
+/// was, when there is no entry or the last is not an address.
+fn balancer_appended(headers: &mut HeaderMap) -> Option<IpAddr> {
+    use crate::http::rate_limit::{FORWARDED_FOR, parse_hop};
+    // Several headers are one list, in order: the last entry is the last header's.
+    let mut values: Vec<String> = headers
+        .get_all(&FORWARDED_FOR)
+        .iter()
+        .map(|value| value.to_str().map(str::to_owned))
+        .collect::<Result<_, _>>()
+        .ok()?;
+    let last = values.pop()?;
+    let (rest, hop) = match last.rsplit_once(',') {
+        Some((rest, hop)) => (Some(rest.trim_end()), hop),
+        None => (None, last.as_str()),
+    };
+    let ip = parse_hop(hop.trim())?;
+    values.extend(rest.filter(|rest| !rest.is_empty()).map(str::to_owned));
+    headers.remove(&FORWARDED_FOR);
+    for value in values {
+        // Each value was a header value, and a part of one is too.
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            headers.append(&FORWARDED_FOR, value);
+        }
+    }
+    Some(ip)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,11 +148,6 @@ mod tests {
                   "http":{"method":"GET","path":"/dev/graphql","protocol":"HTTP/1.1",
                   "sourceIp":"203.0.113.5","userAgent":"test"}},"isBase64Encoded":false}"#,
         );
-        let alb = event(
-            r#"{"httpMethod":"POST","path":"/graphql","headers":{},"requestContext":{"elb":
-                {"targetGroupArn":"arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/t/1"}},
-                "isBase64Encoded":false,"body":""}"#,
-        );
         let seen = |request: Request| {
             let request = prepare(request);
             let peer = request
@@ -135,6 +171,73 @@ mod tests {
             seen(named_stage),
             (Some("/graphql".into()), Some("203.0.113.5".into()))
         );
-        assert_eq!(seen(alb), (Some("/graphql".into()), None));
+    }
+
+    /// An Application Load Balancer's event, with `headers` (a JSON object's members) and, when
+    /// `multi`, in the multi-value form the balancer sends when the target group asks for it.
+    fn alb(headers: &str, multi: bool) -> Request {
+        let headers = if multi {
+            format!(r#""multiValueHeaders":{{{headers}}}"#)
+        } else {
+            format!(r#""headers":{{{headers}}}"#)
+        };
+        event(&format!(
+            r#"{{"httpMethod":"POST","path":"/graphql",{headers},"requestContext":{{"elb":
+                {{"targetGroupArn":"arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/t/1"}}}},
+                "isBase64Encoded":false,"body":""}}"#
+        ))
+    }
+
+    /// The peer `prepare` gives an event, and the `X-Forwarded-For` it leaves.
+    fn caller(request: Request) -> (Option<String>, Vec<String>) {
+        let request = prepare(request);
+        let peer = request
+            .extensions()
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|ConnectInfo(addr)| addr.ip().to_string());
+        let forwarded = request
+            .headers()
+            .get_all("x-forwarded-for")
+            .iter()
+            .map(|value| value.to_str().unwrap().to_owned())
+            .collect();
+        (peer, forwarded)
+    }
+
+    #[test]
+    fn a_load_balancers_caller_is_the_address_it_appended() {
+        // The balancer's own entry, with nothing before it.
+        assert_eq!(
+            caller(alb(r#""x-forwarded-for":"72.12.164.125""#, false)),
+            (Some("72.12.164.125".into()), vec![])
+        );
+        // What the caller wrote stays, to be believed only from a trusted proxy.
+        assert_eq!(
+            caller(alb(
+                r#""x-forwarded-for":"10.1.1.1, 2001:db8::7,198.51.100.20""#,
+                false
+            )),
+            (
+                Some("198.51.100.20".into()),
+                vec!["10.1.1.1, 2001:db8::7".into()]
+            )
+        );
+        // Several headers are one list: the last entry is the last header's.
+        assert_eq!(
+            caller(alb(
+                r#""x-forwarded-for":["203.0.113.9","10.0.0.1, 2001:db8::9"]"#,
+                true
+            )),
+            (
+                Some("2001:db8::9".into()),
+                vec!["203.0.113.9".into(), "10.0.0.1".into()]
+            )
+        );
+        // No entry, or a last entry that is no address: no caller, and the header as it was.
+        assert_eq!(caller(alb("", false)), (None, vec![]));
+        assert_eq!(
+            caller(alb(r#""x-forwarded-for":"198.51.100.20, unknown""#, false)),
+            (None, vec!["198.51.100.20, unknown".into()])
+        );
     }
 }

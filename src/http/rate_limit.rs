@@ -136,8 +136,9 @@ pub(super) enum CallerKey {
     Subject([u8; 16]),
     /// A client address (an IPv6 address with its last 64 bits cleared).
     Address(IpAddr),
-    /// A request without a peer address (only when the router is driven without a listener,
-    /// as in tests that call it directly): all such requests are one caller.
+    /// A request without a peer address (a load balancer's Lambda event without
+    /// `X-Forwarded-For`, or the router driven without a listener, as in tests that call it
+    /// directly): all such requests are one caller.
     UnknownAddress,
 }
 
@@ -553,10 +554,11 @@ impl RateLimiter {
     }
 }
 
-/// An `X-Forwarded-For` entry: an address, possibly with a port (`1.2.3.4:80`, `[::1]:80`).
-static FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+/// The header a proxy lists the addresses a request came through in, the client's first.
+pub(crate) static FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 
-fn parse_hop(hop: &str) -> Option<IpAddr> {
+/// An `X-Forwarded-For` entry: an address, possibly with a port (`1.2.3.4:80`, `[::1]:80`).
+pub(crate) fn parse_hop(hop: &str) -> Option<IpAddr> {
     hop.parse::<IpAddr>()
         .or_else(|_| hop.parse::<SocketAddr>().map(|addr| addr.ip()))
         .ok()

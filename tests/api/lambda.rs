@@ -316,6 +316,71 @@ async fn every_kind_of_event_is_answered() {
     assert_eq!(dynamodb.refused(), Vec::<String>::new());
 }
 
+/// An Application Load Balancer's caller is the address the balancer appended to
+/// `X-Forwarded-For` (the event names none), so anonymous callers are limited each by its own
+/// address. With one request a second per address and a burst of one: an address's first
+/// request is served, and of the five that follow at once at least one is refused (all five
+/// served would take four seconds of waiting); another address's first request is still served
+/// (seen failing before the balancer's entry was read: every load balancer event was one caller,
+/// so it was refused); and addresses the caller writes in front of the balancer's entry do not
+/// make it someone new each time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_load_balancers_callers_are_limited_each_by_its_address() {
+    let app = shop().await;
+    let dynamodb = FaultProxy::auditing_lambda(&endpoint(), shop_model(), &app.prefix).await;
+    let one_a_second = [
+        ("DYNARELAY_RATE_LIMIT_ADDRESSES", "on"),
+        ("DYNARELAY_RATE_LIMIT_REQUESTS", "1"),
+        ("DYNARELAY_RATE_LIMIT_BURST", "1"),
+    ];
+    let function = LambdaFunction::start(&dynamodb.url(), &app.prefix, &one_a_second);
+    let http = reqwest::Client::new();
+    let body = json!({ "query": "{ __typename }" }).to_string();
+    let status = |forwarded: String| {
+        let mut event = alb_event(&body);
+        event["headers"]["x-forwarded-for"] = json!(forwarded);
+        let request = http.post(function.invocations()).json(&event);
+        async move {
+            let response: Value = request.send().await.unwrap().json().await.unwrap();
+            let status = response["statusCode"].as_u64().unwrap();
+            if status == 429 {
+                let answer: Value =
+                    serde_json::from_str(response["body"].as_str().unwrap()).unwrap();
+                assert_eq!(
+                    answer["errors"][0]["extensions"]["code"], "RATE_LIMITED",
+                    "{answer}"
+                );
+            }
+            status
+        }
+    };
+    let refused_of_five = |forwarded: &dyn Fn(usize) -> String| {
+        let sent: Vec<_> = (1..=5).map(|i| status(forwarded(i))).collect();
+        async move {
+            let mut refused = 0;
+            for status in sent {
+                refused += usize::from(status.await == 429);
+            }
+            refused
+        }
+    };
+    let a = "198.51.100.20";
+    assert_eq!(status(a.to_owned()).await, 200, "the first request");
+    let refused = refused_of_five(&|_| a.to_owned()).await;
+    assert!(refused > 0, "five more at once from {a}: none refused");
+    assert_eq!(
+        status("203.0.113.9".to_owned()).await,
+        200,
+        "another address's first request"
+    );
+    let refused = refused_of_five(&|i| format!("192.0.2.{i}, {a}")).await;
+    assert!(
+        refused > 0,
+        "five from {a}, each claiming another address before it: none refused"
+    );
+    assert_eq!(dynamodb.counts().received, 0, "no call to DynamoDB");
+}
+
 /// `GET /ready` through the function URL of a function with `env`, its calls held to `proxy`'s
 /// policy: the status and the body.
 async fn ready(proxy: &FaultProxy, prefix: &str, env: &[(&str, &str)]) -> (u16, Value) {
