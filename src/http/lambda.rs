@@ -93,26 +93,23 @@ fn source_ip(request: &Request) -> Option<IpAddr> {
 /// was, when there is no entry or the last is not an address.
 fn balancer_appended(headers: &mut HeaderMap) -> Option<IpAddr> {
     use crate::http::rate_limit::{FORWARDED_FOR, parse_hop};
-    // Several headers are one list, in order: the last entry is the last header's.
-    let mut values: Vec<String> = headers
-        .get_all(&FORWARDED_FOR)
-        .iter()
-        .map(|value| value.to_str().map(str::to_owned))
-        .collect::<Result<_, _>>()
-        .ok()?;
+    // Several headers are one list, in order: the last entry is the last header's, and only
+    // that header changes.
+    let mut values: Vec<HeaderValue> = headers.get_all(&FORWARDED_FOR).iter().cloned().collect();
     let last = values.pop()?;
+    let last = last.to_str().ok()?;
     let (rest, hop) = match last.rsplit_once(',') {
-        Some((rest, hop)) => (Some(rest.trim_end()), hop),
-        None => (None, last.as_str()),
+        Some((rest, hop)) => (rest.trim_end(), hop),
+        None => ("", last),
     };
     let ip = parse_hop(hop.trim())?;
-    values.extend(rest.filter(|rest| !rest.is_empty()).map(str::to_owned));
+    if !rest.is_empty() {
+        // A part of a header value is a header value too.
+        values.push(HeaderValue::from_str(rest).ok()?);
+    }
     headers.remove(&FORWARDED_FOR);
     for value in values {
-        // Each value was a header value, and a part of one is too.
-        if let Ok(value) = HeaderValue::from_str(&value) {
-            headers.append(&FORWARDED_FOR, value);
-        }
+        headers.append(&FORWARDED_FOR, value);
     }
     Some(ip)
 }
@@ -150,13 +147,9 @@ mod tests {
         );
         let seen = |request: Request| {
             let request = prepare(request);
-            let peer = request
-                .extensions()
-                .get::<ConnectInfo<SocketAddr>>()
-                .map(|ConnectInfo(addr)| addr.ip().to_string());
             (
                 request.uri().path_and_query().map(ToString::to_string),
-                peer,
+                peer(&request),
             )
         };
         assert_eq!(
@@ -188,20 +181,24 @@ mod tests {
         ))
     }
 
+    /// The peer address a prepared request carries.
+    fn peer(request: &Request) -> Option<String> {
+        request
+            .extensions()
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|ConnectInfo(addr)| addr.ip().to_string())
+    }
+
     /// The peer `prepare` gives an event, and the `X-Forwarded-For` it leaves.
     fn caller(request: Request) -> (Option<String>, Vec<String>) {
         let request = prepare(request);
-        let peer = request
-            .extensions()
-            .get::<ConnectInfo<SocketAddr>>()
-            .map(|ConnectInfo(addr)| addr.ip().to_string());
         let forwarded = request
             .headers()
             .get_all("x-forwarded-for")
             .iter()
             .map(|value| value.to_str().unwrap().to_owned())
             .collect();
-        (peer, forwarded)
+        (peer(&request), forwarded)
     }
 
     #[test]

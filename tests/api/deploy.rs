@@ -133,20 +133,27 @@ fn the_container_recipe_lints_clean_and_runs_the_built_binary_without_privileges
     assert!(!passed && printed.contains("DL3006"), "control: {printed}");
 }
 
+/// Runs `scripts/package-lambda` from the repository's root with `args` and `--out out`, on the
+/// suite's own build of dynarelay.
+fn package_lambda(args: &[&str], out: &Path) -> std::process::Output {
+    Command::new(Path::new(ROOT).join("scripts/package-lambda"))
+        .args(args)
+        .arg("--out")
+        .arg(out)
+        .current_dir(ROOT)
+        .env("DYNARELAY_BINARY", env!("CARGO_BIN_EXE_dynarelay"))
+        .output()
+        .unwrap()
+}
+
 /// Runs `scripts/package-lambda` on [`MODEL`] for the tables under `prefix`, in `region` and
 /// `account`, with `extra` arguments, into a new directory; the directory, once it succeeded.
 fn package(prefix: &str, (region, account): (&str, &str), extra: &[&str]) -> std::path::PathBuf {
     let out = scratch("placeholder", "").with_file_name("build");
-    let packaged = Command::new(Path::new(ROOT).join("scripts/package-lambda"))
-        .args(["--model", MODEL, "--table-prefix", prefix])
-        .args(["--region", region, "--account", account])
-        .args(extra)
-        .arg("--out")
-        .arg(&out)
-        .current_dir(ROOT)
-        .env("DYNARELAY_BINARY", env!("CARGO_BIN_EXE_dynarelay"))
-        .output()
-        .unwrap();
+    let mut args = vec!["--model", MODEL, "--table-prefix", prefix];
+    args.extend(["--region", region, "--account", account]);
+    args.extend(extra);
+    let packaged = package_lambda(&args, &out);
     assert!(
         packaged.status.success(),
         "{}",
@@ -233,14 +240,10 @@ async fn a_packaged_function_serves_its_model_as_lambda_runs_it() {
 
     // A model that does not load is not packaged.
     let bad = scratch("bad.toml", "[tables.Orders]\npartition_key = 3\n");
-    let refused = Command::new(Path::new(ROOT).join("scripts/package-lambda"))
-        .arg("--model")
-        .arg(&bad)
-        .arg("--out")
-        .arg(bad.with_file_name("package"))
-        .env("DYNARELAY_BINARY", env!("CARGO_BIN_EXE_dynarelay"))
-        .output()
-        .unwrap();
+    let refused = package_lambda(
+        &["--model", bad.to_str().unwrap()],
+        &bad.with_file_name("package"),
+    );
     assert!(!refused.status.success());
     assert!(!bad.with_file_name("package").exists());
 }
@@ -282,13 +285,7 @@ async fn a_function_packaged_with_the_table_check_on_is_granted_the_check() {
 
     // Anything but `true` or `false` is refused, and nothing is written.
     let out = scratch("placeholder", "").with_file_name("refused");
-    let refused = Command::new(Path::new(ROOT).join("scripts/package-lambda"))
-        .args(["--model", MODEL, "--check-tables", "yes", "--out"])
-        .arg(&out)
-        .current_dir(ROOT)
-        .env("DYNARELAY_BINARY", env!("CARGO_BIN_EXE_dynarelay"))
-        .output()
-        .unwrap();
+    let refused = package_lambda(&["--model", MODEL, "--check-tables", "yes"], &out);
     assert_eq!(refused.status.code(), Some(2));
     assert!(
         String::from_utf8_lossy(&refused.stderr).contains("--check-tables takes true or false"),
