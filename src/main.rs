@@ -256,6 +256,9 @@ async fn check(args: CheckArgs) -> anyhow::Result<()> {
     let file = args.model.model.display().to_string();
     let model = load_model(&args.model)?;
     println!("{file}: the model is valid");
+    for note in model::notes::notes(model) {
+        println!("note: {note}");
+    }
     if args.offline {
         return Ok(());
     }

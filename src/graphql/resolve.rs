@@ -443,8 +443,24 @@ fn plan<'a>(
             for (name, value) in bound {
                 binding = binding.argument(name, value.as_deref());
             }
+            // In a template's key a range is one of the keys' text, in DynamoDB's byte order:
+            // the bounds are compared as they are written (a value wider than its facet's width
+            // sorts by its first digits).
+            let order = |lo: &AttributeValue, hi: &AttributeValue| match &sort.template {
+                Some(template) => {
+                    let text = |v| values::facet_text(template, &field.name, v);
+                    match (text(lo), text(hi)) {
+                        (Some(lo), Some(hi)) => {
+                            let written = |t: &str| template.partial(|_| None, t);
+                            written(&lo).as_bytes().cmp(written(&hi).as_bytes())
+                        }
+                        _ => compare(lo, hi),
+                    }
+                }
+                None => compare(lo, hi),
+            };
             if let (Some(lo), Some(hi)) = (&min, &max)
-                && compare(lo, hi) == Ordering::Greater
+                && order(lo, hi) == Ordering::Greater
             {
                 let (lo, hi) = (
                     sort.min.as_ref().map_or("", |a| a.name.as_str()),
@@ -587,15 +603,6 @@ fn facet_range<'v>(
     max: Option<AttributeValue>,
 ) -> ApiResult<SortKeyCondition> {
     let text = |value: &AttributeValue| {
-        // A padded number sorts as the others only within its width.
-        if let (Some(width), AttributeValue::N(n)) = (template.pad(facet), value)
-            && (n.starts_with('-') || n.len() > width)
-        {
-            return Err(bad(format!(
-                "`{facet}` values are stored as {width}-digit numbers: give bounds from 0 to {}.",
-                "9".repeat(width)
-            )));
-        }
         values::facet_text(template, facet, value).ok_or(ApiError::Internal)
     };
     let start = template.prefix(leading);

@@ -255,7 +255,8 @@ pub struct EntityFile {
     /// between facets tells the entity's items apart and separates the facets. Facet values
     /// have `\\` and the separators escaped with `\\`; integers are written as 20 fixed-width
     /// digits so that they sort. With `escape_keys = false`, values are written as they are and
-    /// numbers as plain decimal text, or zero-padded to a width with `{seq:08}`. A key
+    /// numbers as plain decimal text. `{seq:08}`, escaped or not, zero-pads a number to at least
+    /// 8 digits (a wider one is written as it is, and sorts by its first digits). A key
     /// attribute with no template is a field's attribute, as in a table of one entity.
     #[serde(default)]
     #[schemars(with = "BTreeMap<String, String>")]
@@ -266,7 +267,9 @@ pub struct EntityFile {
     /// facet followed by literal text then ends where that text first occurs, and the last facet
     /// takes the rest of the key (`CUSTOMER#{email}` reads `CUSTOMER#a#b@example.com` as the
     /// email `a#b@example.com`). In a table that holds several entities, such an entity is told
-    /// apart from the others by the table's `type_attribute`, which it then needs.
+    /// apart from the others by the table's `type_attribute`, or, without one, by the literal
+    /// text its keys start with (`#METADATA#{name}` beside `TITLE#{number}`: neither start
+    /// begins the other).
     #[schemars(with = "Option<bool>")]
     pub escape_keys: Option<Spanned<bool>>,
     /// The case `keys` are written in: `lower` (ElectroDB's default), `upper`, or `as_stored`
@@ -299,8 +302,8 @@ pub struct EntityFile {
     pub id_tag: Option<Spanned<String>>,
     /// The fields read from the item's attributes. The key attributes must each have one.
     #[serde(default)]
-    #[schemars(with = "BTreeMap<String, FieldFile>")]
-    pub fields: BTreeMap<Spanned<String>, FieldFile>,
+    #[schemars(with = "BTreeMap<String, FieldEntry>")]
+    pub fields: BTreeMap<Spanned<String>, FieldEntry>,
     /// Fields that hold another entity's key and resolve to that entity.
     #[serde(default)]
     #[schemars(with = "BTreeMap<String, RelationFile>")]
@@ -371,6 +374,110 @@ pub enum KeyCaseFile {
     Lower,
     /// All uppercase.
     Upper,
+}
+
+/// A field: its settings, or its GraphQL type alone (`orderId = "ID!"` for
+/// `orderId = { type = "ID!" }`), as Cargo takes `serde = "1"` beside a table.
+#[derive(Debug)]
+pub struct FieldEntry(pub FieldFile);
+
+impl std::ops::Deref for FieldEntry {
+    type Target = FieldFile;
+
+    fn deref(&self) -> &FieldFile {
+        &self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for FieldEntry {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        // The type alone is a string with no place of its own in serde's data model: the whole
+        // value's place (toml's `Spanned`) is the type's.
+        let spanned = Spanned::<Shorthand>::deserialize(deserializer)?;
+        let span = spanned.span();
+        Ok(FieldEntry(match spanned.into_inner() {
+            Shorthand::Type(ty) => FieldFile::of_type(Spanned::new(span, ty)),
+            Shorthand::Table(file) => *file,
+        }))
+    }
+}
+
+impl JsonSchema for FieldEntry {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "FieldEntry".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let table = generator.subschema_for::<FieldFile>();
+        schemars::json_schema!({
+            "description": "A field: a table of its settings, or its GraphQL type alone (`orderId = \"ID!\"` is `orderId = { type = \"ID!\" }`).",
+            "anyOf": [
+                {
+                    "type": "string",
+                    "description": "The GraphQL type, as `type` in the table form: `String!`, `[ID!]`, an enum name."
+                },
+                table
+            ]
+        })
+    }
+}
+
+/// A field as written: its type alone, or a table.
+enum Shorthand {
+    Type(String),
+    Table(Box<FieldFile>),
+}
+
+impl<'de> Deserialize<'de> for Shorthand {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        // Hand-written rather than `#[serde(untagged)]`: an untagged enum buffers the value and
+        // loses the places (`Spanned`) inside the table, which every later message points at.
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Shorthand;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(
+                    "a field: its type, such as \"String!\", or a table such as \
+                     `{ type = \"String!\", description = \"...\" }`",
+                )
+            }
+
+            fn visit_str<E: serde::de::Error>(self, ty: &str) -> Result<Shorthand, E> {
+                Ok(Shorthand::Type(ty.to_owned()))
+            }
+
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                map: M,
+            ) -> Result<Shorthand, M::Error> {
+                FieldFile::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(|file| Shorthand::Table(Box::new(file)))
+            }
+        }
+        deserializer.deserialize_any(Visit)
+    }
+}
+
+impl FieldFile {
+    /// A field of type `ty`, with every other setting left out.
+    fn of_type(ty: Spanned<String>) -> Self {
+        Self {
+            ty,
+            attribute: None,
+            description: None,
+            stored_as: None,
+            default: None,
+            generated: None,
+            input_description: None,
+            min: None,
+            max: None,
+            min_length: None,
+            max_length: None,
+            format: None,
+            allow: None,
+        }
+    }
 }
 
 /// A field read from one attribute.

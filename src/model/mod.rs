@@ -13,6 +13,7 @@
 
 pub mod check;
 pub mod file;
+pub mod notes;
 pub mod sortable_id;
 pub mod template;
 

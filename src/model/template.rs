@@ -266,31 +266,35 @@ impl KeyTemplate {
         self.case
     }
 
-    /// An integer value of facet `facet` (DynamoDB's decimal text) as this template writes it:
-    /// at [`sortable_integer`]'s fixed width in dynarelay's own (escaped) keys; in keys other tools
-    /// write, as plain decimal text, zero-padded when the facet has a width (a negative number,
-    /// or one wider than that, as it is, as those tools write it). `None` for a number an escaped
-    /// key cannot hold (not a 64-bit integer).
+    /// An integer value of facet `facet` (DynamoDB's decimal text) as this template writes it.
+    /// A facet with a width (`{seq:08}`) is zero-padded to at least that many digits, escaped or
+    /// not, as OneTable and hand-rolled code write numbers: a wider value is written as it is
+    /// (so it sorts by its first digits, `copy#123456789` between `copy#12345678` and
+    /// `copy#12345679`), and so is a negative one. Otherwise dynarelay's own (escaped) keys write
+    /// [`sortable_integer`]'s fixed width, and keys other tools wrote plain decimal text. `None`
+    /// for a number an escaped key without a width cannot hold (not a 64-bit integer).
     pub fn integer_text(&self, facet: &str, number: &str) -> Option<String> {
-        if self.escaped {
-            return number.parse::<i64>().ok().map(sortable_integer);
-        }
         match (self.pad(facet), number.parse::<i64>()) {
             (Some(width), Ok(n)) if n >= 0 => Some(format!("{n:0width$}")),
-            _ => Some(number.to_owned()),
+            (Some(_), _) => Some(number.to_owned()),
+            (None, parsed) if self.escaped => parsed.ok().map(sortable_integer),
+            (None, _) => Some(number.to_owned()),
         }
     }
 
     /// The integer an integer facet's text in a key of this template stands for: the inverse of
-    /// [`KeyTemplate::integer_text`]; `None` for text it does not write (a padded facet holds
-    /// digits only).
+    /// [`KeyTemplate::integer_text`]; `None` for text it does not write (a facet with a width
+    /// holds digits only, at least that many, with no zero before a wider value's first digit).
     pub fn read_integer(&self, facet: &str, text: &str) -> Option<i64> {
-        if self.escaped {
-            read_sortable_integer(text)
-        } else if self.pad(facet).is_some() && !text.bytes().all(|b| b.is_ascii_digit()) {
-            None
-        } else {
-            text.parse().ok()
+        match self.pad(facet) {
+            Some(width) => {
+                let canonical = text.len() >= width
+                    && text.bytes().all(|b| b.is_ascii_digit())
+                    && (text.len() == width || !text.starts_with('0'));
+                if canonical { text.parse().ok() } else { None }
+            }
+            None if self.escaped => read_sortable_integer(text),
+            None => text.parse().ok(),
         }
     }
 

@@ -36,8 +36,8 @@ pub use calls::{
     dynamodb_calls, used_pair,
 };
 pub use dynamo::{
-    GroundQuery, SortCond, ground_truth, product_item, purchase_item, query_all, query_partition,
-    scan_all, user_item, user_purchases,
+    GroundQuery, SortCond, ground_truth, product_item, purchase_item, put_plain, query_all,
+    query_partition, scan_all, user_item, user_purchases,
 };
 pub use generated::check_generated;
 pub use lambda::LambdaFunction;

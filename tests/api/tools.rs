@@ -6,6 +6,7 @@
 //! is the ground truth every connection is walked against, at every page size, both ways.
 
 pub(crate) mod amplify;
+mod books;
 mod electrodb;
 mod onetable;
 mod toolbox;

@@ -415,31 +415,18 @@ impl<'f> Ctx<'f, '_> {
                         FieldType::Scalar(Scalar::DateTime(format)) => format.is_number(),
                         _ => false,
                     };
-                    if escaped || !integer {
+                    if !integer {
                         ok = false;
                         out.error(
                             text.span(),
                             format!(
                                 "facet `{facet}` of key template `{}` is padded to {width} digits, \
-                                 but {}",
+                                 but `{facet}` is `{}`, not an integer or a time stored as one",
                                 text.get_ref(),
-                                if escaped {
-                                    "dynarelay's own keys write integers at a fixed width already"
-                                        .to_owned()
-                                } else {
-                                    format!(
-                                        "`{facet}` is `{}`, not an integer or a time stored as one",
-                                        self.type_text(&f.ty, f.nullable)
-                                    )
-                                }
+                                self.type_text(&f.ty, f.nullable)
                             ),
                         )
-                        .hint(if escaped {
-                            "padding is for keys other tools wrote: set `escape_keys = false`, or \
-                             write the facet as `{name}`"
-                        } else {
-                            "pad only Int, BigInt and epoch-stored DateTime facets"
-                        });
+                        .hint("pad only Int, BigInt and epoch-stored DateTime facets");
                         continue;
                     }
                 }
@@ -569,8 +556,12 @@ impl<'f> Ctx<'f, '_> {
     }
 
     /// The entities of a table without a type attribute must be told apart by their keys, in
-    /// the table and in each index: no two may have key templates that start alike, or a page
-    /// of one would read the other's items.
+    /// the table and in each index: for every two of them, some key attribute's templates must
+    /// start with literal texts neither of which begins the other, or a page of one would read
+    /// the other's items. Escaped or not: a key of a template starts with its literal text, so
+    /// a key cannot read back under two templates whose starts differ so (see
+    /// [`crate::model::Entity::matches`], the rule every read applies), even when nobody escaped
+    /// the separators inside its values, as hand-rolled code and *The DynamoDB Book* write keys.
     pub(super) fn check_shared_tables(&self, out: &mut Problems) {
         for (t, info) in self.tables.iter().enumerate() {
             let ids: Vec<EntityId> = (0..self.entities.len())
@@ -608,25 +599,6 @@ impl<'f> Ctx<'f, '_> {
                 }
                 continue;
             }
-            // Unescaped keys are read as far as their literal text goes, so they cannot tell
-            // entities apart: the type attribute must.
-            let mut unescaped = Vec::new();
-            for &e in &ids {
-                let draft = &self.entities[e];
-                if let Some(flag) = &draft.file.escape_keys
-                    && !*flag.get_ref()
-                {
-                    out.error(
-                        flag.span(),
-                        format!(
-                            "entity `{}` reads keys without escapes, so its keys alone cannot tell its items from those of the other entities of table `{}`",
-                            draft.entity.name, info.table.name
-                        ),
-                    )
-                    .hint("give the table a `type_attribute` naming each item's entity (ElectroDB's `__edb_e__`, dynamodb-toolbox's `_et`, OneTable's `_type`, Amplify's `__typename`), or leave `escape_keys` out");
-                    unescaped.push(e);
-                }
-            }
             let mut spaces: Vec<(&[KeyAttr], String)> =
                 vec![(info.table.key, format!("table `{}`", info.table.name))];
             for index in &info.table.indexes {
@@ -634,9 +606,6 @@ impl<'f> Ctx<'f, '_> {
             }
             for (i, &a) in ids.iter().enumerate() {
                 for &b in &ids[i + 1..] {
-                    if unescaped.contains(&a) || unescaped.contains(&b) {
-                        continue;
-                    }
                     let Some((key, what)) = spaces.iter().find(|(key, _)| self.overlap(a, b, key))
                     else {
                         continue;
@@ -695,13 +664,19 @@ impl<'f> Ctx<'f, '_> {
         };
         let (sa, sb) = (starts(a), starts(b));
         if sa == sb {
+            let shared = sa
+                .iter()
+                .zip(key)
+                .map(|(start, attr)| format!("`{start}` on `{}`", attr.name))
+                .collect::<Vec<_>>();
             out.error(
                 span_of(db),
                 format!(
                     "entities `{na}` and `{nb}` could both match the same keys of {what}: their \
-                     templates ({} and {}) start alike",
+                     templates ({} and {}) share the start {}",
                     ta.join(", "),
-                    tb.join(", ")
+                    tb.join(", "),
+                    shared.join(" and ")
                 ),
             )
             .also(span_of(da), format!("`{na}`'s template"))
@@ -719,9 +694,15 @@ impl<'f> Ctx<'f, '_> {
             out.error(
                 span_of(db),
                 format!(
-                    "the key prefix `{}` of `{ns}` shadows `{}` of `{nl}` on `{}` in {what}: a \
-                     page of `{ns}` would read `{nl}`'s items",
-                    short[at], long[at], key[at].name
+                    "the key prefix `{}` of `{ns}` shadows `{}` of `{nl}` on `{}` in {what}: \
+                     templates {} and {} share the start `{}`, so a page of `{ns}` would read \
+                     `{nl}`'s items",
+                    short[at],
+                    long[at],
+                    key[at].name,
+                    ta.join(", "),
+                    tb.join(", "),
+                    short[at]
                 ),
             )
             .also(span_of(da), format!("`{na}`'s template"))

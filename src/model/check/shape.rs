@@ -49,7 +49,57 @@ pub(super) fn toml_error(err: &toml::de::Error, out: &mut Problems) {
         out.error(span, "this value has the wrong shape").hint(hint);
         return;
     }
-    out.error(span, message);
+    out.error(span, in_model_terms(&message));
+}
+
+/// serde's message about a value of the wrong type, worded in the model file's terms: what it
+/// expected named as the file names it (`a table of an entity's settings`), never as the Rust
+/// type that reads it (`struct EntityFile`, `u32`).
+pub(super) fn in_model_terms(message: &str) -> String {
+    const STRUCT: &str = "expected struct ";
+    let Some(at) = message.find(STRUCT) else {
+        return message
+            .replace(
+                "expected u32",
+                "expected a whole number from 0 to 4294967295",
+            )
+            .replace("expected u16", "expected a whole number from 0 to 65535")
+            .replace("expected a map", "expected a table (`{ key = value }`)");
+    };
+    let name: String = message[at + STRUCT.len()..]
+        .chars()
+        .take_while(char::is_ascii_alphanumeric)
+        .collect();
+    let what = match name.as_str() {
+        "ModelFile" => "a model file's tables",
+        "AuthFile" => "the `[auth]` settings",
+        "TableFile" => "a DynamoDB table's settings (`partition_key`, `attributes`, ...)",
+        "IndexFile" => "an index's settings (`partition_key`, `sort_key`, ...)",
+        "EnumFile" => "an enum's settings (`values`, `description`)",
+        "EntityFile" => "an entity's settings (`table`, `keys`, `fields`, ...)",
+        "ElectroDbFile" => "ElectroDB's settings (`service`, `entity`, `pk`, `sk`, ...)",
+        "ElectroDbIndexFile" => "an ElectroDB index's settings (`index`, `pk`, `sk`)",
+        "FieldFile" => "a field's settings (`type`, `description`, ...)",
+        "RelationFile" => "a relation's settings (`type`, `key`, ...)",
+        "LookupFile" => "a lookup's settings (`entity`, `description`, ...)",
+        "ConnectionFile" => "a connection's settings (`entity`, `partition`, `sort`, ...)",
+        "PartitionFile" => {
+            "a partition (`{ argument = \"...\" }`, `{ field = \"...\" }` or `{ value = \"...\" }`)"
+        }
+        "SortFile" => "sort conditions (`min`, `max`, `begins_with`, `fixed`)",
+        "FilterFile" => "a filter's settings (`field`, `op`, ...)",
+        "OrderFile" => "the `order` settings (`default`, `description`)",
+        "PageSizeFile" => "page sizes (`default`, `max`)",
+        "MutationsFile" => "mutations (`create`, `update`, `delete`)",
+        "MutationSettingsFile" => "a mutation's settings (`description`, `allow`, ...)",
+        "GroupsRuleFile" | "OwnerRuleFile" => "a rule",
+        _ => "settings",
+    };
+    let rest = &message[at + STRUCT.len() + name.len()..];
+    format!(
+        "{}expected {what}, written as a TOML table{rest}",
+        &message[..at]
+    )
 }
 
 /// Reports every key the model file format does not have, by walking the document along the

@@ -8,7 +8,7 @@ use dynarelay::dynamo::Item;
 use serde_json::json;
 
 use super::{Case, attr, page_size, run_paging, summary, with};
-use crate::helpers::{ModelApp, NodeRun, Running, ground_truth, model_app};
+use crate::helpers::{ModelApp, NodeRun, Running, ground_truth, model_app, put_plain};
 
 /// The customer whose partition the union walks page through: the separator, a backslash and
 /// unicode in the username, so that every key of the partition needs escaping.
@@ -189,15 +189,7 @@ impl UnionFixture {
     async fn new() -> Self {
         let app = model_app("examples/ecommerce/dynarelay.toml").await;
         let table = app.table("ECommerce");
-        for item in union_items() {
-            app.client()
-                .put_item()
-                .table_name(&table)
-                .set_item(Some(item))
-                .send()
-                .await
-                .expect("writing a raw item");
-        }
+        put_plain(app.client(), &table, union_items()).await;
         let server = Running::serve(app.router.clone()).await;
         let mut cases = Vec::new();
 

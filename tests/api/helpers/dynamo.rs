@@ -73,6 +73,20 @@ pub async fn query_all(client: &Client, query: &GroundQuery<'_>) -> Vec<Item> {
     }
 }
 
+/// Writes `items` into `table` with plain SDK `PutItem`s, one each, as another program's code
+/// would (not the store's code).
+pub async fn put_plain(client: &Client, table: &str, items: impl IntoIterator<Item = Item>) {
+    for item in items {
+        client
+            .put_item()
+            .table_name(table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .expect("a plain PutItem");
+    }
+}
+
 /// Every item of a table in Scan order, read with plain SDK Scans.
 pub async fn scan_all(client: &Client, table: &str) -> Vec<Item> {
     let mut items = Vec::new();

@@ -466,6 +466,20 @@ pub(super) fn cases() -> Vec<Case> {
             22,
         ),
         with_base(
+            "a field that is neither a type nor a table",
+            "fields.name = 3\n",
+            "invalid type: integer `3`, expected a field: its type, such as \"String!\", or a table",
+            10,
+            15,
+        ),
+        with_base(
+            "an index that is not a table",
+            "\n[tables.Other]\npartition_key = \"id\"\nattributes = { id = \"S\" }\nindexes.ById = 3\n",
+            "invalid type: integer `3`, expected an index's settings (`partition_key`, `sort_key`, ...), written as a TOML table",
+            14,
+            16,
+        ),
+        with_base(
             "value of the wrong shape",
             "mutations.create = 3\n",
             "this value has the wrong shape",
@@ -612,16 +626,15 @@ pub(super) fn cases() -> Vec<Case> {
             12,
             14,
         ),
-        one_table_with(
-            "unescaped keys in a shared table without a type attribute",
-            (
-                "SK = \"PROFILE\" }",
-                "SK = \"PROFILE\" }\nescape_keys = false",
-            ),
-            "",
-            "entity `Customer` reads keys without escapes, so its keys alone cannot tell its items from those of the other entities of table `Shop`",
-            12,
-            15,
+        with_one_table(
+            "unescaped templates of two entities that start alike",
+            &format!("{RETURNS}escape_keys = false\n"),
+            "entities `Order` and `Return` could both match the same keys of table `Shop`: their \
+             templates (`CUSTOMER#{username}`, `ORDER#{placedAt}#{orderId}` and \
+             `CUSTOMER#{username}`, `ORDER#{returnId}`) share the start `CUSTOMER#` on `PK` and \
+             `ORDER#` on `SK`",
+            25,
+            43,
         ),
         one_table_with(
             "type attribute that is a key attribute",
@@ -789,14 +802,6 @@ pub(super) fn cases() -> Vec<Case> {
             &foreign_orders("ORDER#{orderId:08}"),
             "facet `orderId` of key template `ORDER#{orderId:08}` is padded to 8 digits, but `orderId` is `String!`, not an integer or a time stored as one",
             18,
-            43,
-        ),
-        one_table_with(
-            "padding in dynarelay's own keys",
-            ("ORDER#{placedAt}#{orderId}", "ORDER#{count:08}#{orderId}"),
-            "",
-            "facet `count` of key template `ORDER#{count:08}#{orderId}` is padded to 8 digits, but dynarelay's own keys write integers at a fixed width already",
-            17,
             43,
         ),
         one_table_with(

@@ -4,11 +4,50 @@
 
 use dynarelay::model::{self, TypeTest};
 
-use super::{ACTIVITY, ONE_TABLE, ORDERS, RETURNS};
+use super::{ACTIVITY, BASE, ONE_TABLE, ORDERS, RETURNS};
 
 #[test]
 fn dynarelay_schema_json_matches_the_rust_types() {
     crate::helpers::check_generated("dynarelay.schema.json", &model::json_schema());
+}
+
+#[test]
+fn a_field_may_be_written_as_its_type_alone() {
+    let text = BASE.replace(
+        "fields.userId = { type = \"String!\" }",
+        "fields.userId = \"String!\"\nfields.tags = \"[String!]\"\nfields.name = { type = \"String\", attribute = \"n\" }",
+    );
+    let model = model::parse("test.toml", &text).unwrap_or_else(|e| panic!("{e}"));
+    let fields: Vec<(&str, &str, bool)> = model.entities[0]
+        .fields
+        .iter()
+        .map(|f| (f.name.as_str(), f.attribute.as_str(), f.nullable))
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            ("userId", "userId", false),
+            ("tags", "tags", true),
+            ("name", "n", true)
+        ]
+    );
+    // A mistake in the short form is reported at the type, as in the long one.
+    let errors = model::parse(
+        "test.toml",
+        &BASE.replace("{ type = \"String!\" }", "\"Strin!\""),
+    )
+    .expect_err("an unknown type");
+    assert_eq!(
+        (errors.diagnostics[0].line, errors.diagnostics[0].column),
+        (9, 17),
+        "{}",
+        errors.report
+    );
+    assert!(
+        errors.report.contains("unknown type `Strin`"),
+        "{}",
+        errors.report
+    );
 }
 
 #[test]

@@ -53,6 +53,15 @@ fn every_report_is_plain_text_without_debug_output() {
             case.name,
             errors.report
         );
+        // No Rust type the file is read into: `struct FieldFile`, `u32`.
+        let internal = errors
+            .report
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .find(|word| {
+                (word.len() > 4 && word.ends_with("File") && word.starts_with(char::is_uppercase))
+                    || ["u8", "u16", "u32", "u64", "usize", "i32", "i64", "struct"].contains(word)
+            });
+        assert_eq!(internal, None, "{}: {}", case.name, errors.report);
         for bad in ["\u{1b}[", "panicked", "backtrace", "Spanned {", "Some("] {
             assert!(
                 !errors.report.contains(bad),
