@@ -14,7 +14,7 @@ use dynarelay::{
         Item,
         sample::{KeyKind, LiveIndex, LiveKey, LiveProjection, LiveTable},
     },
-    init::{infer, render},
+    init::{infer, proposal, render},
 };
 
 /// A purchases table: a string partition key, an epoch-milliseconds sort key, an index, and
@@ -84,7 +84,7 @@ fn bench(c: &mut Criterion) {
     let live = table();
     c.bench_function("init/infer_10000", |b| {
         b.iter(|| {
-            let proposal = infer::propose(vec![infer::TableInput {
+            let proposal = infer::propose(vec![proposal::TableInput {
                 name: "Purchases".to_owned(),
                 live: live.clone(),
                 items: items.clone(),

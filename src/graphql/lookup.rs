@@ -1,22 +1,20 @@
 //! Root lookups: one item by the table's key (a GetItem, with the pages of its connections read
-//! at the same time), or through an index (a Query of at most two items: one is the answer, two
-//! are a fault in the data, never an arbitrary pick), which relations through an index share.
-
-use std::sync::Arc;
+//! at the same time), or through an index (read by `index_read`, as relations through an index
+//! are: a Query of at most two items, one is the answer, two are a fault in the data, never an
+//! arbitrary pick).
 
 use async_graphql::{dynamic::ResolverContext, futures_util};
-use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::{
     access,
     error::ApiError,
+    index_read::read_through_index,
     resolve::{self, Args, PagesAhead, Site},
     values,
 };
 use crate::{
-    cursor::Key,
-    dynamo::{Item, Keep, ReadPlan, ReadSpec, SortKeyCondition, Store},
-    model::{EntityId, FieldId, Lookup, LookupIndex, Model, PartitionFrom, Projection, Read},
+    dynamo::{Item, Store},
+    model::{EntityId, Lookup, LookupIndex, Model, PartitionFrom, Read},
 };
 
 /// Reads a lookup's item by the table's key; reads the pages of selected connections whose
@@ -99,10 +97,6 @@ pub async fn by_key(
     Ok(Some(found))
 }
 
-/// Items of the entity that a lookup through an index evaluates at most, past items of other
-/// entities under the same index key, before it answers with what it found.
-const INDEX_LOOKUP_BUDGET: usize = 100;
-
 /// Reads a lookup's item through its index (see [`read_through_index`]), if the caller may see
 /// it.
 pub async fn through_index(
@@ -121,74 +115,4 @@ pub async fn through_index(
     let item = read_through_index(store, model, lookup.entity, via, &given, &lookup.name).await?;
     let caller = access::caller(ctx);
     Ok(item.filter(|item| access::may_see(model, lookup.entity, item, &caller)))
-}
-
-/// The item of `entity` under the index key that the values `given` (by field) make through
-/// `via`, exactly (the partition key, and the sort key when the index has one), keeping items
-/// of the entity only; `what` names the lookup or relation in the log. An index that does not
-/// hold every attribute is followed by a read of the item itself. Whether the caller may see
-/// it is the caller's to decide.
-pub async fn read_through_index(
-    store: &Store,
-    model: &'static Model,
-    entity: EntityId,
-    via: &LookupIndex,
-    given: &[(FieldId, AttributeValue)],
-    what: &str,
-) -> Result<Option<Item>, ApiError> {
-    let e = &model.entities[entity];
-    let table = model.table_of(entity);
-    let index = &table.indexes[via.index];
-    let value = |f| given.iter().find(|(g, _)| *g == f).map(|(_, v)| v.clone());
-    let key_value = |name: &str| match e.template_on(name) {
-        Some(template) => values::render(template, &e.fields, value).map(AttributeValue::S),
-        None => value(e.field_on(name)?),
-    };
-    let pk = index.key[0];
-    let partition = key_value(pk.name).ok_or(ApiError::Internal)?;
-    let sort = match index.key.get(1) {
-        Some(sk) => {
-            let v = key_value(sk.name).ok_or(ApiError::Internal)?;
-            Some((sk.name, SortKeyCondition::Range(Some(v.clone()), Some(v))))
-        }
-        None => None,
-    };
-    let spec = ReadSpec {
-        table: store.tables().name(e.table),
-        index: Some(&index.name),
-        shape: index.start_key,
-        partition: Some((pk.name, partition)),
-        sort,
-        filters: Vec::new(),
-        keep: Some(Keep(Arc::new(move |item: &Item| {
-            values::entity_of(model, &[entity], item).map(|_| 0)
-        }))),
-        projection: None,
-    };
-    let plan = ReadPlan {
-        start: None,
-        ascending: true,
-        want: 2,
-        budget: INDEX_LOOKUP_BUDGET,
-    };
-    let mut rows = store.read_page(spec, plan).await?.rows;
-    if rows.len() > 1 {
-        tracing::error!(
-            what,
-            index = index.name,
-            "more than one item of the entity holds the index key it was given"
-        );
-        return Err(ApiError::Internal);
-    }
-    let Some(row) = rows.pop() else {
-        return Ok(None);
-    };
-    if index.projection == Projection::All {
-        return Ok(Some(row.record));
-    }
-    let key = Key::from_item(&row.record, table.key).map_err(|_| ApiError::Internal)?;
-    Ok(store
-        .get(e.table, &key)
-        .await?
-        .filter(|item| values::entity_of(model, &[entity], item).is_some()))
 }

@@ -8,6 +8,7 @@ pub mod derived_keys;
 pub mod direct;
 pub mod documents;
 pub mod error;
+pub mod index_read;
 pub mod limits;
 pub mod lookup;
 pub mod mutation;

@@ -804,7 +804,7 @@ pub async fn follow(
                 return missing(model, entity, relation);
             };
             let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
-            crate::graphql::lookup::read_through_index(
+            super::index_read::read_through_index(
                 store,
                 model,
                 relation.target,

@@ -1,13 +1,16 @@
 //! `dynarelay init`: a serving model written from live tables. Lists or takes the tables,
 //! describes each, samples a bounded number of its items ([`crate::dynamo::sample`]), infers
-//! entities, field types and connections ([`infer`]) and writes them out with their evidence
+//! entities and connections ([`infer`], and [`shared_table`] for a table of several types) and
+//! field types ([`fields`]) into a [`proposal`], and writes it out with its evidence
 //! ([`render`]). The file is checked as `dynarelay check` would before it is handed back, so
 //! what `init` writes always loads. Only reads: nothing is written to DynamoDB.
 
 pub mod drift;
+pub mod fields;
 pub mod infer;
 pub mod names;
 pub mod observe;
+pub mod proposal;
 pub mod render;
 pub mod shared_table;
 pub mod single_table;
@@ -104,7 +107,7 @@ pub async fn init(
                 items += sampled.items.len();
                 scans += sampled.calls;
                 capacity += sampled.capacity;
-                inputs.push(infer::TableInput {
+                inputs.push(proposal::TableInput {
                     name: name[options.prefix.len()..].to_owned(),
                     live,
                     items: sampled.items,

@@ -136,6 +136,16 @@ impl Taken {
     }
 }
 
+/// An index's name after `By` in a connection's name: `ByCategory` gives `Category`, as
+/// `productsByCategory` reads better than `productsByByCategory`.
+pub fn index_suffix(index: &str) -> String {
+    let name = pascal(index, "Index");
+    match name.strip_prefix("By") {
+        Some(rest) if rest.starts_with(|c: char| c.is_ascii_uppercase()) => rest.to_owned(),
+        _ => name,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

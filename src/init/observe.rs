@@ -1,6 +1,6 @@
 //! What a sample of items says about each attribute: in how many items it is, as which
 //! DynamoDB types, and, for strings and numbers, the forms they take (times, dates, integers,
-//! a few repeated values). One pass over the items; [`super::infer`] turns it into types.
+//! a few repeated values). One pass over the items; [`super::fields`] turns it into types.
 
 use std::collections::BTreeMap;
 

@@ -9,7 +9,7 @@ use std::fmt::Write;
 
 use crate::dynamo::sample::{KeyKind, LiveProjection};
 
-use super::infer::{
+use super::proposal::{
     ConnectionProposal, EntityProposal, FieldProposal, PartitionFrom, Proposal, TableProposal,
 };
 

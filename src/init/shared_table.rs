@@ -7,13 +7,14 @@
 use crate::dynamo::sample::{KeyKind, LiveKey};
 
 use super::{
-    infer::{
-        ConnectionProposal, EntityProposal, EnumProposal, FieldProposal, LookupProposal,
-        PartitionFrom, Proposal, Sampled, SharedKeys, SortArgs, TableInput, fields,
-        holds_every_attribute, index_suffix, sort_args,
-    },
-    names::{Taken, camel, field_name, pascal, plural},
+    fields::{Sampled, fields},
+    names::{Taken, camel, field_name, index_suffix, pascal, plural},
     observe::observe,
+    proposal::{
+        ConnectionProposal, EntityProposal, EnumProposal, FieldProposal, LookupProposal,
+        PartitionFrom, Proposal, SharedKeys, SortArgs, TableInput, holds_every_attribute,
+        sort_args,
+    },
     single_table::{self, Piece, Template, Writer},
 };
 

@@ -37,6 +37,7 @@ mod load;
 mod local_aws;
 mod model;
 mod model_file;
+mod modules;
 mod mutations;
 mod nodes;
 mod nullability;

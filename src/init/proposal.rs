@@ -1,0 +1,315 @@
+//! What `init` proposes, as data: the tables read ([`TableInput`]) and the model inferred from
+//! them ([`Proposal`]: tables, enums, entities with their fields, relations and connections, root
+//! lookups and connections), each inference with its evidence, for [`super::render`] to write
+//! out. With the constructors that the inference of tables of one type ([`super::infer`]) and of
+//! several ([`super::shared_table`]) share: entities, root connections, a sort key's arguments,
+//! and which indexes a connection may read.
+
+use crate::dynamo::{
+    Item,
+    sample::{KeyKind, LiveProjection, LiveTable},
+};
+
+use super::names::{Taken, camel, index_suffix, pascal, plural};
+
+/// A proposed model.
+#[derive(Debug, Default)]
+pub struct Proposal {
+    /// Its tables, in the order they were read.
+    pub tables: Vec<TableProposal>,
+    /// Its enums.
+    pub enums: Vec<EnumProposal>,
+    /// Its entities, one per table.
+    pub entities: Vec<EntityProposal>,
+    /// Root lookups.
+    pub lookups: Vec<LookupProposal>,
+    /// Root connections.
+    pub connections: Vec<ConnectionProposal>,
+}
+
+/// A table of the model.
+#[derive(Debug)]
+pub struct TableProposal {
+    /// Its name in the model (without the prefix).
+    pub name: String,
+    /// What DynamoDB says of it.
+    pub live: LiveTable,
+    /// Items sampled.
+    pub sampled: usize,
+    /// Remarks for the file: what was seen and left out.
+    pub notes: Vec<String>,
+    /// The attribute naming each item's type, in a table of several types that has one.
+    pub type_attribute: Option<String>,
+    /// Whether it holds several types (then [`EntityProposal::shared`] is set on each).
+    pub shared: bool,
+}
+
+/// An enum proposed for a string attribute that holds a few repeated values.
+#[derive(Debug)]
+pub struct EnumProposal {
+    /// Its GraphQL name.
+    pub name: String,
+    /// Its values, each with how often it was seen.
+    pub values: Vec<(String, usize)>,
+    /// The entity and field it was made for.
+    pub field: String,
+}
+
+/// An entity: the items of one table.
+#[derive(Debug)]
+pub struct EntityProposal {
+    /// Its GraphQL name.
+    pub name: String,
+    /// Its table's name in the model.
+    pub table: String,
+    /// Its global ids' tag.
+    pub id_tag: String,
+    /// Its fields, keys first.
+    pub fields: Vec<FieldProposal>,
+    /// Its relations to other entities.
+    pub relations: Vec<RelationProposal>,
+    /// Its connections to other entities' items.
+    pub connections: Vec<ConnectionProposal>,
+    /// Its table's position in [`Proposal::tables`].
+    pub table_at: usize,
+    /// How its items are told apart in a table of several types.
+    pub shared: Option<SharedKeys>,
+}
+
+/// An entity's keys in a table of several types.
+#[derive(Debug, Clone, Default)]
+pub struct SharedKeys {
+    /// The table's type attribute's value on its items, when not the entity's name.
+    pub type_value: Option<String>,
+    /// Key attributes and their templates, each with its evidence.
+    pub keys: Vec<(String, String, String)>,
+    /// Keys written in lower case (ElectroDB).
+    pub lower: bool,
+    /// Facets are written with escapes (only when no type attribute tells the types apart).
+    pub escaped: bool,
+    /// Attributes written on every item besides the fields (ElectroDB's `__edb_v__`).
+    pub constants: Vec<(String, String)>,
+    /// The templates by attribute, for connections.
+    pub templates: Vec<(String, super::single_table::Template)>,
+}
+
+/// A field.
+#[derive(Debug, Clone)]
+pub struct FieldProposal {
+    /// Its GraphQL name.
+    pub name: String,
+    /// The attribute it reads.
+    pub attribute: String,
+    /// Its GraphQL type, with `!` and `[...]`.
+    pub ty: String,
+    /// `stored_as`, when not the default for the type.
+    pub stored_as: Option<&'static str>,
+    /// What the sample showed, for a comment.
+    pub evidence: String,
+    /// What to check by hand, if anything.
+    pub review: Option<String>,
+    /// For a key attribute: its role and DynamoDB type.
+    pub key: Option<(KeyRole, KeyKind)>,
+}
+
+/// Which key an attribute is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyRole {
+    /// The table's partition key.
+    Partition,
+    /// The table's sort key.
+    Sort,
+    /// A key of a secondary index.
+    Index,
+}
+
+impl EntityProposal {
+    /// An entity of table `table` (at `table_at`) with these fields, before its id tag,
+    /// relations and connections are given.
+    pub(super) fn new(
+        name: String,
+        table: &str,
+        table_at: usize,
+        fields: Vec<FieldProposal>,
+        shared: Option<SharedKeys>,
+    ) -> Self {
+        Self {
+            name,
+            table: table.to_owned(),
+            id_tag: String::new(),
+            fields,
+            relations: Vec::new(),
+            connections: Vec::new(),
+            table_at,
+            shared,
+        }
+    }
+}
+
+impl FieldProposal {
+    /// The type's name without `!` or `[...]`.
+    pub fn base(&self) -> &str {
+        self.ty.trim_matches(|c| matches!(c, '[' | ']' | '!'))
+    }
+
+    /// Gives the type a new name, keeping its `!` and `[...]`.
+    pub(super) fn set_base(&mut self, base: &str) {
+        let old = self.base().to_owned();
+        self.ty = self.ty.replacen(&old, base, 1);
+    }
+}
+
+/// A relation: a field holding another entity's key.
+#[derive(Debug)]
+pub struct RelationProposal {
+    /// The field's name.
+    pub name: String,
+    /// The target entity.
+    pub target: String,
+    /// The fields holding the target's key.
+    pub key: Vec<String>,
+    /// Why it was proposed.
+    pub evidence: String,
+}
+
+/// A root lookup.
+#[derive(Debug)]
+pub struct LookupProposal {
+    /// Its name.
+    pub name: String,
+    /// The entity it reads.
+    pub entity: String,
+    /// Its description.
+    pub description: String,
+}
+
+/// Where a connection's partition key comes from.
+#[derive(Debug, Clone)]
+pub enum PartitionFrom {
+    /// A field of the parent entity.
+    Field(String),
+    /// A root argument of this name.
+    Argument(String),
+}
+
+/// Conditions on the sort key, by argument name.
+#[derive(Debug, Clone)]
+pub struct SortArgs {
+    /// The field the sort key holds.
+    pub field: String,
+    /// `min`, `max`.
+    pub range: Option<(String, String)>,
+    /// `begins_with`.
+    pub prefix: Option<String>,
+}
+
+/// A connection.
+#[derive(Debug, Clone)]
+pub struct ConnectionProposal {
+    /// Its name.
+    pub name: String,
+    /// The entity of its nodes.
+    pub entity: String,
+    /// The index it reads, if not the table.
+    pub index: Option<String>,
+    /// A Scan rather than a Query.
+    pub scan: bool,
+    /// The partition, for a Query.
+    pub partition: Option<PartitionFrom>,
+    /// Sort key conditions.
+    pub sort: Option<SortArgs>,
+    /// Its description.
+    pub description: String,
+    /// An item collection: its member entities and its union's name (then `entity` is unused).
+    pub collection: Option<(Vec<String>, String)>,
+}
+
+impl ConnectionProposal {
+    /// A root connection over every item of `entity`, with a Scan (`how` says of what).
+    pub(super) fn root_scan(root: &mut Taken, entity: &str, how: String) -> Self {
+        ConnectionProposal {
+            name: root.claim(&camel(&plural(entity), "items")),
+            entity: entity.to_owned(),
+            index: None,
+            scan: true,
+            partition: None,
+            sort: None,
+            description: format!(
+                "Every {entity} ({how}), in no particular but stable order. Pages forward only: \
+                 pass the previous page's `pageInfo.endCursor` as `after`."
+            ),
+            collection: None,
+        }
+    }
+
+    /// A root connection over the partitions of `entity` (of the table, or of `index`) whose
+    /// key `field` gives, as argument `field`: `{entities}By{Field}` or `{entities}By{Index}`.
+    /// `order_text` ends its description.
+    pub(super) fn root_query(
+        root: &mut Taken,
+        entity: &str,
+        index: Option<&str>,
+        field: &str,
+        sort: Option<SortArgs>,
+        order_text: &str,
+    ) -> Self {
+        let suffix = match index {
+            Some(i) => index_suffix(i),
+            None => pascal(field, "Key"),
+        };
+        let through = index.map_or(String::new(), |i| format!(" (index {i})"));
+        ConnectionProposal {
+            name: root.claim(&format!("{}By{suffix}", camel(&plural(entity), "items"))),
+            entity: entity.to_owned(),
+            index: index.map(str::to_owned),
+            scan: false,
+            partition: Some(PartitionFrom::Argument(field.to_owned())),
+            sort,
+            description: format!(
+                "The {} with one `{field}`{through}{order_text}.",
+                plural(entity)
+            ),
+            collection: None,
+        }
+    }
+}
+
+/// One table read: its live description and sampled items.
+#[derive(Debug)]
+pub struct TableInput {
+    /// Its name in the model (without the prefix).
+    pub name: String,
+    /// What DynamoDB says of it.
+    pub live: LiveTable,
+    /// Its sampled items.
+    pub items: Vec<Item>,
+    /// Whether they are all its items (the Scans reached the end of the table).
+    pub complete: bool,
+}
+
+/// Whether an index holds every attribute the entity's fields read (connections over it return
+/// whole items).
+pub(super) fn holds_every_attribute(projection: &LiveProjection, entity: &EntityProposal) -> bool {
+    match projection {
+        LiveProjection::All => true,
+        LiveProjection::KeysOnly => entity.fields.iter().all(|f| f.key.is_some()),
+        LiveProjection::Include(included) => entity
+            .fields
+            .iter()
+            .all(|f| f.key.is_some() || included.contains(&f.attribute)),
+    }
+}
+
+/// `min`/`max` on a sort key of a type that sorts, and `begins_with` on text.
+pub(super) fn sort_args(field: &FieldProposal) -> SortArgs {
+    let base = field.base();
+    let ranged = matches!(
+        base,
+        "String" | "ID" | "Int" | "BigInt" | "Decimal" | "DateTime"
+    );
+    SortArgs {
+        field: field.name.clone(),
+        range: ranged.then(|| (format!("{}Min", field.name), format!("{}Max", field.name))),
+        prefix: matches!(base, "String" | "ID").then(|| format!("{}Prefix", field.name)),
+    }
+}
