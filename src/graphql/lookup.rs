@@ -105,10 +105,12 @@ pub async fn through_index(
     lookup: &'static Lookup,
     via: &LookupIndex,
 ) -> Result<Option<Item>, ApiError> {
+    let index = &model.table_of(lookup.entity).indexes[via.index];
     let given = resolve::key_args(
         model,
         lookup.entity,
         &via.arguments,
+        index.key,
         ctx.args.as_index_map(),
     )?;
     let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;

@@ -391,6 +391,8 @@ fn input_value(
     if in_a_key(model, entity, field)
         && let Some(value) = &attribute
     {
+        // A facet value holding the text after its facet is written as the other tools write
+        // it (OneTable's `issue#p02 beta#1#00000007`); only reads refuse to render such a key.
         check_key_attribute(value, &f.name)?;
     }
     Ok(attribute)

@@ -324,8 +324,12 @@ fn plan<'a>(
         let value = match &partition.from {
             PartitionFrom::Argument { argument, field } => {
                 let given = args.get(argument.name.as_str()).unwrap_or(&Value::Null);
-                argument_value(model, &node.fields[*field], &argument.name, given)?
-                    .ok_or_else(|| bad(format!("`{}` must not be null.", argument.name)))?
+                let value = argument_value(model, &node.fields[*field], &argument.name, given)?
+                    .ok_or_else(|| bad(format!("`{}` must not be null.", argument.name)))?;
+                if let Some(template) = &partition.template {
+                    facet_fits(template, &node.fields[*field].name, &argument.name, &value)?;
+                }
+                value
             }
             PartitionFrom::Parent(field) => {
                 let parent_entity = site.parent.ok_or(ApiError::Internal)?;
@@ -379,12 +383,26 @@ fn plan<'a>(
             let mut bound: Vec<(&'static str, Option<String>)> = Vec::new();
             // The leading facets fixed exactly, as their text in the key.
             let mut fixed: Vec<(&str, String)> = Vec::with_capacity(sort.fixed.len());
+            // The first optional `fixed` argument left out, if any: nothing after it may be given.
+            let mut left_out: Option<&str> = None;
             if let Some(template) = &sort.template {
-                for (f, argument) in &sort.fixed {
+                for (at, (f, argument)) in sort.fixed.iter().enumerate() {
                     let facet = &node.fields[*f];
                     let given = args.get(argument.name.as_str()).unwrap_or(&Value::Null);
-                    let value = argument_value(model, facet, &argument.name, given)?
-                        .ok_or_else(|| bad(format!("`{}` must not be null.", argument.name)))?;
+                    let value = argument_value(model, facet, &argument.name, given)?;
+                    let value = match (value, left_out) {
+                        (None, _) if at < sort.required_fixed => {
+                            return Err(bad(format!("`{}` must not be null.", argument.name)));
+                        }
+                        (None, _) => {
+                            left_out.get_or_insert(argument.name.as_str());
+                            bound.push((argument.name.as_str(), None));
+                            continue;
+                        }
+                        (Some(_), Some(missing)) => return Err(needs(&argument.name, missing)),
+                        (Some(value), None) => value,
+                    };
+                    facet_fits(template, &facet.name, &argument.name, &value)?;
                     bound.push((argument.name.as_str(), Some(canonical(&value))));
                     let text = values::facet_text(template, &facet.name, &value)
                         .ok_or(ApiError::Internal)?;
@@ -440,6 +458,23 @@ fn plan<'a>(
             let min = arg(&sort.min, false)?;
             let max = arg(&sort.max, false)?;
             let begins = arg(&sort.begins_with, facet)?;
+            if let Some(missing) = left_out {
+                for (a, given) in [
+                    (&sort.min, &min),
+                    (&sort.max, &max),
+                    (&sort.begins_with, &begins),
+                ] {
+                    if let (Some(a), Some(_)) = (a, given) {
+                        return Err(needs(&a.name, missing));
+                    }
+                }
+            }
+            if let (Some(template), Some(AttributeValue::S(start))) = (&sort.template, &begins) {
+                let name = sort.begins_with.as_ref().map_or("", |a| a.name.as_str());
+                if !template.holds(&field.name, start) {
+                    return Err(reaches_next(template, &field.name, name));
+                }
+            }
             for (name, value) in bound {
                 binding = binding.argument(name, value.as_deref());
             }
@@ -451,8 +486,8 @@ fn plan<'a>(
                     let text = |v| values::facet_text(template, &field.name, v);
                     match (text(lo), text(hi)) {
                         (Some(lo), Some(hi)) => {
-                            let written = |t: &str| template.partial(|_| None, t);
-                            written(&lo).as_bytes().cmp(written(&hi).as_bytes())
+                            let (lo, hi) = (template.written(&lo), template.written(&hi));
+                            lo.as_bytes().cmp(hi.as_bytes())
                         }
                         _ => compare(lo, hi),
                     }
@@ -709,10 +744,48 @@ fn bad(message: String) -> ApiError {
     ApiError::BadUserInput(message)
 }
 
+/// `argument` given without the optional `fixed` argument `missing` it narrows.
+fn needs(argument: &str, missing: &str) -> ApiError {
+    bad(format!(
+        "`{argument}` narrows the keys `{missing}` selects: give `{missing}` too, or leave \
+         `{argument}` out."
+    ))
+}
+
+/// A value the key template would not read back as facet `facet`'s (see
+/// [`crate::model::KeyTemplate::holds`]): it holds the text that follows the facet, so a key with
+/// it would name other items.
+fn reaches_next(template: &crate::model::KeyTemplate, facet: &str, argument: &str) -> ApiError {
+    bad(format!(
+        "`{argument}` cannot hold `{}`, the text that follows `{facet}` in its key \
+         (`{template}`): a key with it would name other items.",
+        template.text_after(facet)
+    ))
+}
+
+/// Refuses a value of facet `facet` that the key template would not read back as given.
+pub fn facet_fits(
+    template: &crate::model::KeyTemplate,
+    facet: &str,
+    argument: &str,
+    value: &AttributeValue,
+) -> ApiResult<()> {
+    match values::facet_text(template, facet, value) {
+        Some(text) if !template.holds(facet, &text) => Err(reaches_next(template, facet, argument)),
+        _ => Ok(()),
+    }
+}
+
 /// The key of `entity` named by lookup arguments (its key fields, by GraphQL name).
 pub fn key_from_args(model: &Model, entity: EntityId, args: &Args) -> ApiResult<Key> {
     let e = &model.entities[entity];
-    let given = key_args(model, entity, &e.key_fields, args)?;
+    let given = key_args(
+        model,
+        entity,
+        &e.key_fields,
+        model.table_of(entity).key,
+        args,
+    )?;
     let key = values::primary_key(model, entity, |f| {
         given.iter().find(|(g, _)| *g == f).map(|(_, v)| v.clone())
     })
@@ -724,11 +797,13 @@ pub fn key_from_args(model: &Model, entity: EntityId, args: &Args) -> ApiResult<
 }
 
 /// The values of key fields `fields` of `entity` given as arguments, each checked as a key
-/// value must be.
+/// value must be, and as the templates of the key attributes `keys` (those the read renders)
+/// can hold it.
 pub fn key_args(
     model: &Model,
     entity: EntityId,
     fields: &[FieldId],
+    keys: &[crate::cursor::KeyAttr],
     args: &Args,
 ) -> ApiResult<Vec<(FieldId, AttributeValue)>> {
     let e = &model.entities[entity];
@@ -742,6 +817,13 @@ pub fn key_args(
             check_key_value(s.as_bytes(), &field.name)?;
         } else if let AttributeValue::B(b) = &value {
             check_key_value(b.as_ref(), &field.name)?;
+        }
+        let rendered = e
+            .templates
+            .iter()
+            .filter(|t| t.facets.contains(&f) && keys.iter().any(|k| k.name == t.attribute));
+        for t in rendered {
+            facet_fits(&t.template, &field.name, &field.name, &value)?;
         }
         given.push((f, value));
     }
@@ -993,4 +1075,87 @@ impl PagesAhead {
 pub fn parent_text(model: &Model, entity: EntityId, item: &Item) -> Option<String> {
     let key = Key::from_item(item, model.table_of(entity).key).ok()?;
     Some(format!("{:?}", key.to_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::model::KeyTemplate;
+
+    /// Whether `key` meets `condition` as DynamoDB's key condition would: byte order, both ends
+    /// inclusive.
+    fn meets(condition: &SortKeyCondition, key: &str) -> bool {
+        let text = |v: &AttributeValue| v.as_s().cloned().unwrap_or_default();
+        match condition {
+            SortKeyCondition::Range(lo, hi) => {
+                lo.as_ref()
+                    .is_none_or(|lo| key.as_bytes() >= text(lo).as_bytes())
+                    && hi
+                        .as_ref()
+                        .is_none_or(|hi| key.as_bytes() <= text(hi).as_bytes())
+            }
+            SortKeyCondition::Prefix(p) => key.starts_with(&text(p)),
+        }
+    }
+
+    proptest! {
+        /// A range on a text facet that ends the key selects exactly the keys whose value is in
+        /// range, in byte order, whatever the values hold: the stored text is the value.
+        #[test]
+        fn a_range_on_a_last_text_facet_selects_exactly_the_values_in_it(
+            value in "\\PC{0,6}", lo in proptest::option::of("\\PC{0,6}"), hi in proptest::option::of("\\PC{0,6}"),
+        ) {
+            let t = KeyTemplate::parse_unescaped("WORD#{w}").unwrap();
+            let key = t.render(|_| Some(value.as_str())).unwrap();
+            prop_assert_eq!(t.written(&value), value.clone());
+            let s = |v: &Option<String>| v.clone().map(AttributeValue::S);
+            let condition = facet_range(&t, "w", |_| None, s(&lo), s(&hi)).unwrap();
+            let within = lo.as_ref().is_none_or(|lo| value.as_bytes() >= lo.as_bytes())
+                && hi.as_ref().is_none_or(|hi| value.as_bytes() <= hi.as_bytes());
+            prop_assert_eq!(meets(&condition, &key), within);
+            // Keys of other templates that start alike are never in range.
+            let other = format!("WORE#{value}");
+            prop_assert!(!meets(&condition, &other));
+        }
+
+        /// A range on an enum-like facet followed by `#` (its values' characters all sort above
+        /// it), after a fixed facet, selects exactly the keys whose facet is in range, whatever
+        /// the facets after it hold; the stored text's order is the values' order.
+        #[test]
+        fn a_range_on_a_facet_followed_by_a_low_separator_selects_exactly(
+            fixed in "[a-z]{1,3}", status in "[A-Z]{0,4}", rest in "\\PC{0,6}",
+            lo in proptest::option::of("[A-Z]{0,4}"), hi in proptest::option::of("[A-Z]{0,4}"),
+            other in "[A-Z]{0,4}",
+        ) {
+            let t = KeyTemplate::parse_unescaped("{f}#{status}#{rest}").unwrap();
+            let values = |s: &str| {
+                let (f, s, r) = (fixed.clone(), s.to_owned(), rest.clone());
+                move |name: &str| match name {
+                    "f" => Some(f.clone()),
+                    "status" => Some(s.clone()),
+                    _ => Some(r.clone()),
+                }
+            };
+            let key = {
+                let v = values(&status);
+                let owned: Vec<(String, String)> = ["f", "status", "rest"]
+                    .iter()
+                    .map(|n| ((*n).to_owned(), v(n).unwrap()))
+                    .collect();
+                t.render(|n| owned.iter().find(|(k, _)| k == n).map(|(_, v)| v.as_str())).unwrap()
+            };
+            prop_assert_eq!(
+                t.written(&status).cmp(&t.written(&other)),
+                status.as_bytes().cmp(other.as_bytes())
+            );
+            let leading = |name: &str| (name == "f").then_some(fixed.as_str());
+            let s = |v: &Option<String>| v.clone().map(AttributeValue::S);
+            let condition = facet_range(&t, "status", leading, s(&lo), s(&hi)).unwrap();
+            let within = lo.as_ref().is_none_or(|lo| status.as_bytes() >= lo.as_bytes())
+                && hi.as_ref().is_none_or(|hi| status.as_bytes() <= hi.as_bytes());
+            prop_assert_eq!(meets(&condition, &key), within, "{} {:?}", key, condition);
+        }
+    }
 }

@@ -492,13 +492,14 @@ fn connection_arguments(model: &Model, connection: &Connection) -> Vec<InputValu
             ));
         }
         if let Some(sort) = sort {
-            for (field, a) in &sort.fixed {
-                let scalar = resolve::scalar_of(&node.fields[*field].ty);
-                args.push(argument(
-                    &a.name,
-                    TypeRef::named_nn(scalar_name(model, scalar)),
-                    a.description.as_deref(),
-                ));
+            for (at, (field, a)) in sort.fixed.iter().enumerate() {
+                let scalar = scalar_name(model, resolve::scalar_of(&node.fields[*field].ty));
+                let ty = if at < sort.required_fixed {
+                    TypeRef::named_nn(scalar)
+                } else {
+                    TypeRef::named(scalar)
+                };
+                args.push(argument(&a.name, ty, a.description.as_deref()));
             }
             let scalar = resolve::scalar_of(&node.fields[sort.field].ty);
             let prefix = match sort.template {

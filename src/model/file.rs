@@ -669,8 +669,11 @@ pub struct PartitionFile {
 }
 
 /// Sort-key condition arguments. Ranges are inclusive at both ends. On a sort key built from a
-/// template, they apply to its first facet: `min` and `max` to an `Int`, `BigInt` or `DateTime`
-/// facet, `begins_with` to the start of a text or `DateTime` facet (`"2026-11"`).
+/// template, they apply to its first facet (after the `fixed` ones), in the byte order of the
+/// keys' text: `min` and `max` to an `Int`, `BigInt` or `DateTime` facet, and to a `String`,
+/// `ID` or enum facet that ends the key or is followed by a separator sorting below every
+/// character its values may hold; `begins_with` to the start of a text, enum or `DateTime`
+/// facet (`"2026-11"`).
 #[derive(Debug, Deserialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct SortFile {
@@ -683,9 +686,9 @@ pub struct SortFile {
     /// The argument for a prefix of the sort key (strings only).
     #[schemars(with = "Option<ArgumentFile>")]
     pub begins_with: Option<Spanned<ArgumentFile>>,
-    /// Required arguments that fix the leading facets of the sort key's template exactly, one
-    /// per facet in template order; `min`, `max` and `begins_with` then apply to the facet after
-    /// them (ElectroDB's partial sort keys). With `SK = "SEAT#{section}#{row}#{seat}"`,
+    /// Arguments that fix the leading facets of the sort key's template exactly, one per facet
+    /// in template order, required unless marked `optional = true`; `min`, `max` and
+    /// `begins_with` then apply to the facet after them (ElectroDB's partial sort keys). With `SK = "SEAT#{section}#{row}#{seat}"`,
     /// `fixed = ["section"]` and `begins_with = "rowStart"` list the seats of section `A` in rows
     /// starting with `1`, and never a seat of section `AB`.
     #[schemars(with = "Option<Vec<ArgumentFile>>")]
@@ -705,6 +708,11 @@ pub enum ArgumentFile {
         name: String,
         /// The argument's description.
         description: Option<String>,
+        /// In `fixed` only: the argument may be left out, and the connection then reads the
+        /// whole partition (Amplify's optional `status` on a `{status}#{createdAt}` sort key:
+        /// `begins_with("ACTIVE#")` when given). The `fixed` arguments after it must be optional
+        /// too, and none of them, nor `min`, `max` or `begins_with`, may be given without it.
+        optional: Option<bool>,
     },
 }
 

@@ -576,8 +576,11 @@ pub struct SortCondition {
     /// The node entity's template on the sort key: the arguments then bound the facet after the
     /// `fixed` ones (`begins_with` takes a string: the facet's first characters).
     pub template: Option<KeyTemplate>,
-    /// Required arguments fixing the template's leading facets exactly, in template order.
+    /// Arguments fixing the template's leading facets exactly, in template order.
     pub fixed: Vec<(FieldId, Argument)>,
+    /// How many of `fixed` are required; those after may be left out, each only with every
+    /// `fixed` argument after it and the range or prefix (the whole partition is then read).
+    pub required_fixed: usize,
     /// Lowest value, inclusive.
     pub min: Option<Argument>,
     /// Highest value, inclusive.

@@ -450,6 +450,31 @@ impl KeyTemplate {
         }
     }
 
+    /// Whether a key of this template can hold `value` (or, for a prefix, a value starting with
+    /// it) as facet `facet`'s text, and be read back with that text: always for escaped keys and
+    /// for a facet that ends the key. In an unescaped key a facet ends where the text after it first
+    /// occurs, so a value holding that text (`A#001` for `{section}` in
+    /// `SEAT#{section}#{row}`) would make the key of other values (section `A`, row `001#…`):
+    /// a lookup, condition or write with it would reach into the next facet.
+    pub fn holds(&self, facet: &str, value: &str) -> bool {
+        let after = self.text_after(facet);
+        if self.escaped || after.is_empty() {
+            return true;
+        }
+        let mut written = self.case.apply(value).into_owned();
+        let end = written.len();
+        written.push_str(after);
+        written.find(after) == Some(end)
+    }
+
+    /// `value` as this template writes it inside a key: in the key's case, escaped if the
+    /// template escapes. What a range's bounds are compared as.
+    pub fn written(&self, value: &str) -> String {
+        let mut text = String::new();
+        self.write_value(&mut text, value);
+        text
+    }
+
     /// The characters escaped inside facet values.
     pub fn separators(&self) -> &[char] {
         &self.separators
@@ -889,6 +914,38 @@ mod tests {
             prop_assert!(key.starts_with(&t.prefix(values(&pairs[..1]))));
             let start: String = a.chars().take(cut).collect();
             prop_assert!(key.starts_with(&t.partial(values(&[]), &start)));
+        }
+
+        /// Every value a template holds (see `holds`), given for a leading facet, selects only
+        /// keys that read back with exactly that value, whatever the other facets hold: the
+        /// keys starting with its prefix are its items, and a value it does not hold is one
+        /// that would select others' (`A#1` for `{section}`, with the keys of section `A`).
+        #[test]
+        fn values_a_template_holds_select_keys_that_read_back_as_given(
+            section in "[A#1]{0,4}", row in "[A#1]{0,4}", seat in "[A#1]{0,4}",
+            given in "[A#1]{0,4}", case in 0..3usize,
+        ) {
+            let case = [KeyCase::AsStored, KeyCase::Lower, KeyCase::Upper][case];
+            let t = KeyTemplate::parse_unescaped("SEAT#{section}#{row}#{seat}").unwrap().with_case(case);
+            let pairs = [("section", section.as_str()), ("row", row.as_str()), ("seat", seat.as_str())];
+            let key = t.render(values(&pairs)).unwrap();
+            let prefix = t.prefix(values(&[("section", given.as_str())]));
+            let partial = t.partial(values(&[]), &given);
+            if t.holds("section", &given) && key.starts_with(&prefix) {
+                let read = t.read(&key).unwrap();
+                prop_assert_eq!(&read[0].1, &case.apply(&given));
+            }
+            // A prefix of the first facet: every key it selects has a section starting with it.
+            if t.holds("section", &given) && key.starts_with(&partial) {
+                let read = t.read(&key).unwrap();
+                prop_assert!(read[0].1.starts_with(case.apply(&given).as_ref()));
+            }
+            // Control: a value holding the separator selects another section's key.
+            if given.contains('#') {
+                prop_assert!(!t.holds("section", &given));
+            }
+            // The last facet holds anything.
+            prop_assert!(t.holds("seat", &given));
         }
 
         /// String order of sortable integers is numeric order.

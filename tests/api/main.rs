@@ -56,4 +56,5 @@ mod schema;
 #[path = "../../examples/shop/data.rs"]
 mod shop_data;
 mod tables;
+mod text_ranges;
 mod tools;

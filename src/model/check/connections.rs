@@ -47,10 +47,39 @@ pub(super) fn argument(file: &ArgumentFile) -> Argument {
             name: name.clone(),
             description: None,
         },
-        ArgumentFile::Described { name, description } => Argument {
+        ArgumentFile::Described {
+            name, description, ..
+        } => Argument {
             name: name.clone(),
             description: description.clone(),
         },
+    }
+}
+
+/// Whether an argument is marked `optional = true`.
+pub(super) fn is_optional(file: &ArgumentFile) -> bool {
+    matches!(
+        file,
+        ArgumentFile::Described {
+            optional: Some(true),
+            ..
+        }
+    )
+}
+
+/// Reports `optional` on an argument other than a `fixed` one, which are optional anyway.
+pub(super) fn refuse_optional(file: &Spanned<ArgumentFile>, out: &mut Problems) {
+    if let ArgumentFile::Described {
+        optional: Some(_),
+        name,
+        ..
+    } = file.get_ref()
+    {
+        out.error(
+            file.span(),
+            format!("`optional` is for `fixed` arguments; `{name}` may always be left out"),
+        )
+        .hint("remove `optional`");
     }
 }
 

@@ -322,6 +322,30 @@ impl<'f> Ctx<'f, '_> {
                 (f, arg)
             })
             .collect();
+        // Optional `fixed` arguments come last: each may be left out only with those after it.
+        let required_fixed = fixed_files
+            .iter()
+            .position(|a| is_optional(a.get_ref()))
+            .unwrap_or(fixed_files.len());
+        if let Some(late) = fixed_files[required_fixed..]
+            .iter()
+            .find(|a| !is_optional(a.get_ref()))
+        {
+            out.error(
+                late.span(),
+                format!(
+                    "`fixed` argument `{}` is required, but follows an optional one",
+                    argument(late.get_ref()).name
+                ),
+            )
+            .hint("a key prefix can leave out only its last facets: mark it `optional = true` too, or move the optional ones last");
+        }
+        for a in [&sort.min, &sort.max, &sort.begins_with]
+            .into_iter()
+            .flatten()
+        {
+            refuse_optional(a, out);
+        }
         let f = &entity.fields[field];
         let scalar = match f.ty {
             FieldType::Scalar(s) => s,
@@ -336,23 +360,32 @@ impl<'f> Ctx<'f, '_> {
         };
         let plain =
             integer && !template.template.is_escaped() && template.template.pad(&f.name).is_none();
-        let alphabet: Option<&str> = match scalar {
-            _ if plain => None,
-            _ if integer => Some("0123456789"),
-            Scalar::DateTime(TimeFormat::Date) => Some("-0123456789"),
-            Scalar::DateTime(_) => Some("+-.0123456789:TZ"),
+        // The characters the facet's text may hold, as the key writes it: `None` for any.
+        let written = |text: &str| template.template.written(text);
+        let alphabet: Option<String> = match scalar {
+            _ if integer => Some("0123456789".to_owned()),
+            Scalar::DateTime(TimeFormat::Date) => Some(written("-0123456789")),
+            Scalar::DateTime(_) => Some(written("+-.0123456789:TZ")),
+            Scalar::Enum(e) => Some(
+                self.enums[e]
+                    .values
+                    .iter()
+                    .map(|(value, _)| template.template.case().apply(value).into_owned())
+                    .collect(),
+            ),
             // Ids that sort by time: ranges of times are ranges of ids.
             Scalar::String | Scalar::Id => match f.sortable_id() {
-                Some(SortableId::Ulid) => {
-                    Some("0123456789ABCDEFGHJKMNPQRSTVWXYZabcdefghjkmnpqrstvwxyz")
-                }
-                Some(SortableId::Ksuid) => {
-                    Some("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
-                }
+                Some(SortableId::Ulid) => Some(written(
+                    "0123456789ABCDEFGHJKMNPQRSTVWXYZabcdefghjkmnpqrstvwxyz",
+                )),
+                Some(SortableId::Ksuid) => Some(
+                    "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz".to_owned(),
+                ),
                 None => None,
             },
             _ => None,
         };
+        let text_facet = matches!(scalar, Scalar::String | Scalar::Id | Scalar::Enum(_));
         if f.sortable_id() == Some(SortableId::Ksuid)
             && template.template.case() != KeyCase::AsStored
             && (sort.min.is_some() || sort.max.is_some())
@@ -374,78 +407,31 @@ impl<'f> Ctx<'f, '_> {
                 .as_ref()
                 .or(sort.max.as_ref())
                 .map_or(span.clone(), Spanned::span);
-            match alphabet {
-                None if plain => {
-                    out.error(
-                        at,
-                        format!(
-                            "`min` and `max` need a facet that sorts as its values: `{}` is written \
-                             in key template `{}` as plain decimal text, where 10 sorts before 9",
-                            f.name, template.template
-                        ),
-                    )
-                    .hint(format!(
-                        "if the writer pads the numbers to a width, say so, such as `{{{}:08}}`",
-                        f.name
-                    ));
-                    ok = false;
-                }
-                None => {
-                    out.error(
-                        at,
-                        format!(
-                            "`min` and `max` need a facet that sorts as its values: `{}` is `{}`",
-                            f.name,
-                            self.type_text(&f.ty, f.nullable)
-                        ),
-                    )
-                    .hint("ranges work on Int, BigInt and DateTime facets, and on ids that sort by time (`format = \"ulid\"` or `\"ksuid\"`); use `begins_with` for text");
-                    ok = false;
-                }
-                Some(alphabet) => {
-                    let lowest = alphabet.chars().min().unwrap_or('0');
-                    let next = template.template.text_after(&f.name).chars().next();
-                    let clash = template
-                        .template
-                        .separators()
-                        .iter()
-                        .find(|c| alphabet.contains(**c));
-                    if let Some(c) = clash {
-                        out.error(
-                            at,
-                            format!(
-                                "separator `{c}` of key template `{}` appears in `{}` values, so \
-                                 the keys do not sort as the values",
-                                template.template, f.name
-                            ),
-                        )
-                        .hint("separate facets with a character such as `#`");
-                        ok = false;
-                    } else if let Some(c) = next
-                        && (c as u32) + 1 >= lowest as u32
-                    {
-                        out.error(
-                            at,
-                            format!(
-                                "`{c}` after facet `{}` in key template `{}` does not sort at least \
-                                 two places below `{lowest}`, the lowest character `{}` values \
-                                 hold, so a range cannot be bounded exactly",
-                                f.name, template.template, f.name
-                            ),
-                        )
-                        .hint("follow the facet with a character that sorts low, such as `#`");
-                        ok = false;
-                    }
-                }
+            let next = template.template.text_after(&f.name).chars().next();
+            if let Some(problem) = self.range_problem(
+                template,
+                f,
+                plain,
+                text_facet && f.sortable_id().is_none(),
+                alphabet.as_deref(),
+                next,
+            ) {
+                let (message, hint) = problem;
+                out.error(at, message).hint(hint);
+                ok = false;
             }
         }
         if let Some(begins_with) = &sort.begins_with
-            && (integer || !matches!(scalar, Scalar::String | Scalar::Id | Scalar::DateTime(_)))
+            && (integer
+                || !matches!(
+                    scalar,
+                    Scalar::String | Scalar::Id | Scalar::Enum(_) | Scalar::DateTime(_)
+                ))
         {
             out.error(
                 begins_with.span(),
                 format!(
-                    "`begins_with` needs a text facet, or a DateTime stored as text; `{}` is `{}`",
+                    "`begins_with` needs a text or enum facet, or a DateTime stored as text; `{}` is `{}`",
                     f.name,
                     self.type_text(&f.ty, f.nullable)
                 ),
@@ -467,9 +453,120 @@ impl<'f> Ctx<'f, '_> {
             field,
             template: Some(template.template.clone()),
             fixed,
+            required_fixed,
             min,
             max,
             begins_with,
+        })
+    }
+
+    /// Why a range (`min`, `max`) on facet `f` of `template` would not select exactly the keys
+    /// whose facet is in range, with a hint; `None` when it would. The keys' byte order is the
+    /// range's order, so the facet's text must sort as its values (`plain` numbers do not; an
+    /// escaped `\` or separator inside a value does not), and unless the facet ends the key,
+    /// the character after it (`next`) must sort below every character its values may hold
+    /// (`alphabet`, `None` for any): then `[start + min, start + max + the character after
+    /// next]` holds exactly the keys in range. `text`: a String, ID or enum facet.
+    fn range_problem(
+        &self,
+        template: &TemplateKey,
+        f: &Field,
+        plain: bool,
+        text: bool,
+        alphabet: Option<&str>,
+        next: Option<char>,
+    ) -> Option<(String, String)> {
+        let t = &template.template;
+        if plain {
+            return Some((
+                format!(
+                    "`min` and `max` need a facet that sorts as its values: `{}` is written in \
+                     key template `{t}` as plain decimal text, where 10 sorts before 9",
+                    f.name
+                ),
+                format!(
+                    "if the writer pads the numbers to a width, say so, such as `{{{}:08}}`",
+                    f.name
+                ),
+            ));
+        }
+        if text {
+            let escapes = |a: &str| a.chars().any(|c| c == '\\' || t.separators().contains(&c));
+            if t.is_escaped() && alphabet.is_none_or(escapes) {
+                return Some((
+                    format!(
+                        "`min` and `max` need keys that sort as the values: `{}` values may hold \
+                         `\\` or a separator of key template `{t}`, which escaped keys write \
+                         with a `\\` before it, out of the values' order",
+                        f.name
+                    ),
+                    "keys other tools wrote are not escaped: say so with `escape_keys = false`; \
+                     or give the facet an enum type whose values hold no separator"
+                        .to_owned(),
+                ));
+            }
+            let c = next?;
+            return match alphabet {
+                None => Some((
+                    format!(
+                        "`{}` is followed by `{c}` in key template `{t}`, and its values may hold \
+                         characters that sort below or at `{c}` (a space, `!`, `{c}` itself), so \
+                         a range could not be bounded exactly",
+                        f.name
+                    ),
+                    "ranges on a String or ID facet work where it ends the key; or give it an \
+                     enum type, or use `begins_with`"
+                        .to_owned(),
+                )),
+                Some(a) => a.chars().filter(|&x| x <= c).min().map(|low| {
+                    (
+                        format!(
+                            "`{}` is followed by `{c}` in key template `{t}`, and its values hold \
+                             `{low}`, which does not sort above `{c}`, so a range could not be \
+                             bounded exactly",
+                            f.name
+                        ),
+                        "follow the facet with a character that sorts below its values, such as \
+                         `#`"
+                        .to_owned(),
+                    )
+                }),
+            };
+        }
+        let Some(alphabet) = alphabet else {
+            return Some((
+                format!(
+                    "`min` and `max` need a facet that sorts as its values: `{}` is `{}`",
+                    f.name,
+                    self.type_text(&f.ty, f.nullable)
+                ),
+                "ranges work on Int, BigInt, DateTime, String, ID and enum facets, and on ids \
+                 that sort by time (`format = \"ulid\"` or `\"ksuid\"`)"
+                    .to_owned(),
+            ));
+        };
+        let lowest = alphabet.chars().min().unwrap_or('0');
+        if let Some(c) = t.separators().iter().find(|c| alphabet.contains(**c)) {
+            return Some((
+                format!(
+                    "separator `{c}` of key template `{t}` appears in `{}` values, so the keys \
+                     do not sort as the values",
+                    f.name
+                ),
+                "separate facets with a character such as `#`".to_owned(),
+            ));
+        }
+        let c = next?;
+        ((c as u32) + 1 >= lowest as u32).then(|| {
+            (
+                format!(
+                    "`{c}` after facet `{}` in key template `{t}` does not sort at least two \
+                     places below `{lowest}`, the lowest character `{}` values hold, so a range \
+                     cannot be bounded exactly",
+                    f.name, f.name
+                ),
+                "follow the facet with a character that sorts low, such as `#`".to_owned(),
+            )
         })
     }
 
@@ -595,6 +692,12 @@ impl<'f> Ctx<'f, '_> {
                 return None;
             }
         };
+        for a in [&sort.min, &sort.max, &sort.begins_with]
+            .into_iter()
+            .flatten()
+        {
+            refuse_optional(a, out);
+        }
         let mut args = [&sort.min, &sort.max, &sort.begins_with].map(|a| {
             a.as_ref().map(|a| {
                 let arg = argument(a.get_ref());
@@ -625,6 +728,7 @@ impl<'f> Ctx<'f, '_> {
             field,
             template: None,
             fixed: Vec::new(),
+            required_fixed: 0,
             min,
             max,
             begins_with,

@@ -717,8 +717,38 @@ pub(super) fn cases() -> Vec<Case> {
             "range on a String facet",
             ("ORDER#{placedAt}#{orderId}", "ORDER#{orderId}#{placedAt}"),
             &format!("{ORDERS}sort.min = \"from\"\n"),
-            "`min` and `max` need a facet that sorts as its values: `orderId` is `String!`",
+            "`min` and `max` need keys that sort as the values: `orderId` values may hold `\\` or a separator of key template `ORDER#{orderId}#{placedAt}`",
             26,
+            12,
+        ),
+        case(
+            "range on a String facet followed by a separator",
+            &format!(
+                "{}{ORDERS}sort.min = \"from\"\n",
+                foreign_orders("ORDER#{orderId}#{placedAt}")
+            ),
+            "`orderId` is followed by `#` in key template `ORDER#{orderId}#{placedAt}`, and its values may hold characters that sort below or at `#`",
+            28,
+            12,
+        ),
+        case(
+            "a required fixed argument after an optional one",
+            &format!(
+                "{}{ORDERS}sort.fixed = [{{ name = \"id\", optional = true }}, \"at\"]\n",
+                foreign_orders("ORDER#{orderId}#{placedAt}#{count}")
+            ),
+            "`fixed` argument `at` is required, but follows an optional one",
+            28,
+            49,
+        ),
+        case(
+            "optional on a range argument",
+            &format!(
+                "{}{ORDERS}sort.max = {{ name = \"until\", optional = true }}\n",
+                foreign_orders("ORDER#{placedAt}#{orderId}")
+            ),
+            "`optional` is for `fixed` arguments; `until` may always be left out",
+            28,
             12,
         ),
         one_table_with(
@@ -819,7 +849,7 @@ pub(super) fn cases() -> Vec<Case> {
             "begins_with on an Int facet",
             ("ORDER#{placedAt}#{orderId}", "ORDER#{count}#{orderId}"),
             &format!("{ORDERS}sort.begins_with = \"prefix\"\n"),
-            "`begins_with` needs a text facet, or a DateTime stored as text; `count` is `Int!`",
+            "`begins_with` needs a text or enum facet, or a DateTime stored as text; `count` is `Int!`",
             26,
             20,
         ),
