@@ -2,10 +2,13 @@
 //! digits in keys, `_type` naming each item's model, `created` / `updated` as epoch
 //! milliseconds, and OneTable's own `_unique#…` items in the same table.
 
+use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{Value, json};
 
 use super::{pick, refetch_all, scanned, stamps, text};
-use crate::helpers::{merge, model_app, read_back, walk_matches, written_by};
+use crate::helpers::{
+    GroundQuery, ModelApp, merge, model_app, query_all, read_back, walk_matches, written_by,
+};
 
 const MODEL: &str = "examples/onetable/dynarelay.toml";
 
@@ -140,6 +143,123 @@ async fn onetable_data_is_served_as_onetable_reads_it() {
     let mut want: Vec<String> = projects.iter().map(|p| text(p, "id")).collect();
     want.sort();
     assert_eq!(got, want);
+
+    wide_numbers_range_in_the_keys_byte_order(&app, &truth).await;
+}
+
+/// The largest project holds issue numbers wider than the key's 8 digits (OneTable writes
+/// `issue#123456789` unpadded). Every range with bounds of 1 to 10 digits, wider than the width
+/// included, selects exactly what DynamoDB's own `KeyConditionExpression` selects for the same
+/// bounds rendered as the keys are (`BETWEEN`, `>=`, `<=`), in its byte order; bounds whose keys
+/// are out of order are refused before any read, as DynamoDB would refuse them.
+async fn wide_numbers_range_in_the_keys_byte_order(app: &ModelApp, truth: &Value) {
+    let project = truth["issuesByProject"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .find(|(_, issues)| issues.as_array().unwrap().len() == 250)
+        .map(|(id, _)| id.clone())
+        .expect("the project with 250 issues");
+    let wide = truth["issuesByProject"][&project]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["seq"].as_i64().unwrap() >= 100_000_000)
+        .count();
+    assert_eq!(wide, 4, "the writer's numbers wider than 8 digits");
+    let table = app.table("Tracker");
+    let key = |n: i64| AttributeValue::S(format!("issue#{n:08}"));
+    let ground = |condition: &'static str, values: Vec<(&'static str, AttributeValue)>| {
+        let table = table.clone();
+        let project = project.clone();
+        async move {
+            let mut values = values;
+            values.push((":p", AttributeValue::S(format!("project#{project}"))));
+            let query = GroundQuery {
+                table: &table,
+                index: None,
+                condition,
+                names: &[("#p", "pk"), ("#s", "sk")],
+                values: &values,
+                forward: true,
+            };
+            query_all(app.client(), &query)
+                .await
+                .iter()
+                // Only issues: the project's own item (`project#`) sorts after them.
+                .filter(|item| item["sk"].as_s().unwrap().starts_with("issue#"))
+                .map(|item| item["seq"].as_n().unwrap().clone())
+                .collect::<Vec<String>>()
+        }
+    };
+    // Every issue of the range, 100 a page: the first page's answer (an error, if refused) and
+    // the numbers of all pages.
+    let page = |vars: Value| async move {
+        let mut after = Value::Null;
+        let mut numbers = Vec::new();
+        let mut first_answer = None;
+        loop {
+            let paging = json!({ "first": 100, "after": after });
+            let answer = app.graphql(ISSUES, merge(vars.clone(), paging)).await;
+            let issues = &answer["data"]["project"]["issues"];
+            numbers.extend(
+                issues["edges"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|e| e["node"]["seq"].to_string()),
+            );
+            let more = issues["pageInfo"]["hasNextPage"] == true;
+            after = issues["pageInfo"]["endCursor"].clone();
+            first_answer.get_or_insert(answer);
+            if !more {
+                return (first_answer.unwrap_or_default(), numbers);
+            }
+        }
+    };
+    let bounds: [i64; 10] = [
+        0,
+        7,
+        42,
+        700,
+        10_000_000,
+        99_999_999,
+        100_000_000,
+        123_456_789,
+        999_999_999,
+        2_000_000_000,
+    ];
+    let mut checked = 0;
+    for lo in bounds {
+        for hi in bounds {
+            let vars = json!({ "id": project, "from": lo, "to": hi });
+            let (answer, got) = page(vars).await;
+            if format!("{lo:08}") > format!("{hi:08}") {
+                assert_eq!(
+                    answer["errors"][0]["extensions"]["code"], "BAD_USER_INPUT",
+                    "{lo}..{hi}: {answer}"
+                );
+                continue;
+            }
+            let want = ground(
+                "#p = :p AND #s BETWEEN :lo AND :hi",
+                vec![(":lo", key(lo)), (":hi", key(hi))],
+            )
+            .await;
+            assert_eq!(got, want, "{lo}..{hi}: {answer}");
+            checked += 1;
+        }
+        let from = ground("#p = :p AND #s >= :lo", vec![(":lo", key(lo))]).await;
+        let to = ground("#p = :p AND #s <= :hi", vec![(":hi", key(lo))]).await;
+        for (vars, want) in [
+            (json!({ "id": project, "from": lo }), from),
+            (json!({ "id": project, "to": lo }), to),
+        ] {
+            assert_eq!(page(vars.clone()).await.1, want, "{vars}");
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 75);
 }
 
 /// Issues the mutations write are OneTable's own: its `get` and `find` read them (`_type`, the

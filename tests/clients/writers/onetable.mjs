@@ -79,6 +79,8 @@ const TITLES = [
   "Slow query",
 ];
 
+const WIDE_SEQS = [99999999, 100000000, 123456789, 999999999, 2000000000];
+
 function buildData() {
   const rnd = lcg(777);
   const projects = PROJECT_SPECS.map(({ id, name }) => ({ id, name }));
@@ -89,6 +91,10 @@ function buildData() {
     let seq = 0;
     for (let k = 0; k < spec.issues; k++) {
       seq += 1 + rnd(5);
+      // The largest project's last issues have numbers wider than the key's 8 digits, which
+      // OneTable writes unpadded (`issue#123456789`): they sort by their first digits.
+      const wide = WIDE_SEQS[k - (spec.issues - WIDE_SEQS.length)];
+      if (spec.issues === 250 && wide !== undefined) seq = wide;
       issues.push({
         projectId: spec.id,
         seq,
