@@ -120,7 +120,11 @@ async fn electrodb_data_is_served_as_electrodb_reads_it() {
 
 /// Ranges and prefixes on the first facet of ElectroDB's lowercased sort key
 /// (`…#loanedat_2026-05-01t00:00:00.000z#…`) select exactly the loans ElectroDB's own query
-/// returned in that range, at every page size both ways.
+/// returned in that range, at every page size both ways; each range is what ElectroDB's own
+/// `between`, `gte` and `lte` return through the real library, bounds at stored times, but for
+/// the loans at exactly the upper bound, which ElectroDB's partial sort key leaves out and
+/// `loanedUntil` (at or before) keeps; and DynamoDB reads no item a page does not return (a key
+/// condition, no filter).
 #[tokio::test]
 async fn ranges_on_a_lowercased_sort_key_select_exactly() {
     let (app, truth) = seeded().await;
@@ -159,7 +163,51 @@ async fn ranges_on_a_lowercased_sort_key_select_exactly() {
             .map(|l| text(l, "loanId"))
             .collect();
         assert!(!want.is_empty() && want.len() < loans.len(), "{extra}");
-        walk_loans(&app, member, extra, &want).await;
+        walk_loans(&app, member, extra.clone(), &want).await;
+        let vars = merge(json!({ "memberId": member, "first": 100 }), extra.clone());
+        let page = app.graphql(LOANS, vars).await;
+        let cost = &page["extensions"]["cost"];
+        assert_eq!(
+            cost["itemsEvaluated"], cost["itemsReturned"],
+            "{extra}: {page}"
+        );
+        // ElectroDB's own sort key condition for the same range, through the library.
+        let (name, params) = match (&extra["from"], &extra["until"]) {
+            (Value::String(_), Value::String(_)) => {
+                ("loansBetween", json!({ "from": from, "until": until }))
+            }
+            (Value::String(f), _) => ("loansFrom", json!({ "from": f })),
+            (_, Value::String(u)) => ("loansUntil", json!({ "until": u })),
+            _ => continue,
+        };
+        let params = merge(json!({ "memberId": member }), params);
+        let read = read_back(
+            "electrodb",
+            &app.table("Lending"),
+            &json!({ "query": [{ "name": name, "params": params }] }),
+        )
+        .await;
+        // ElectroDB's `between` and `lte` end at the bound's own key text
+        // (`…#loanedat_<until>`), so a loan made at exactly that time, whose key goes on with
+        // `#loanid_…`, is past it: ElectroDB leaves it out. `loanedUntil` keeps it, as "at or
+        // before this time" says.
+        let upper = params["until"].as_str().unwrap_or_default();
+        let electrodb: Vec<String> = loans
+            .iter()
+            .filter(|l| keep(&text(l, "loanedAt")) && text(l, "loanedAt") != upper)
+            .map(|l| text(l, "loanId"))
+            .collect();
+        assert_eq!(
+            texts(&read["query"][0], "loanId"),
+            electrodb,
+            "ElectroDB's {name} {params}"
+        );
+        if !upper.is_empty() {
+            assert!(
+                electrodb.len() < want.len(),
+                "no loan at the upper bound: {params}"
+            );
+        }
     }
 }
 

@@ -7,7 +7,10 @@
 //
 // Read mode (request and answer: common.mjs) writes nothing. Gets: `member` {memberId}, `loan`
 // {memberId, loanedAt, loanId}, through `entity.get(key).go()`. Queries, every page:
-// `loansByMember` {memberId} (index primary), `loansByStatus` {status} (index byStatus). Items are
+// `loansByMember` {memberId} (index primary), `loansByStatus` {status} (index byStatus), and a
+// member's loans in a range of `loanedAt` through ElectroDB's sort key conditions:
+// `loansBetween` {memberId, from, until} (`between`), `loansFrom` {memberId, from} (`gte`),
+// `loansUntil` {memberId, until} (`lte`). Items are
 // ElectroDB's `data`, which holds only items whose `__edb_e__` / `__edb_v__` name the entity (no
 // ignoreOwnership): an item another program wrote reads back only if ElectroDB owns it (a get of
 // an item it does not own answers null). This model has no timestamp attributes.
@@ -140,6 +143,14 @@ const QUERIES = {
     (await loan.query.primary({ memberId }).go({ pages: "all" })).data),
   loansByStatus: readOp(["status"], async ({ loan }, { status }) =>
     (await loan.query.byStatus({ status }).go({ pages: "all" })).data),
+  // Ranges on the sort key's first composite, as ElectroDB's own sort key conditions.
+  loansBetween: readOp(["memberId", "from", "until"], async ({ loan }, { memberId, from, until }) =>
+    (await loan.query.primary({ memberId }).between({ loanedAt: from }, { loanedAt: until })
+      .go({ pages: "all" })).data),
+  loansFrom: readOp(["memberId", "from"], async ({ loan }, { memberId, from }) =>
+    (await loan.query.primary({ memberId }).gte({ loanedAt: from }).go({ pages: "all" })).data),
+  loansUntil: readOp(["memberId", "until"], async ({ loan }, { memberId, until }) =>
+    (await loan.query.primary({ memberId }).lte({ loanedAt: until }).go({ pages: "all" })).data),
 };
 
 const memberView = (m) => pick(m, MEMBER_FIELDS);
