@@ -698,6 +698,31 @@ mod tests {
     }
 
     #[test]
+    fn widths_pad_to_at_least_their_digits_escaped_or_not() {
+        for t in [
+            KeyTemplate::parse("TITLE#{n:010}").unwrap(),
+            KeyTemplate::parse_unescaped("TITLE#{n:010}").unwrap(),
+        ] {
+            assert_eq!(t.integer_text("n", "42").as_deref(), Some("0000000042"));
+            // Wider values as they are, as OneTable and hand-rolled code write them.
+            assert_eq!(
+                t.integer_text("n", "12345678901").as_deref(),
+                Some("12345678901")
+            );
+            assert_eq!(t.read_integer("n", "0000000042"), Some(42));
+            assert_eq!(t.read_integer("n", "12345678901"), Some(12_345_678_901));
+            // Only the text the width writes reads back: nothing narrower, no zero before a
+            // wider value, digits only.
+            for other in ["042", "00000000042", "-000000042", "00000000x2", ""] {
+                assert_eq!(t.read_integer("n", other), None, "{other}");
+            }
+        }
+        // Without a width, escaped keys keep their sortable 20 digits.
+        let plain = KeyTemplate::parse("TITLE#{n}").unwrap();
+        assert_eq!(plain.integer_text("n", "42"), Some(sortable_integer(42)));
+    }
+
+    #[test]
     fn separators_and_escapes_inside_values_are_escaped() {
         let t = KeyTemplate::parse("CUSTOMER#{customerId}#PROFILE").unwrap();
         let key = t.render(values(&[("customerId", r"a#b\c")])).unwrap();
