@@ -30,16 +30,20 @@ pub(super) fn field_list(e: &Entity, fields: &[FieldId]) -> String {
     names.join(" and ")
 }
 
-/// The attribute and value that tell `entity`'s items apart in a table with a type attribute.
-pub(super) fn type_attribute(model: &Model, entity: EntityId) -> Option<(String, AttributeValue)> {
-    let attribute = model.table_of(entity).type_attribute.as_ref()?;
-    let value = model.entities[entity].type_value.as_ref()?;
-    Some((attribute.clone(), AttributeValue::S(value.clone())))
+/// The attributes and values every item of `entity` holds (see
+/// [`Entity::required_values`]): what `create` writes and what updates and deletes expect, so
+/// that they touch only the entity's items (not another version's, for ElectroDB).
+pub(super) fn required_values(model: &Model, entity: EntityId) -> Vec<(String, AttributeValue)> {
+    model.entities[entity]
+        .required_values(model.table_of(entity))
+        .map(|(attribute, value)| (attribute.to_owned(), AttributeValue::S(value.to_owned())))
+        .collect()
 }
 
 /// Writes into a new item of `entity` what the entity derives from its fields: every key it
 /// builds from a template (the primary key through [`values::primary_key`], index keys through
-/// [`values::render`]) and the table's type attribute. The facets stay attributes of their own.
+/// [`values::render`]) and the required values (the table's type attribute, the constants). The
+/// facets stay attributes of their own.
 pub(super) fn write_derived(model: &Model, entity: EntityId, item: &mut Item) -> ApiResult<()> {
     let e = &model.entities[entity];
     if !e.templates.is_empty() {
@@ -73,12 +77,7 @@ pub(super) fn write_derived(model: &Model, entity: EntityId, item: &mut Item) ->
             item.insert(attribute.to_owned(), AttributeValue::S(rendered));
         }
     }
-    if let Some((attribute, value)) = type_attribute(model, entity) {
-        item.insert(attribute, value);
-    }
-    for (attribute, value) in &e.constants {
-        item.insert(attribute.clone(), AttributeValue::S(value.clone()));
-    }
+    item.extend(required_values(model, entity));
     Ok(())
 }
 

@@ -24,7 +24,7 @@ use chrono::Utc;
 use super::{
     access::{self, Grant},
     connection::EdgeValue,
-    derived_keys::{field_list, rewritten_index_keys, type_attribute, write_derived},
+    derived_keys::{field_list, required_values, rewritten_index_keys, write_derived},
     error::{ApiError, ApiResult},
     limits::FieldCosts,
     node::{loader, node_id, parse_node_id},
@@ -681,7 +681,7 @@ async fn delete_item(
 ) -> ApiResult<String> {
     let key = id_key(ctx, model, entity)?;
     let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
-    let mut expect: Vec<_> = type_attribute(model, entity).into_iter().collect();
+    let mut expect = required_values(model, entity);
     let rules = model.entities[entity]
         .mutations
         .delete
@@ -725,7 +725,7 @@ async fn update_item(
     let mut changed = Vec::new();
     // The nullable fields set to null: sparse index keys made of them are removed.
     let mut cleared = Vec::new();
-    let mut expect: Vec<_> = type_attribute(model, entity).into_iter().collect();
+    let mut expect = required_values(model, entity);
     let rules = e.mutations.update.as_ref().ok_or(ApiError::Internal)?;
     let owner = owner_condition(
         model,

@@ -199,7 +199,14 @@ pub fn projection_of<'n>(
     let table = model.table_of(connection.entity);
     let keys = || connection.start_key.iter().chain(table.key.iter());
     let mut wanted: Vec<&'static str> = keys().map(|k| k.name).collect();
-    wanted.extend(table.type_attribute.as_deref());
+    // Every attribute the entities' rules require, which every read checks.
+    for &member in members {
+        wanted.extend(
+            model.entities[member]
+                .required_values(table)
+                .map(|(a, _)| a),
+        );
+    }
     for name in node_fields {
         if name == "__typename" || name == "id" {
             continue;

@@ -617,7 +617,8 @@ pub fn primary_key(
 
 /// Which of `candidates` an item is (always the first, when the table holds no other entity),
 /// by the one rule every read applies, whether a table read, an index read, a lookup or a
-/// refetch found it: its table's type attribute and its table's keys (see
+/// refetch found it: its required values (the type attribute, the constants) and its table's
+/// keys (see
 /// [`crate::model::Entity::matches`]). Index keys do not decide.
 pub fn entity_of(model: &Model, candidates: &[EntityId], item: &Item) -> Option<EntityId> {
     let keys = candidates

@@ -281,17 +281,23 @@ pub struct EntityFile {
     /// The entity as ElectroDB declares it: its service, entity name, version and composite
     /// attributes. Its `keys` are then ElectroDB's, lowercased (`pk = "$lending#memberid_{memberId}"`,
     /// `sk = "$loan_1#loanedat_{loanedAt}#loanid_{loanId}"`), written without escapes; its
-    /// `type_value` is the entity name, and `create` writes `__edb_v__`. The table's
-    /// `type_attribute` must be `__edb_e__`. Leave `keys`, `escape_keys`, `key_case`,
-    /// `type_value` and `constants` out.
+    /// `type_value` is the entity name, and `__edb_v__` must hold the version (a constant):
+    /// every read takes only items of this entity and version, and `create` writes both. The
+    /// table's `type_attribute` must be `__edb_e__`. Two versions of one entity (a table in the
+    /// middle of a migration) are two entities, in one model or in two. Leave `keys`,
+    /// `escape_keys`, `key_case`, `type_value` and `constants` out.
     #[schemars(with = "Option<ElectroDbFile>")]
     pub electrodb: Option<Spanned<ElectroDbFile>>,
     /// The value of the table's `type_attribute` for this entity. Default: the entity's name.
+    /// Two entities of a table may share one only when a constant tells them apart.
     #[schemars(with = "Option<String>")]
     pub type_value: Option<Spanned<String>>,
-    /// String attributes that `create` writes on every item of the entity besides its fields,
-    /// keys and type attribute, so that the tool that owns the table reads the item as its own:
-    /// ElectroDB's `__edb_v__ = "1"`. Reads do not look at them.
+    /// String attributes every item of the entity holds besides its fields, keys and type
+    /// attribute, such as ElectroDB's `__edb_v__ = "1"`: part of the entity's rule with the type
+    /// value. Every read (connections, Scans, lookups, relations, `node`) takes only items that
+    /// hold each of them with its value, `create` writes them, and updates and deletes touch
+    /// only items that hold them. Two entities with the same `type_value` and different values
+    /// of a constant (ElectroDB's version 1 and 2 of an entity) are told apart by it.
     #[serde(default)]
     #[schemars(with = "BTreeMap<String, String>")]
     pub constants: BTreeMap<Spanned<String>, Spanned<String>>,

@@ -223,7 +223,9 @@ pub struct Entity {
     pub templates: Vec<TemplateKey>,
     /// The value of the table's type attribute on this entity's items (when it has one).
     pub type_value: Option<String>,
-    /// String attributes `create` writes on every item besides fields, keys and the type.
+    /// String attributes every item of the entity holds besides fields, keys and the type
+    /// (ElectroDB's `__edb_v__`): `create` writes them, and every read requires them (see
+    /// [`Entity::required_values`]).
     pub constants: Vec<(String, String)>,
     /// Who may see the entity's items, however they are reached.
     pub read: Access,
@@ -717,8 +719,26 @@ impl Entity {
         self.templates.iter().find(|t| t.facets.contains(&field))
     }
 
-    /// Whether an item is one of this entity's, given its string attributes: its table's type
-    /// attribute holds this entity's value, and each of the `keys` (the table's: every read
+    /// The string attributes an item must hold, with these values, to be one of this entity's:
+    /// the table's type attribute with the entity's type value (when the table has one), then
+    /// each constant. `create` writes them all, updates and deletes expect them all, and every
+    /// read requires them all ([`Entity::matches`]): ElectroDB's `loan` of version 1 and of
+    /// version 2 are two rules, `__edb_e__ = "loan"` with `__edb_v__ = "1"` or `"2"`.
+    pub fn required_values<'m>(
+        &'m self,
+        table: &'m Table,
+    ) -> impl Iterator<Item = (&'m str, &'m str)> {
+        let typed = table
+            .type_attribute
+            .as_deref()
+            .zip(self.type_value.as_deref());
+        typed
+            .into_iter()
+            .chain(self.constants.iter().map(|(a, v)| (a.as_str(), v.as_str())))
+    }
+
+    /// Whether an item is one of this entity's, given its string attributes: it holds every
+    /// [required value](Entity::required_values), and each of the `keys` (the table's: every read
     /// passes those, so that an item is the same entity however it was found) that the entity
     /// builds from a template reads back under it, with each facet a value of its field's type
     /// and the same in every such key that holds it. Index keys are not looked at. The
@@ -732,8 +752,9 @@ impl Entity {
         get: impl Fn(&str) -> Option<&'i str>,
     ) -> bool {
         let table = &model.tables[self.table];
-        if let (Some(attribute), Some(value)) = (&table.type_attribute, &self.type_value)
-            && get(attribute) != Some(value.as_str())
+        if self
+            .required_values(table)
+            .any(|(attribute, value)| get(attribute) != Some(value))
         {
             return false;
         }

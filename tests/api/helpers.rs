@@ -24,8 +24,8 @@ pub use crate::shop_data::ShopTables;
 
 pub use apps::{
     ModelApp, TEST_RING, TestApp, app_state, audited, endpoint, example_models, lint, load_model,
-    model_app, model_app_from, model_app_over, model_state, shop, shop_store, test_ring, tool,
-    unique_prefix,
+    model_app, model_app_at, model_app_from, model_app_over, model_state, shop, shop_store,
+    test_ring, tool, unique_prefix,
 };
 pub use auth::{
     auth_model_app, auth_router, graphql_with_token, logged_model_app, model_auth_settings,
@@ -41,7 +41,7 @@ pub use dynamo::{
 };
 pub use generated::check_generated;
 pub use lambda::LambdaFunction;
-pub use node::{NodeRun, read_back, run_node, written_by};
+pub use node::{NodeRun, read_back, run_node, written_by, written_with};
 pub use paging::{all_nodes, merge, walk_matches, walk_pages};
 pub use requests::{
     Answer, Origin, answer, error_code, graphql_from, graphql_request, graphql_with_authorization,

@@ -294,12 +294,21 @@ impl<'f> Ctx<'f, '_> {
                 (Some(_), _) => Vec::new(),
                 (None, _) => self.type_filters(node, &target, scan),
             },
+            // Items carrying required values say the table holds others too (an ElectroDB
+            // table's other entities and versions), whatever the model declares of it.
             shared: self
                 .entities
                 .iter()
                 .filter(|d| d.table == Some(table_id))
                 .count()
-                > 1,
+                > 1
+                || members.iter().any(|&m| {
+                    self.entities[m]
+                        .entity
+                        .required_values(target.table)
+                        .next()
+                        .is_some()
+                }),
             collection,
             access: Access::default(),
         })
@@ -482,9 +491,13 @@ impl<'f> Ctx<'f, '_> {
         )
     }
 
-    /// Filters selecting `node`'s items where key conditions cannot: a Scan of a shared table,
-    /// or a Query whose partition other entities share with the same sort-key prefix (only
-    /// possible with a type attribute, which then tells them apart).
+    /// Filters selecting `node`'s items where key conditions cannot: a Scan of a table that
+    /// holds other items (other entities of the model, or, where items carry required values,
+    /// anyone's: ElectroDB's other versions), or a Query whose partition other entities share
+    /// with the same sort-key prefix (only possible with a type attribute, which then tells
+    /// them apart). The entity's whole rule goes in: every required value (the type attribute,
+    /// the constants), and in a Scan of a table without a type attribute the literal starts of
+    /// its keys.
     pub(super) fn type_filters(
         &self,
         node: EntityId,
@@ -495,27 +508,28 @@ impl<'f> Ctx<'f, '_> {
         let others: Vec<EntityId> = (0..self.entities.len())
             .filter(|&e| e != node && self.entities[e].table == table)
             .collect();
-        if others.is_empty() {
+        let entity = &self.entities[node].entity;
+        let mut rule: Vec<(&'static str, TypeTest)> = entity
+            .required_values(target.table)
+            .map(|(attribute, value)| (leak_str(attribute), TypeTest::Equals(value.to_owned())))
+            .collect();
+        if others.is_empty() && rule.is_empty() {
             return Vec::new();
         }
-        let entity = &self.entities[node].entity;
-        if let (Some(attribute), Some(value)) = (&target.table.type_attribute, &entity.type_value) {
+        if target.table.type_attribute.is_some() && entity.type_value.is_some() {
             if scan || others.iter().any(|&o| self.overlap(node, o, target.key())) {
-                return vec![(leak_str(attribute), TypeTest::Equals(value.clone()))];
+                return rule;
             }
             return Vec::new();
         }
         if !scan {
             return Vec::new();
         }
-        target
-            .key()
-            .iter()
-            .filter_map(|attr| {
-                let start = entity.template_on(attr.name)?.template.literal_prefix();
-                (!start.is_empty()).then(|| (attr.name, TypeTest::BeginsWith(start.to_owned())))
-            })
-            .collect()
+        rule.extend(target.key().iter().filter_map(|attr| {
+            let start = entity.template_on(attr.name)?.template.literal_prefix();
+            (!start.is_empty()).then(|| (attr.name, TypeTest::BeginsWith(start.to_owned())))
+        }));
+        rule
     }
 
     pub(super) fn index_named<'t>(

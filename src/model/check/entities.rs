@@ -562,6 +562,8 @@ impl<'f> Ctx<'f, '_> {
     /// a key cannot read back under two templates whose starts differ so (see
     /// [`crate::model::Entity::matches`], the rule every read applies), even when nobody escaped
     /// the separators inside its values, as hand-rolled code and *The DynamoDB Book* write keys.
+    /// The entities of a table with a type attribute must be told apart by their required
+    /// values instead: a type value of its own, or a constant both have with different values.
     pub(super) fn check_shared_tables(&self, out: &mut Problems) {
         for (t, info) in self.tables.iter().enumerate() {
             let ids: Vec<EntityId> = (0..self.entities.len())
@@ -574,9 +576,15 @@ impl<'f> Ctx<'f, '_> {
                 for (i, &a) in ids.iter().enumerate() {
                     for &b in &ids[i + 1..] {
                         let (da, db) = (&self.entities[a], &self.entities[b]);
-                        if da.entity.type_value.is_some()
-                            && da.entity.type_value == db.entity.type_value
-                        {
+                        // Two rules tell items apart when some attribute both require holds
+                        // different values: the type value, or a constant (ElectroDB's
+                        // `__edb_v__` for two versions of one entity).
+                        let apart = da.entity.required_values(&info.table).any(|(name, value)| {
+                            db.entity
+                                .required_values(&info.table)
+                                .any(|(other, v)| other == name && v != value)
+                        });
+                        if da.entity.type_value.is_some() && !apart {
                             let span = |d: &EntityDraft<'_>| {
                                 d.file
                                     .type_value
@@ -593,7 +601,11 @@ impl<'f> Ctx<'f, '_> {
                                 ),
                             )
                             .also(span(da), format!("`{}`'s type value", da.entity.name))
-                            .hint("the type attribute tells the entities of a table apart: give each its own value");
+                            .hint(
+                                "the type attribute tells the entities of a table apart: give each \
+                                 its own value, or a constant of its own with another value (such \
+                                 as ElectroDB's `__edb_v__`)",
+                            );
                         }
                     }
                 }

@@ -155,12 +155,14 @@ impl<'f> Ctx<'f, '_> {
                 || included.iter().any(|a| a == attribute)
         };
         let entity = &self.entities[node].entity;
-        let missing: Vec<String> = entity
-            .fields
-            .iter()
-            .filter(|f| !holds(&f.attribute))
-            .map(|f| format!("`{}`", f.attribute))
+        // The fields, and the attributes the entity's rule requires (every read checks them).
+        let read = entity.fields.iter().map(|f| f.attribute.as_str());
+        let mut missing: Vec<String> = read
+            .chain(entity.required_values(target.table).map(|(a, _)| a))
+            .filter(|attribute| !holds(attribute))
+            .map(|attribute| format!("`{attribute}`"))
             .collect();
+        missing.dedup();
         if !missing.is_empty() {
             out.error(
                 span,

@@ -361,6 +361,12 @@ pub fn model_app_over(text: &str, prefix: &str) -> ModelApp {
     served(load_model(&model_file(text)), prefix)
 }
 
+/// Serves the model file at `path` (relative to the crate root) over the tables already under
+/// `prefix` (creating none): a second model of the same tables, such as another version's.
+pub fn model_app_at(path: &str, prefix: &str) -> ModelApp {
+    served(load_model(path), prefix)
+}
+
 /// Serves the model file at `path` (relative to the crate root) on fresh tables.
 pub async fn model_app(path: &str) -> ModelApp {
     let model = load_model(path);

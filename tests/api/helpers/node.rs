@@ -97,13 +97,15 @@ const LOCAL_AWS: [(&str, &str); 4] = [
 /// Has `tests/clients/writers/<tool>.mjs` write its data set into `table` with the tool's own
 /// npm library, and returns what the library read back (the ground truth each writer prints).
 pub async fn written_by(tool: &str, table: &str) -> serde_json::Value {
+    written_with(tool, table, &[]).await
+}
+
+/// [`written_by`] with the writer's own `options` (such as ElectroDB's `--migration`).
+pub async fn written_with(tool: &str, table: &str, options: &[&str]) -> serde_json::Value {
     let endpoint = crate::helpers::endpoint();
-    let run = run_node(
-        &format!("writers/{tool}.mjs"),
-        &[&endpoint, table],
-        &LOCAL_AWS,
-    )
-    .await;
+    let mut args = vec![endpoint.as_str(), table];
+    args.extend(options);
+    let run = run_node(&format!("writers/{tool}.mjs"), &args, &LOCAL_AWS).await;
     run.assert_success();
     serde_json::from_str(&run.stdout)
         .unwrap_or_else(|e| panic!("{tool}'s writer printed no JSON ({e}): {}", run.stdout))

@@ -430,6 +430,13 @@ pub(super) fn cases() -> Vec<Case> {
             25,
             9,
         ),
+        with_purchases(
+            "index projection that lacks an attribute the entity's rule requires",
+            "constants = { kind = \"purchase\" }\n[connections.bySku]\nentity = \"Purchase\"\nindex = \"BySku\"\npartition = { argument = \"sku\" }\n",
+            "index `BySku` does not hold attribute(s) `amount`, `kind` that entity `Purchase` reads",
+            26,
+            9,
+        ),
         with_base(
             "lookup named node",
             "[lookups.node]\nentity = \"User\"\n",
@@ -508,6 +515,17 @@ pub(super) fn cases() -> Vec<Case> {
                 "type_attribute = \"_type\"\nattributes = {",
             ),
             &format!("{RETURNS}type_value = \"Order\"\n"),
+            "entities `Order` and `Return` have the same type value `Order`",
+            29,
+            14,
+        ),
+        one_table_with(
+            "two entities of a table with the same type value, a constant of only one",
+            (
+                "attributes = {",
+                "type_attribute = \"_type\"\nattributes = {",
+            ),
+            &format!("{RETURNS}type_value = \"Order\"\nconstants = {{ version = \"2\" }}\n"),
             "entities `Order` and `Return` have the same type value `Order`",
             29,
             14,

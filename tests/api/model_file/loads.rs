@@ -207,3 +207,88 @@ fields.loanedAt = { type = "DateTime!", stored_as = "iso8601" }
     assert_eq!(loan.type_value.as_deref(), Some("loan"));
     assert_eq!(loan.constants, [("__edb_v__".to_owned(), "2".to_owned())]);
 }
+
+/// Two versions of one ElectroDB entity may share a table and even its key templates (ElectroDB's
+/// custom keys carry no version): their rules differ in `__edb_v__`, so `check` takes them, an
+/// item is the version its `__edb_v__` names (or none, without it), and a Scan of either filters
+/// on both attributes. Declared with `electrodb`, the versions' keys differ as well.
+#[test]
+fn two_versions_of_an_electrodb_entity_are_told_apart_by_their_rules() {
+    let version = |entity: &str, v: &str| {
+        format!(
+            "[entities.{entity}]\ntable = \"Lending\"\nkeys = {{ pk = \"member#{{memberId}}\", sk = \"loan#{{loanId}}\" }}\n\
+             escape_keys = false\ntype_value = \"loan\"\nconstants = {{ __edb_v__ = \"{v}\" }}\n\
+             fields.memberId = \"ID!\"\nfields.loanId = \"ID!\"\n\
+             [connections.all{entity}]\nentity = \"{entity}\"\nscan = true\n"
+        )
+    };
+    let table = "version = 1\n[tables.Lending]\npartition_key = \"pk\"\nsort_key = \"sk\"\n\
+                 attributes = { pk = \"S\", sk = \"S\" }\ntype_attribute = \"__edb_e__\"\n";
+    let text = format!(
+        "{table}{}{}",
+        version("LoanV1", "1"),
+        version("LoanV2", "2")
+    );
+    let model = model::parse("test.toml", &text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let (v1, v2) = (
+        model.entity_named("LoanV1").unwrap(),
+        model.entity_named("LoanV2").unwrap(),
+    );
+    let keys = model.tables[0].key;
+    let item = |label: Option<&'static str>| {
+        move |attribute: &str| match attribute {
+            "pk" => Some("member#m-1"),
+            "sk" => Some("loan#l-1"),
+            "__edb_e__" => Some("loan"),
+            "__edb_v__" => label,
+            _ => None,
+        }
+    };
+    assert_eq!(model.entity_of(&[v1, v2], keys, item(Some("1"))), Some(v1));
+    assert_eq!(model.entity_of(&[v1, v2], keys, item(Some("2"))), Some(v2));
+    assert_eq!(model.entity_of(&[v1, v2], keys, item(Some("3"))), None);
+    assert_eq!(model.entity_of(&[v1, v2], keys, item(None)), None);
+    let scan = model
+        .connections
+        .iter()
+        .find(|c| c.name == "allLoanV2")
+        .unwrap();
+    assert_eq!(
+        scan.type_filters,
+        [
+            ("__edb_e__", TypeTest::Equals("loan".to_owned())),
+            ("__edb_v__", TypeTest::Equals("2".to_owned())),
+        ]
+    );
+
+    // The same rules with one constant alike: nothing tells the entities apart.
+    let same = text.replace("__edb_v__ = \"2\"", "__edb_v__ = \"1\"");
+    let err = model::parse("test.toml", &same).unwrap_err().to_string();
+    assert!(
+        err.contains("entities `LoanV1` and `LoanV2` have the same type value `loan`"),
+        "{err}"
+    );
+
+    // Declared with `electrodb`, version 1 and 2 of `loan` in one model.
+    let edb = |entity: &str, v: &str| {
+        format!(
+            "[entities.{entity}]\ntable = \"Lending\"\nid_tag = \"{v}\"\n\
+             electrodb = {{ service = \"lending\", entity = \"loan\", version = \"{v}\", pk = [\"memberId\"], sk = [\"loanId\"] }}\n\
+             fields.memberId = \"ID!\"\nfields.loanId = \"ID!\"\n"
+        )
+    };
+    let text = format!("{table}{}{}", edb("LoanV1", "1"), edb("LoanV2", "2"));
+    let model = model::parse("test.toml", &text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let rules: Vec<Vec<(&str, &str)>> = model
+        .entities
+        .iter()
+        .map(|e| e.required_values(&model.tables[0]).collect())
+        .collect();
+    assert_eq!(
+        rules,
+        [
+            [("__edb_e__", "loan"), ("__edb_v__", "1")],
+            [("__edb_e__", "loan"), ("__edb_v__", "2")],
+        ]
+    );
+}

@@ -2,11 +2,12 @@
 // table, the seeded data, DynamoDB's string order, the read-back checks and the raw sample of
 // stored items.
 //
-// A writer is `runWriter(tool, layout, { open, seed, gets, queries, present })`, run in one of
-// two modes:
+// A writer is `runWriter(tool, layout, { open, seed, gets, queries, present, options })`, run in
+// one of two modes:
 //
-//   node writers/<tool>.mjs <endpoint> <tableName> [--create]
-//     Seed: creates the table on `--create`, writes the data set, prints the ground truth.
+//   node writers/<tool>.mjs <endpoint> <tableName> [--create] [<option>...]
+//     Seed: creates the table on `--create`, writes the data set, prints the ground truth. The
+//     options are the writer's own (`options`: a list of `--flags`), which `seed` is given.
 //   node writers/<tool>.mjs <endpoint> <tableName> --read
 //     Read: writes nothing; reads one JSON request from stdin, answers it through the tool's own
 //     APIs (items another program wrote must read back as the tool's own) and prints the answer.
@@ -28,15 +29,20 @@ import { CreateTableCommand, DynamoDBClient, ScanCommand } from "@aws-sdk/client
 
 const MODE_FLAGS = ["--create", "--read"];
 
-function parseArgs(tool, argv) {
+function parseArgs(tool, argv, options) {
   const positional = argv.filter((a) => !a.startsWith("--"));
-  const flags = argv.filter((a) => a.startsWith("--"));
-  for (const f of flags) if (!MODE_FLAGS.includes(f)) throw new Error(`unknown flag ${f}`);
-  if (positional.length !== 2 || flags.length > 1) {
-    throw new Error(`usage: node writers/${tool}.mjs <endpoint> <tableName> [--create | --read]`);
+  const modes = argv.filter((a) => MODE_FLAGS.includes(a));
+  const chosen = argv.filter((a) => a.startsWith("--") && !MODE_FLAGS.includes(a));
+  for (const f of chosen) if (!options.includes(f)) throw new Error(`unknown flag ${f}`);
+  const read = modes[0] === "--read";
+  if (positional.length !== 2 || modes.length > 1 || (read && chosen.length > 0)) {
+    const extra = options.map((o) => ` [${o}]`).join("");
+    throw new Error(
+      `usage: node writers/${tool}.mjs <endpoint> <tableName> [--create${extra} | --read]`,
+    );
   }
   const [endpoint, tableName] = positional;
-  return { endpoint, tableName, create: flags[0] === "--create", read: flags[0] === "--read" };
+  return { endpoint, tableName, create: modes[0] === "--create", read, chosen };
 }
 
 /** A client for DynamoDB Local at `endpoint`, with dummy credentials. */
@@ -142,15 +148,17 @@ async function readStdin() {
 /**
  * Runs a writer from the command line. `open({ ddb, tableName })` builds the tool's model (its
  * entities, over the low-level DynamoDBClient `ddb`), which both modes use. Seed mode:
- * `seed(model, { ddb, tableName, log })` writes the data set and returns the ground truth;
+ * `seed(model, { ddb, tableName, log, chosen })` writes the data set and returns the ground truth
+ * (`chosen`: the writer's `options` given on the command line);
  * `log(...)` writes to stderr. Read mode: `gets` (by entity) and `queries` (by access pattern)
  * map the names a request may use to `readOp`s; `present(item)`, if given, turns each item found
  * into JSON.
  */
-export function runWriter(tool, layout, { open, seed, ...reads }) {
+export function runWriter(tool, layout, { open, seed, options = [], ...reads }) {
   const log = (...args) => console.error(`[${tool}]`, ...args);
   const main = async () => {
-    const { endpoint, tableName, create, read } = parseArgs(tool, process.argv.slice(2));
+    const args = parseArgs(tool, process.argv.slice(2), options);
+    const { endpoint, tableName, create, read, chosen } = args;
     // The request first: a malformed one fails before any connection.
     const request = read ? JSON.parse(await readStdin()) : undefined;
     const ddb = localClient(endpoint);
@@ -164,7 +172,7 @@ export function runWriter(tool, layout, { open, seed, ...reads }) {
           log(`creating table ${tableName}`);
           await createTable(ddb, tableName, layout);
         }
-        out = await seed(model, { ddb, tableName, log });
+        out = await seed(model, { ddb, tableName, log, chosen });
       }
       process.stdout.write(`${JSON.stringify(out)}\n`);
     } finally {

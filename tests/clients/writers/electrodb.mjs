@@ -2,15 +2,23 @@
 // item of no entity written with a plain PutCommand, then reads the ground truth back through
 // ElectroDB's own scan/query APIs and prints it as one JSON object on stdout.
 //
-//   node writers/electrodb.mjs <endpoint> <tableName> [--create]
+// With `--migration`, the table is in the middle of a migration of `loan` to version 2, whose
+// keys differ: its sort key is `loanId` alone (`$loan_2#loanid_…`), and its `gsi1` sort key adds
+// `memberId`. Version 2 holds a copy of every loan of two members (same ids, the title marked
+// " (v2)", the status flipped) and three loans of a member who has no version-1 loan, and the
+// ground truth adds `v2: { loansByMember, loansByStatus }`. ElectroDB tells the versions apart by
+// `__edb_v__` as well as by the keys: each version's queries read its own items only.
+//
+//   node writers/electrodb.mjs <endpoint> <tableName> [--create] [--migration]
 //   node writers/electrodb.mjs <endpoint> <tableName> --read   < request.json
 //
 // Read mode (request and answer: common.mjs) writes nothing. Gets: `member` {memberId}, `loan`
-// {memberId, loanedAt, loanId}, through `entity.get(key).go()`. Queries, every page:
-// `loansByMember` {memberId} (index primary), `loansByStatus` {status} (index byStatus), and a
-// member's loans in a range of `loanedAt` through ElectroDB's sort key conditions:
-// `loansBetween` {memberId, from, until} (`between`), `loansFrom` {memberId, from} (`gte`),
-// `loansUntil` {memberId, until} (`lte`). Items are
+// {memberId, loanedAt, loanId}, `loanV2` {memberId, loanId}, through `entity.get(key).go()`.
+// Queries, every page: `loansByMember` {memberId} (index primary), `loansByStatus` {status} (index
+// byStatus), `loansV2ByMember`, `loansV2ByStatus` the same of version 2, and a member's loans in
+// a range of `loanedAt` through ElectroDB's sort key conditions: `loansBetween` {memberId, from,
+// until} (`between`), `loansFrom` {memberId, from} (`gte`), `loansUntil` {memberId, until}
+// (`lte`). Items are
 // ElectroDB's `data`, which holds only items whose `__edb_e__` / `__edb_v__` name the entity (no
 // ignoreOwnership): an item another program wrote reads back only if ElectroDB owns it (a get of
 // an item it does not own answers null). This model has no timestamp attributes.
@@ -42,6 +50,10 @@ const MEMBER_SPECS = parents("loans", `
   m08 ça va      | Ça Va          |
 `);
 const MIGRATION_MEMBER = "m02 bob#1";
+// Version 2 of `loan`: copies of these members' loans, and new loans of a member with none.
+const V2_COPIED = ["m02 bob#1", "M03 Ünal"];
+const V2_NEW_MEMBER = "M01 Alice";
+const V2_NEW_LOANS = 3;
 const MEMBER_FIELDS = ["memberId", "name", "city"];
 const LOAN_FIELDS = ["memberId", "loanId", "title", "loanedAt", "status"];
 
@@ -68,7 +80,24 @@ function buildData() {
     loanedAt: at,
     status: rnd(2) === 0 ? "OUT" : "RETURNED",
   }));
-  return { members, loans };
+  // Version 2: the copies (same ids, another title and status) and the new loans.
+  const loansV2 = loans
+    .filter((l) => V2_COPIED.includes(l.memberId))
+    .map((l) => ({
+      ...l,
+      title: `${l.title} (v2)`,
+      status: l.status === "OUT" ? "RETURNED" : "OUT",
+    }));
+  for (let k = 0; k < V2_NEW_LOANS; k++) {
+    loansV2.push({
+      memberId: V2_NEW_MEMBER,
+      loanId: `${TAGS[rnd(TAGS.length)]}-v2-${k}`,
+      title: `${TITLES[rnd(TITLES.length)]} (v2 ${k})`,
+      loanedAt: new Date(Date.UTC(2026, 6, 1, k, 30)).toISOString(),
+      status: k % 2 === 0 ? "OUT" : "RETURNED",
+    });
+  }
+  return { members, loans, loansV2 };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -92,16 +121,17 @@ function entities(client, table) {
     },
     { client, table },
   );
+  const loanAttributes = {
+    memberId: { type: "string", required: true },
+    loanId: { type: "string", required: true },
+    title: { type: "string", required: true },
+    loanedAt: { type: "string", required: true },
+    status: { type: ["OUT", "RETURNED"], required: true },
+  };
   const loan = new Entity(
     {
       model: { entity: "loan", version: "1", service: "lending" },
-      attributes: {
-        memberId: { type: "string", required: true },
-        loanId: { type: "string", required: true },
-        title: { type: "string", required: true },
-        loanedAt: { type: "string", required: true },
-        status: { type: ["OUT", "RETURNED"], required: true },
-      },
+      attributes: loanAttributes,
       indexes: {
         primary: {
           pk: { field: "pk", composite: ["memberId"] },
@@ -116,7 +146,26 @@ function entities(client, table) {
     },
     { client, table },
   );
-  return { member, loan };
+  // The same entity, version 2, with other keys.
+  const loanV2 = new Entity(
+    {
+      model: { entity: "loan", version: "2", service: "lending" },
+      attributes: loanAttributes,
+      indexes: {
+        primary: {
+          pk: { field: "pk", composite: ["memberId"] },
+          sk: { field: "sk", composite: ["loanId"] },
+        },
+        byStatus: {
+          index: "gsi1",
+          pk: { field: "gsi1pk", composite: ["status"] },
+          sk: { field: "gsi1sk", composite: ["loanedAt", "memberId", "loanId"] },
+        },
+      },
+    },
+    { client, table },
+  );
+  return { member, loan, loanV2 };
 }
 
 /** Batch-puts `items` through the entity, 25 at a time; a chunk with leftovers is re-put singly. */
@@ -137,6 +186,7 @@ const getData = (entity) => async (model, key) => (await model[entity].get(key).
 const GETS = {
   member: readOp(["memberId"], getData("member")),
   loan: readOp(["memberId", "loanedAt", "loanId"], getData("loan")),
+  loanV2: readOp(["memberId", "loanId"], getData("loanV2")),
 };
 const QUERIES = {
   loansByMember: readOp(["memberId"], async ({ loan }, { memberId }) =>
@@ -151,6 +201,10 @@ const QUERIES = {
     (await loan.query.primary({ memberId }).gte({ loanedAt: from }).go({ pages: "all" })).data),
   loansUntil: readOp(["memberId", "until"], async ({ loan }, { memberId, until }) =>
     (await loan.query.primary({ memberId }).lte({ loanedAt: until }).go({ pages: "all" })).data),
+  loansV2ByMember: readOp(["memberId"], async ({ loanV2 }, { memberId }) =>
+    (await loanV2.query.primary({ memberId }).go({ pages: "all" })).data),
+  loansV2ByStatus: readOp(["status"], async ({ loanV2 }, { status }) =>
+    (await loanV2.query.byStatus({ status }).go({ pages: "all" })).data),
 };
 
 const memberView = (m) => pick(m, MEMBER_FIELDS);
@@ -161,12 +215,14 @@ function open({ ddb, tableName }) {
   return { doc, ...entities(doc, tableName) };
 }
 
-async function seed(model, { ddb, tableName, log }) {
-  const { doc, member, loan } = model;
-  const { members, loans } = buildData();
+async function seed(model, { ddb, tableName, log, chosen }) {
+  const { doc, member, loan, loanV2 } = model;
+  const { members, loans, ...data } = buildData();
+  const loansV2 = chosen.includes("--migration") ? data.loansV2 : [];
 
   await batchPut(member, members, log);
   await batchPut(loan, loans, log);
+  await batchPut(loanV2, loansV2, log);
 
   // The item of no entity, in the partition ElectroDB wrote for the member with one loan.
   const migrationMember = members.find((m) => m.memberId === MIGRATION_MEMBER);
@@ -177,7 +233,10 @@ async function seed(model, { ddb, tableName, log }) {
       Item: { pk, sk: "migration#1", note: "legacy import Ü#1", batch: 1 },
     }),
   );
-  log(`wrote ${members.length} members, ${loans.length} loans, 1 migration item`);
+  log(
+    `wrote ${members.length} members, ${loans.length} loans, ${loansV2.length} loans of ` +
+      "version 2, 1 migration item",
+  );
 
   // Ground truth, read back through ElectroDB.
   const scanned = await member.scan.go({ pages: "all" });
@@ -188,26 +247,36 @@ async function seed(model, { ddb, tableName, log }) {
     throw new Error(`member scan returned ${membersOut.length}, wrote ${members.length}`);
   }
 
-  const loansByMemberOut = {};
-  for (const m of membersOut) {
-    const loans = await QUERIES.loansByMember.run(model, { memberId: m.memberId });
-    loansByMemberOut[m.memberId] = loans.map(loanView);
-  }
-  const loansByStatusOut = {};
-  for (const status of ["OUT", "RETURNED"]) {
-    loansByStatusOut[status] = (await QUERIES.loansByStatus.run(model, { status })).map(loanView);
-  }
-  checkChildCounts(MEMBER_SPECS, "memberId", "loans", loansByMemberOut);
-  checkIndexTotal("byStatus", loansByStatusOut, loans.length);
-
-  const kindOf = (it) => (it.__edb_e__ ? it.__edb_e__.S : "migration");
-  const raw = await sampleRaw(ddb, tableName, LAYOUT, ["member", "loan", "migration"], kindOf);
-  return {
-    members: membersOut,
-    loansByMember: loansByMemberOut,
-    loansByStatus: loansByStatusOut,
-    raw,
+  // Each version's loans, by member and by status, through that version's own queries.
+  const loansOf = async (byMember, byStatus) => {
+    const out = { loansByMember: {}, loansByStatus: {} };
+    for (const m of membersOut) {
+      const got = await QUERIES[byMember].run(model, { memberId: m.memberId });
+      out.loansByMember[m.memberId] = got.map(loanView);
+    }
+    for (const status of ["OUT", "RETURNED"]) {
+      out.loansByStatus[status] = (await QUERIES[byStatus].run(model, { status })).map(loanView);
+    }
+    return out;
   };
+  const v1 = await loansOf("loansByMember", "loansByStatus");
+  const v2 = await loansOf("loansV2ByMember", "loansV2ByStatus");
+  checkChildCounts(MEMBER_SPECS, "memberId", "loans", v1.loansByMember);
+  checkIndexTotal("byStatus", v1.loansByStatus, loans.length);
+  checkIndexTotal("byStatus of version 2", v2.loansByStatus, loansV2.length);
+  checkIndexTotal("loans of version 2 by member", v2.loansByMember, loansV2.length);
+
+  const kindOf = (it) =>
+    it.__edb_e__ ? `${it.__edb_e__.S}_${it.__edb_v__.S}` : "migration";
+  const kinds = ["member_1", "loan_1", "loan_2", "migration"];
+  const raw = await sampleRaw(ddb, tableName, LAYOUT, kinds, kindOf);
+  return { members: membersOut, ...v1, ...(loansV2.length > 0 ? { v2 } : {}), raw };
 }
 
-runWriter("electrodb", LAYOUT, { open, seed, gets: GETS, queries: QUERIES });
+runWriter("electrodb", LAYOUT, {
+  open,
+  seed,
+  gets: GETS,
+  queries: QUERIES,
+  options: ["--migration"],
+});
