@@ -415,7 +415,7 @@ async fn seed(args: SeedArgs) -> anyhow::Result<()> {
     let text = std::fs::read_to_string(&args.items)
         .with_context(|| format!("reading {}", args.items.display()))?;
     let items = dynamo::seed::parse(&text, model, &args.model.table_prefix)
-        .with_context(|| format!("{} was not seeded", args.items.display()))?;
+        .with_context(|| args.items.display().to_string())?;
     let started = std::time::Instant::now();
     let count = items.count();
     let store = Store::new(
@@ -432,7 +432,8 @@ async fn seed(args: SeedArgs) -> anyhow::Result<()> {
                 .map(|(table, items)| format!("{table} {items}"))
                 .collect();
             eprintln!(
-                "wrote {count} items in {:.1} s: {}",
+                "wrote {count} item{} in {:.1} s: {}",
+                if count == 1 { "" } else { "s" },
                 started.elapsed().as_secs_f64(),
                 tables.join(", ")
             );

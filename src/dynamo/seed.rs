@@ -53,8 +53,8 @@ impl fmt::Display for SeedErrors {
         let count = self.problems.len();
         write!(
             f,
-            "{} in the items file, so nothing was written (items are counted from 0, as \
-             `jq '.Users[3]'` does):",
+            "{}, so nothing was written (items are counted from 0: `Table[0]` is a table's \
+             first):",
             if count == 1 {
                 "1 problem".to_owned()
             } else {
@@ -425,7 +425,7 @@ fields.n = "Int!"
         // Each empty item lacks both key attributes.
         assert_eq!(err.problems.len(), 50);
         let text = err.to_string();
-        assert!(text.starts_with("50 problems in the items file, so nothing was written"));
+        assert!(text.starts_with("50 problems, so nothing was written"));
         assert_eq!(text.matches("\n  - ").count(), 20);
         assert!(text.ends_with("... and 30 more"), "{text}");
     }

@@ -1,7 +1,9 @@
 //! `dynarelay seed` end to end against DynamoDB Local: every attribute type written exactly,
 //! files of more than one batch, and every kind of bad file refused with nothing written. Also
-//! the demo shop's `examples/shop/items.json`, which `scripts/dev` seeds, kept equal to the data
-//! set `examples/shop/data.rs` generates.
+//! the examples' items files (`examples/shop/items.json`, which `scripts/dev` seeds, and
+//! `examples/ecommerce/items.json`) kept equal to the data sets their `data.rs` generates, what
+//! `scripts/dev` and the single-table guide say those hold, and `scripts/dev`'s build compiling
+//! no dev-dependency.
 
 use std::collections::HashMap;
 
@@ -13,6 +15,7 @@ use dynarelay::{
 use serde_json::{Value, json};
 
 use crate::{
+    ecommerce_data,
     helpers::{check_generated, dynarelay_command, endpoint, scan_all, unique_prefix},
     shop_data::{self, PurchaseRecord, SPECIAL_COUNTS, SeedSpec},
 };
@@ -249,21 +252,8 @@ async fn seed_stops_before_writing_when_a_table_is_missing_or_holds_items_with_i
     assert_eq!(read_back(&prefix, "Vehicles", "vehicleNo").await.len(), 3);
 }
 
-/// `examples/shop/items.json` as `data.rs` generates the quick start's data set: one item a line,
-/// attributes in name order.
-fn shop_items() -> String {
-    let data = shop_data::generate(&SeedSpec::DEMO);
-    let tables: [(&str, Vec<Item>); 3] = [
-        (
-            "Products",
-            data.products.iter().map(|p| p.to_item()).collect(),
-        ),
-        ("Users", data.users.iter().map(|u| u.to_item()).collect()),
-        (
-            "Purchases",
-            data.purchases.iter().map(PurchaseRecord::to_item).collect(),
-        ),
-    ];
+/// A seed file as the examples check theirs in: one item a line, attributes in name order.
+fn items_file(tables: &[(&str, Vec<&Item>)]) -> String {
     let tables: Vec<String> = tables
         .iter()
         .map(|(table, items)| {
@@ -279,7 +269,67 @@ fn shop_items() -> String {
 
 #[test]
 fn the_shops_items_file_is_the_data_set_data_rs_generates() {
-    check_generated("examples/shop/items.json", &shop_items());
+    let data = shop_data::generate(&SeedSpec::DEMO);
+    let products: Vec<Item> = data.products.iter().map(|p| p.to_item()).collect();
+    let users: Vec<Item> = data.users.iter().map(|u| u.to_item()).collect();
+    let purchases: Vec<Item> = data.purchases.iter().map(PurchaseRecord::to_item).collect();
+    check_generated(
+        "examples/shop/items.json",
+        &items_file(&[
+            ("Products", products.iter().collect()),
+            ("Users", users.iter().collect()),
+            ("Purchases", purchases.iter().collect()),
+        ]),
+    );
+}
+
+#[test]
+fn the_ecommerce_items_file_is_the_data_set_data_rs_generates() {
+    let data = ecommerce_data::generate(ecommerce_data::SEED);
+    check_generated(
+        "examples/ecommerce/items.json",
+        &items_file(&[(ecommerce_data::TABLE, data.items().collect())]),
+    );
+}
+
+/// The single-table guide lists the e-commerce data's example customers and its orders by
+/// status, for trying the API: they must be the data set's.
+#[test]
+fn the_single_table_guide_describes_the_seeded_ecommerce_data() {
+    let guide = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/src/guides/single-table.md"
+    ))
+    .unwrap();
+    let data = ecommerce_data::generate(ecommerce_data::SEED);
+    let count = |kind: ecommerce_data::Kind, username: &str| {
+        data.entities()
+            .filter(|(k, item)| {
+                *k == kind && ecommerce_data::attr(item, "username") == Some(username)
+            })
+            .count()
+    };
+    let mut expected: Vec<String> = ecommerce_data::NAMED_CUSTOMERS
+        .iter()
+        .map(|(username, addresses, orders)| {
+            assert_eq!(count(ecommerce_data::Kind::Address, username), *addresses);
+            assert_eq!(count(ecommerce_data::Kind::Order, username), *orders);
+            format!(
+                "| `{}` | {addresses} | {orders} |\n",
+                Value::from(*username)
+            )
+        })
+        .collect();
+    for status in ecommerce_data::STATUSES {
+        let orders = data
+            .orders
+            .iter()
+            .filter(|o| ecommerce_data::attr(o, "status") == Some(status))
+            .count();
+        expected.push(format!("{orders} `{status}`"));
+    }
+    let missing: Vec<&String> = expected.iter().filter(|l| !guide.contains(*l)).collect();
+    assert!(missing.is_empty(), "single-table.md lacks {missing:#?}");
 }
 
 /// `scripts/dev` prints the categories and the example users of the data set it seeds, for
