@@ -78,6 +78,27 @@ pub enum Command {
     /// Print the least-privilege IAM policy (JSON) the model's API needs: exactly the DynamoDB
     /// actions it sends, on exactly its tables and indexes. Reads nothing from AWS.
     Policy(PolicyArgs),
+    /// Write items from a JSON file into the model's tables, for development and tests against
+    /// DynamoDB Local: the file maps table names, as the model names them, to lists of items in
+    /// DynamoDB's typed JSON (`{"sku": {"S": "SKU-1"}, "price": {"N": "19.99"}}`, as `aws
+    /// dynamodb batch-write-item` takes them). The whole file is checked against the model's
+    /// keys first: a file with any problem writes nothing.
+    Seed(SeedArgs),
+}
+
+/// `seed` flags.
+#[derive(Debug, Args)]
+pub struct SeedArgs {
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub model: ModelArgs,
+    /// The JSON file of items to write: `{"Users": [{"userId": {"S": "u1"}}], ...}`.
+    #[arg(long, env = "DYNARELAY_SEED_ITEMS")]
+    pub items: PathBuf,
+    /// Write nothing when any of the file's tables already holds an item (so that running it
+    /// again keeps what was changed since).
+    #[arg(long, env = "DYNARELAY_SEED_IF_EMPTY")]
+    pub if_empty: bool,
 }
 
 /// `policy` flags.

@@ -11,7 +11,7 @@ use dynarelay::{
     auth::Authenticator,
     config::{
         ApiArgs, CheckArgs, Cli, Command, InitArgs, KeygenArgs, LambdaArgs, LogFormat, ModelArgs,
-        PolicyArgs, RotationStep, ServeArgs, TablesCommand,
+        PolicyArgs, RotationStep, SeedArgs, ServeArgs, TablesCommand,
     },
     cursor::{CursorCodec, CursorSecret},
     dynamo::{self, SdkSettings, Store, Tables, tables},
@@ -62,6 +62,7 @@ async fn run() -> ExitCode {
         Command::Keygen(args) => keygen(args),
         Command::Init(args) => init(args).await,
         Command::Policy(args) => policy(&args),
+        Command::Seed(args) => seed(args).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -404,6 +405,40 @@ async fn init(args: InitArgs) -> anyhow::Result<()> {
         outcome.scans,
         outcome.capacity
     );
+    Ok(())
+}
+
+/// `seed`: checks the whole items file, then writes it. What was written goes to stderr.
+#[allow(clippy::print_stderr)]
+async fn seed(args: SeedArgs) -> anyhow::Result<()> {
+    let model = load_model(&args.model)?;
+    let text = std::fs::read_to_string(&args.items)
+        .with_context(|| format!("reading {}", args.items.display()))?;
+    let items = dynamo::seed::parse(&text, model, &args.model.table_prefix)
+        .with_context(|| args.items.display().to_string())?;
+    let started = std::time::Instant::now();
+    let count = items.count();
+    let store = Store::new(
+        dynamo::client_from_env().await,
+        Tables::new(model, &args.model.table_prefix),
+    );
+    match dynamo::seed::write(&store, items, args.if_empty).await? {
+        dynamo::seed::Seeded::NotEmpty(table) => {
+            eprintln!("{table} already holds items: nothing was written (--if-empty)");
+        }
+        dynamo::seed::Seeded::Written(tables) => {
+            let tables: Vec<String> = tables
+                .iter()
+                .map(|(table, items)| format!("{table} {items}"))
+                .collect();
+            eprintln!(
+                "wrote {count} item{} in {:.1} s: {}",
+                if count == 1 { "" } else { "s" },
+                started.elapsed().as_secs_f64(),
+                tables.join(", ")
+            );
+        }
+    }
     Ok(())
 }
 

@@ -1,5 +1,7 @@
 //! The e-commerce example's deterministic data set (`examples/ecommerce/dynarelay.toml`), as raw
-//! DynamoDB items of its one table: [`generate`] is pure, [`write`] stores the result.
+//! DynamoDB items of its one table: [`generate`] is pure, [`write`] stores the result. It is
+//! checked in as `examples/ecommerce/items.json`, for `dynarelay seed` (`tests/api/seed.rs` keeps
+//! the two equal).
 //!
 //! Every item holds its facets as ordinary attributes (`username`, `label`, `orderId`,
 //! `placedAt`, `status`, `itemId`) and its key attributes (`PK`, `SK`, `GSI1PK`, `GSI1SK`,
@@ -32,7 +34,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 
 use dynarelay::dynamo::{Item, Store, StoreError};
 
-/// The seed of the data set the tests and `ecommerce-seed` use.
+/// The seed of the data set the tests use, checked in as `examples/ecommerce/items.json`.
 pub const SEED: u64 = 16;
 
 /// The model's one table (before any prefix).

@@ -1,5 +1,7 @@
-//! The demo shop's records and its deterministic data set, shared by the `shop-seed` example
-//! and the tests. [`generate`] is pure; [`write`] stores the result.
+//! The demo shop's records and its deterministic data set, shared by the tests and
+//! `examples/shop/items.json` (the quick start's data, which `scripts/dev` seeds with `dynarelay
+//! seed`; `tests/api/seed.rs` keeps it equal to [`generate`]'s). [`generate`] is pure; [`write`]
+//! stores the result.
 //!
 //! Per user, purchase counts cover the shapes paging must get right: 0, 1, 20, 21 (the default
 //! page size and one more), 100, 101 (the maximum page size and one more) and a few in the
@@ -277,7 +279,7 @@ pub struct SeedSpec {
 }
 
 impl SeedSpec {
-    /// The quick start's data set, and the defaults of `dynarelay seed`.
+    /// The quick start's data set (`examples/shop/items.json`).
     pub const DEMO: SeedSpec = SeedSpec {
         seed: 1,
         users: 300,

@@ -1,9 +1,12 @@
-//! DynamoDB: client construction, the model's tables (creating and checking them), and the store
-//! that runs reads and writes on items and keys. Nothing here knows about GraphQL.
+//! DynamoDB: client construction, the model's tables (creating and checking them), the store
+//! that runs reads and writes on items and keys, and seeding tables from a file of items in
+//! DynamoDB's typed JSON. Nothing here knows about GraphQL.
 
 pub mod sample;
+pub mod seed;
 pub mod store;
 pub mod tables;
+pub mod typed_json;
 
 use std::time::Duration;
 

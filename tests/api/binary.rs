@@ -24,7 +24,7 @@ fn help_documents_every_command() {
         .unwrap();
     assert!(out.status.success());
     let help = String::from_utf8(out.stdout).unwrap();
-    for command in ["serve", "check", "schema", "tables", "keygen"] {
+    for command in ["serve", "check", "schema", "tables", "keygen", "seed"] {
         assert!(help.contains(command), "--help lacks {command}:\n{help}");
     }
 }

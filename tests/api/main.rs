@@ -53,6 +53,7 @@ mod relay;
 mod rolling_rotation;
 mod rules;
 mod schema;
+mod seed;
 #[path = "../../examples/shop/data.rs"]
 mod shop_data;
 mod tables;
