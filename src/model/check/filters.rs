@@ -157,12 +157,11 @@ impl<'f> Ctx<'f, '_> {
         let entity = &self.entities[node].entity;
         // The fields, and the attributes the entity's rule requires (every read checks them).
         let read = entity.fields.iter().map(|f| f.attribute.as_str());
-        let mut missing: Vec<String> = read
+        let missing: Vec<String> = read
             .chain(entity.required_values(target.table).map(|(a, _)| a))
             .filter(|attribute| !holds(attribute))
             .map(|attribute| format!("`{attribute}`"))
             .collect();
-        missing.dedup();
         if !missing.is_empty() {
             out.error(
                 span,
