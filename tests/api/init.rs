@@ -2,9 +2,10 @@
 //! their own seeders, `init` reads the tables back into a model, and that model is served over
 //! the same tables. Every Query connection it proposes is walked at every page size, both ways,
 //! against DynamoDB's own Query of the same partition; every Scan connection returns the whole
-//! table; every lookup finds sampled items. The differences from the hand-written model are
-//! listed in `tests/fixtures/init/<example>.txt` (rewritten when they change, so a change is
-//! seen in review), and docs/src/guides/your-own-tables.md explains them.
+//! table; every lookup finds sampled items; every relation finds its targets. The differences
+//! from the hand-written model are listed in `tests/fixtures/init/<example>.txt` (rewritten when
+//! they change, so a change is seen in review), and docs/src/guides/your-own-tables.md explains
+//! them.
 
 mod bad_input;
 mod drift;
@@ -464,6 +465,7 @@ async fn walk_everything(app: &ModelApp, truth: Truth<'_>) {
         }
     }
     walk_nested(app, truth).await;
+    walk_relations(app, truth).await;
     // Each lookup finds items of its entity by their keys.
     for lookup in &model.lookups {
         let e = lookup.entity;
@@ -616,6 +618,72 @@ async fn walk_nested(app: &ModelApp, truth: Truth<'_>) {
                 )
                 .await;
             }
+        }
+    }
+}
+
+/// Every relation, read from up to ten items of its entity (reached by its lookup by table key):
+/// never an error, and, where the target is found, one whose fields of the relation key's names
+/// hold the item's values; at least one item's target is found, as the evidence `init` wrote
+/// says.
+async fn walk_relations(app: &ModelApp, truth: Truth<'_>) {
+    let model = app.model;
+    for (e, entity) in model.entities.iter().enumerate() {
+        let Some(lookup) = model
+            .lookups
+            .iter()
+            .find(|l| l.entity == e && l.index.is_none())
+        else {
+            continue;
+        };
+        if !truth.knows(entity) || entity.relations.is_empty() {
+            continue;
+        }
+        let table = app.table(&model.tables[entity.table].name);
+        let items = app.scan_all(&table).await;
+        let arguments = lookup.arguments(model);
+        let (declared, passed) = lookup_arguments(model, entity, arguments);
+        for relation in &entity.relations {
+            let target = &model.entities[relation.target];
+            // The target's fields named as the relation's key fields.
+            let keys: Vec<(FieldId, &str)> = relation
+                .key
+                .iter()
+                .filter_map(|&k| {
+                    let name = entity.fields[k].name.as_str();
+                    target
+                        .fields
+                        .iter()
+                        .any(|f| f.name == name)
+                        .then_some((k, name))
+                })
+                .collect();
+            let selection: Vec<&str> = keys.iter().map(|(_, n)| *n).collect();
+            let query = format!(
+                "query({declared}) {{ {}({passed}) {{ {} {{ id {} }} }} }}",
+                lookup.name,
+                relation.name,
+                selection.join(" ")
+            );
+            let label = format!("{}.{}", entity.name, relation.name);
+            let mut found = 0;
+            for item in truth.of_entity(model, entity, &items).into_iter().take(10) {
+                let mut vars = json!({});
+                for &f in arguments {
+                    vars[entity.fields[f].name.as_str()] = argument(model, e, f, item);
+                }
+                let response = app.graphql(&query, vars).await;
+                assert!(response.get("errors").is_none(), "{label}: {response}");
+                let node = &response["data"][lookup.name.as_str()][relation.name.as_str()];
+                if node.is_null() {
+                    continue;
+                }
+                found += 1;
+                for (k, name) in &keys {
+                    assert_eq!(node[*name], argument(model, e, *k, item), "{label}: {node}");
+                }
+            }
+            assert!(found > 0, "{label}: no walked item's target was found");
         }
     }
 }
