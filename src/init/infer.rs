@@ -4,15 +4,15 @@
 //! [`super::shared_table`]. Every inference keeps its evidence, and what the sample cannot
 //! settle is marked for review. [`super::render`] writes the [`Proposal`] out as a model file.
 
-use crate::dynamo::sample::{KeyKind, LiveKey};
+use crate::dynamo::sample::LiveKey;
 
 use super::{
     fields::{Sampled, fields},
     names::{Taken, camel, index_suffix, pascal, plural, singular},
     observe::observe,
     proposal::{
-        ConnectionProposal, EntityProposal, FieldProposal, LookupProposal, PartitionFrom, Proposal,
-        RelationProposal, TableInput, TableProposal, holds_every_attribute, sort_args,
+        ConnectionProposal, EntityProposal, LookupProposal, PartitionFrom, Proposal,
+        RelationProposal, TableInput, TableProposal, holds_every_attribute, sort_args, stored_kind,
     },
 };
 
@@ -40,7 +40,11 @@ const RESERVED_TYPES: &[&str] = &[
 pub fn propose(tables: Vec<TableInput>) -> Proposal {
     let mut proposal = Proposal::default();
     let mut type_names = Taken::with(RESERVED_TYPES);
+    // Each table's sampled items, and whether they are all its items.
+    let mut samples = Vec::new();
+    let mut complete = Vec::new();
     for input in tables {
+        complete.push(input.complete);
         let table_at = proposal.tables.len();
         if let Some(shared) =
             super::shared_table::propose(&input, table_at, &mut type_names, &mut proposal.enums)
@@ -54,6 +58,7 @@ pub fn propose(tables: Vec<TableInput>) -> Proposal {
                 type_attribute: shared.type_attribute,
                 shared: true,
             });
+            samples.push(input.items);
             continue;
         }
         let entity = type_names.claim(&pascal(&singular(&input.name), "Item"));
@@ -84,6 +89,7 @@ pub fn propose(tables: Vec<TableInput>) -> Proposal {
             table_at,
             fields,
             None,
+            (0..input.items.len()).collect(),
         ));
         proposal.tables.push(TableProposal {
             name: input.name,
@@ -93,6 +99,7 @@ pub fn propose(tables: Vec<TableInput>) -> Proposal {
             type_attribute: None,
             shared: false,
         });
+        samples.push(input.items);
     }
     let names: Vec<String> = proposal.entities.iter().map(|e| e.name.clone()).collect();
     for (entity, tag) in proposal.entities.iter_mut().zip(id_tags(&names)) {
@@ -102,6 +109,7 @@ pub fn propose(tables: Vec<TableInput>) -> Proposal {
     let mut root = Taken::with(&["node", "nodes"]);
     link(&mut proposal, &mut root);
     super::shared_table::connect(&mut proposal, &mut root, &mut type_names);
+    super::key_links::propose(&mut proposal, &samples, &complete, &mut root);
     proposal
 }
 
@@ -169,23 +177,6 @@ fn links(proposal: &Proposal) -> Vec<Link> {
         }
     }
     out
-}
-
-/// The DynamoDB type a field's values are stored as, when it is a key type.
-fn stored_kind(field: &FieldProposal) -> Option<KeyKind> {
-    if let Some((_, kind)) = field.key {
-        return Some(kind);
-    }
-    match field.base() {
-        "String" | "ID" => Some(KeyKind::S),
-        "Int" | "BigInt" | "Decimal" => Some(KeyKind::N),
-        "Bytes" if field.stored_as.is_none() => Some(KeyKind::B),
-        "DateTime" => match field.stored_as {
-            Some("epoch_millis" | "epoch_seconds") | None => Some(KeyKind::N),
-            _ => Some(KeyKind::S),
-        },
-        _ => None,
-    }
 }
 
 /// Gives both ends of each link the same type: the wider of two number types, or, when they
@@ -263,6 +254,9 @@ fn link(proposal: &mut Proposal, root: &mut Taken) {
                 "Looks up one {} by {key_text}. Null when there is no such item.",
                 entity.name
             ),
+            index: None,
+            evidence: None,
+            review: None,
         });
         proposal.connections.push(ConnectionProposal::root_scan(
             root,
@@ -351,6 +345,8 @@ fn link(proposal: &mut Proposal, root: &mut Taken) {
                     "`{}` has the name and type of table {target_table}'s key",
                     field.attribute
                 ),
+                index: None,
+                review: None,
             });
     }
 }

@@ -6,8 +6,10 @@
 //! what `init` writes always loads. Only reads: nothing is written to DynamoDB.
 
 pub mod drift;
+pub mod electrodb;
 pub mod fields;
 pub mod infer;
+pub mod key_links;
 pub mod names;
 pub mod observe;
 pub mod proposal;

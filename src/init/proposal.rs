@@ -74,6 +74,8 @@ pub struct EntityProposal {
     pub table_at: usize,
     /// How its items are told apart in a table of several types.
     pub shared: Option<SharedKeys>,
+    /// Its items' positions in its table's sample.
+    pub sampled: Vec<usize>,
 }
 
 /// An entity's keys in a table of several types.
@@ -91,6 +93,25 @@ pub struct SharedKeys {
     pub constants: Vec<(String, String)>,
     /// The templates by attribute, for connections.
     pub templates: Vec<(String, super::single_table::Template)>,
+    /// ElectroDB's declaration, when the templates are the keys it gives.
+    pub electrodb: Option<ElectroDbKeys>,
+}
+
+/// An ElectroDB entity's declaration (`electrodb = { … }`), composites by field.
+#[derive(Debug, Clone, Default)]
+pub struct ElectroDbKeys {
+    /// `model.service`.
+    pub service: String,
+    /// `model.entity`.
+    pub entity: String,
+    /// `model.version`.
+    pub version: String,
+    /// The table index's partition key composites.
+    pub pk: Vec<String>,
+    /// The table index's sort key composites.
+    pub sk: Vec<String>,
+    /// Secondary indexes: name, partition and sort key composites.
+    pub indexes: Vec<(String, Vec<String>, Vec<String>)>,
 }
 
 /// A field.
@@ -132,6 +153,7 @@ impl EntityProposal {
         table_at: usize,
         fields: Vec<FieldProposal>,
         shared: Option<SharedKeys>,
+        sampled: Vec<usize>,
     ) -> Self {
         Self {
             name,
@@ -142,6 +164,7 @@ impl EntityProposal {
             connections: Vec::new(),
             table_at,
             shared,
+            sampled,
         }
     }
 }
@@ -168,8 +191,12 @@ pub struct RelationProposal {
     pub target: String,
     /// The fields holding the target's key.
     pub key: Vec<String>,
+    /// The index of the target's table its key is read in, if not the table's own key.
+    pub index: Option<String>,
     /// Why it was proposed.
     pub evidence: String,
+    /// What to check by hand, if anything.
+    pub review: Option<String>,
 }
 
 /// A root lookup.
@@ -181,6 +208,12 @@ pub struct LookupProposal {
     pub entity: String,
     /// Its description.
     pub description: String,
+    /// The index it reads through, if not the table's key.
+    pub index: Option<String>,
+    /// Why it was proposed, when more than the table's key says so.
+    pub evidence: Option<String>,
+    /// What to check by hand, if anything.
+    pub review: Option<String>,
 }
 
 /// Where a connection's partition key comes from.
@@ -195,6 +228,9 @@ pub enum PartitionFrom {
 /// Conditions on the sort key, by argument name.
 #[derive(Debug, Clone)]
 pub struct SortArgs {
+    /// Fields of the leading facets of the sort key's template, each fixed by a required
+    /// argument of its name (`sort.fixed`); the conditions below are on the facet after them.
+    pub fixed: Vec<String>,
     /// The field the sort key holds.
     pub field: String,
     /// `min`, `max`.
@@ -243,8 +279,9 @@ impl ConnectionProposal {
     }
 
     /// A root connection over the partitions of `entity` (of the table, or of `index`) whose
-    /// key `field` gives, as argument `field`: `{entities}By{Field}` or `{entities}By{Index}`.
-    /// `order_text` ends its description.
+    /// key `field` gives, as argument `field`: `{entities}By{Field}` or `{entities}By{Index}`,
+    /// then `And{Fixed}` for each of the sort key's fixed facets. `order_text` ends its
+    /// description.
     pub(super) fn root_query(
         root: &mut Taken,
         entity: &str,
@@ -258,15 +295,24 @@ impl ConnectionProposal {
             None => pascal(field, "Key"),
         };
         let through = index.map_or(String::new(), |i| format!(" (index {i})"));
+        let fixed = sort.as_ref().map_or(&[][..], |s| &s.fixed[..]);
+        let and: String = fixed
+            .iter()
+            .map(|f| format!("And{}", pascal(f, "Key")))
+            .collect();
+        let one: String = fixed.iter().map(|f| format!(" and one `{f}`")).collect();
         ConnectionProposal {
-            name: root.claim(&format!("{}By{suffix}", camel(&plural(entity), "items"))),
+            name: root.claim(&format!(
+                "{}By{suffix}{and}",
+                camel(&plural(entity), "items")
+            )),
             entity: entity.to_owned(),
             index: index.map(str::to_owned),
             scan: false,
             partition: Some(PartitionFrom::Argument(field.to_owned())),
             sort,
             description: format!(
-                "The {} with one `{field}`{through}{order_text}.",
+                "The {} with one `{field}`{one}{through}{order_text}.",
                 plural(entity)
             ),
             collection: None,
@@ -308,8 +354,26 @@ pub(super) fn sort_args(field: &FieldProposal) -> SortArgs {
         "String" | "ID" | "Int" | "BigInt" | "Decimal" | "DateTime"
     );
     SortArgs {
+        fixed: Vec::new(),
         field: field.name.clone(),
         range: ranged.then(|| (format!("{}Min", field.name), format!("{}Max", field.name))),
         prefix: matches!(base, "String" | "ID").then(|| format!("{}Prefix", field.name)),
+    }
+}
+
+/// The DynamoDB type a field's values are stored as, when it is a key type.
+pub(super) fn stored_kind(field: &FieldProposal) -> Option<KeyKind> {
+    if let Some((_, kind)) = field.key {
+        return Some(kind);
+    }
+    match field.base() {
+        "String" | "ID" => Some(KeyKind::S),
+        "Int" | "BigInt" | "Decimal" => Some(KeyKind::N),
+        "Bytes" if field.stored_as.is_none() => Some(KeyKind::B),
+        "DateTime" => match field.stored_as {
+            Some("epoch_millis" | "epoch_seconds") | None => Some(KeyKind::N),
+            _ => Some(KeyKind::S),
+        },
+        _ => None,
     }
 }

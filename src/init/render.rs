@@ -10,7 +10,8 @@ use std::fmt::Write;
 use crate::dynamo::sample::{KeyKind, LiveProjection};
 
 use super::proposal::{
-    ConnectionProposal, EntityProposal, FieldProposal, PartitionFrom, Proposal, TableProposal,
+    ConnectionProposal, ElectroDbKeys, EntityProposal, FieldProposal, PartitionFrom, Proposal,
+    SharedKeys, TableProposal,
 };
 
 /// A TOML string literal.
@@ -104,8 +105,17 @@ pub fn render(proposal: &Proposal, header: &Header) -> String {
     }
     section(&mut out, "root fields");
     for lookup in &proposal.lookups {
+        if let Some(evidence) = &lookup.evidence {
+            comment(&mut out, evidence);
+        }
+        if let Some(review) = &lookup.review {
+            comment(&mut out, &format!("review: {review}"));
+        }
         let _ = writeln!(out, "[lookups.{}]", key(&lookup.name));
         let _ = writeln!(out, "entity = {}", string(&lookup.entity));
+        if let Some(index) = &lookup.index {
+            let _ = writeln!(out, "index = {}", string(index));
+        }
         let _ = writeln!(out, "description = {}\n", string(&lookup.description));
     }
     for connection in &proposal.connections {
@@ -197,28 +207,9 @@ fn render_entity(out: &mut String, entity: &EntityProposal) {
         for (_, _, evidence) in &shared.keys {
             comment(out, evidence);
         }
-        let keys: Vec<String> = shared
-            .keys
-            .iter()
-            .map(|(attribute, template, _)| format!("{} = {}", key(attribute), string(template)))
-            .collect();
-        let _ = writeln!(out, "keys = {{ {} }}", keys.join(", "));
-        if !shared.escaped {
-            out.push_str("escape_keys = false\n");
-        }
-        if shared.lower {
-            out.push_str("key_case = \"lower\"\n");
-        }
-        if let Some(value) = &shared.type_value {
-            let _ = writeln!(out, "type_value = {}", string(value));
-        }
-        if !shared.constants.is_empty() {
-            let constants: Vec<String> = shared
-                .constants
-                .iter()
-                .map(|(name, value)| format!("{} = {}", key(name), string(value)))
-                .collect();
-            let _ = writeln!(out, "constants = {{ {} }}", constants.join(", "));
+        match &shared.electrodb {
+            Some(edb) => render_electrodb(out, shared, edb),
+            None => render_keys(out, shared),
         }
     }
     out.push('\n');
@@ -227,17 +218,107 @@ fn render_entity(out: &mut String, entity: &EntityProposal) {
         render_field(out, field);
     }
     out.push('\n');
+    render_links(out, entity);
+}
+
+/// A type's key templates, and how they are written.
+fn render_keys(out: &mut String, shared: &SharedKeys) {
+    let keys: Vec<String> = shared
+        .keys
+        .iter()
+        .map(|(attribute, template, _)| format!("{} = {}", key(attribute), string(template)))
+        .collect();
+    let _ = writeln!(out, "keys = {{ {} }}", keys.join(", "));
+    if !shared.escaped {
+        out.push_str("escape_keys = false\n");
+    }
+    if shared.lower {
+        out.push_str("key_case = \"lower\"\n");
+    }
+    if let Some(value) = &shared.type_value {
+        let _ = writeln!(out, "type_value = {}", string(value));
+    }
+    if !shared.constants.is_empty() {
+        let constants: Vec<String> = shared
+            .constants
+            .iter()
+            .map(|(name, value)| format!("{} = {}", key(name), string(value)))
+            .collect();
+        let _ = writeln!(out, "constants = {{ {} }}", constants.join(", "));
+    }
+}
+
+/// ElectroDB's declaration of an entity, with the keys it gives as read from the items.
+fn render_electrodb(out: &mut String, shared: &SharedKeys, edb: &ElectroDbKeys) {
+    let keys: Vec<String> = shared
+        .keys
+        .iter()
+        .map(|(attribute, template, _)| format!("{attribute} = `{template}`"))
+        .collect();
+    comment(
+        out,
+        &format!(
+            "ElectroDB's declaration: it gives exactly the keys read back from the items ({}), \
+             lowercased, with `__edb_e__ = \"{}\"` and `__edb_v__ = \"{}\"`",
+            keys.join(", "),
+            edb.entity,
+            edb.version
+        ),
+    );
+    let list = |fields: &[String]| {
+        let fields: Vec<String> = fields.iter().map(|f| string(f)).collect();
+        format!("[{}]", fields.join(", "))
+    };
+    let mut parts = vec![
+        format!("service = {}", string(&edb.service)),
+        format!("entity = {}", string(&edb.entity)),
+        format!("version = {}", string(&edb.version)),
+        format!("pk = {}", list(&edb.pk)),
+    ];
+    if !edb.sk.is_empty() {
+        parts.push(format!("sk = {}", list(&edb.sk)));
+    }
+    if !edb.indexes.is_empty() {
+        let indexes: Vec<String> = edb
+            .indexes
+            .iter()
+            .map(|(name, pk, sk)| {
+                let mut index = format!("pk = {}", list(pk));
+                if !sk.is_empty() {
+                    let _ = write!(index, ", sk = {}", list(sk));
+                }
+                format!("{} = {{ {index} }}", key(name))
+            })
+            .collect();
+        parts.push(format!("indexes = {{ {} }}", indexes.join(", ")));
+    }
+    let _ = writeln!(out, "electrodb = {{ {} }}", parts.join(", "));
+}
+
+/// An entity's relations and connections.
+fn render_links(out: &mut String, entity: &EntityProposal) {
+    let name = key(&entity.name);
     for relation in &entity.relations {
         comment(out, &relation.evidence);
+        if let Some(review) = &relation.review {
+            comment(out, &format!("review: {review}"));
+        }
         let _ = writeln!(out, "[entities.{name}.relations.{}]", key(&relation.name));
         let _ = writeln!(out, "type = {}", string(&relation.target));
         let keys: Vec<String> = relation.key.iter().map(|k| string(k)).collect();
         let _ = writeln!(out, "key = [{}]", keys.join(", "));
+        let through = match &relation.index {
+            Some(index) => {
+                let _ = writeln!(out, "index = {}", string(index));
+                format!(" in index {index}")
+            }
+            None => String::new(),
+        };
         let _ = writeln!(
             out,
             "description = {}\n",
             string(&format!(
-                "The {} whose key `{}` holds; null when there is none.",
+                "The {} whose key{through} `{}` holds; null when there is none.",
                 relation.target,
                 relation.key.join("`, `")
             ))
@@ -295,6 +376,20 @@ fn render_connection(out: &mut String, table: &str, c: &ConnectionProposal) {
         None => {}
     }
     if let Some(sort) = &c.sort {
+        if !sort.fixed.is_empty() {
+            let fixed: Vec<String> = sort
+                .fixed
+                .iter()
+                .map(|f| {
+                    format!(
+                        "{{ name = {}, description = {} }}",
+                        string(f),
+                        string(&format!("Only items of this `{f}`."))
+                    )
+                })
+                .collect();
+            let _ = writeln!(out, "sort.fixed = [{}]", fixed.join(", "));
+        }
         if let Some((min, max)) = &sort.range {
             let _ = writeln!(
                 out,

@@ -310,21 +310,27 @@ pub fn propose(
                     .then(|| ((*b).to_owned(), value.clone()))
             })
             .collect();
+        let mut shared = SharedKeys {
+            type_value: typed
+                .as_ref()
+                .and_then(|_| (group.value != name).then(|| group.value.clone())),
+            keys,
+            lower: templates.iter().any(|(_, t)| t.lower),
+            escaped,
+            constants,
+            templates: templates_by_field,
+            electrodb: None,
+        };
+        if writer == Some(Writer::ElectroDb) {
+            shared.electrodb = super::electrodb::declaration(&shared, live, &fields, &group.value);
+        }
         entities.push(EntityProposal::new(
             name.clone(),
             &input.name,
             table_at,
             fields,
-            Some(SharedKeys {
-                type_value: typed
-                    .as_ref()
-                    .and_then(|_| (group.value != name).then(|| group.value.clone())),
-                keys,
-                lower: templates.iter().any(|(_, t)| t.lower),
-                escaped,
-                constants,
-                templates: templates_by_field,
-            }),
+            Some(shared),
+            group.at.clone(),
         ));
     }
     let counts: Vec<String> = groups
@@ -419,31 +425,67 @@ fn template_text(keys: &SharedKeys, attribute: &str) -> Option<String> {
         })
 }
 
-/// Sort-key arguments on the first facet of a template, where its stored text sorts.
-fn template_sort(entity: &EntityProposal, keys: &SharedKeys, attribute: &str) -> Option<SortArgs> {
+/// Sort-key arguments on the facet of a template after its first `fixed` facets (fixed by
+/// arguments of their fields' names), where its stored text sorts: `min`/`max` on times stored
+/// as text and on integers written at one width, `begins_with` on text. A sort key with no
+/// template gets [`sort_args`] on its field.
+fn template_sort(
+    entity: &EntityProposal,
+    keys: &SharedKeys,
+    attribute: &str,
+    fixed: usize,
+) -> Option<SortArgs> {
     let Some((_, t)) = keys.templates.iter().find(|(a, _)| a == attribute) else {
         let field = entity.fields.iter().find(|f| f.attribute == attribute)?;
-        return Some(sort_args(field));
+        return (fixed == 0).then(|| sort_args(field));
     };
-    let first = *facet_fields(t).first()?;
-    let field = entity.fields.iter().find(|f| f.name == first)?;
+    let facets = facet_fields(t);
+    let next = *facets.get(fixed)?;
+    let field = entity.fields.iter().find(|f| f.name == next)?;
     let padded = t
         .pieces
         .iter()
-        .any(|p| matches!(p, Piece::Facet { width: Some(_), .. }));
+        .any(|p| matches!(p, Piece::Facet { attribute, width: Some(_) } if *attribute == next));
+    let epoch = matches!(field.stored_as, Some("epoch_millis" | "epoch_seconds"));
     let (range, prefix) = match field.base() {
         "String" | "ID" => (false, true),
-        "DateTime" if !matches!(field.stored_as, Some("epoch_millis" | "epoch_seconds")) => {
-            (true, true)
-        }
-        "Int" | "BigInt" => (padded || keys.escaped, false),
+        "DateTime" if !epoch => (true, true),
+        "Int" | "BigInt" | "DateTime" => (padded || keys.escaped, false),
         _ => (false, false),
     };
-    (range || prefix).then(|| SortArgs {
+    (range || prefix || fixed > 0).then(|| SortArgs {
+        fixed: facets[..fixed].iter().map(|f| (*f).to_owned()).collect(),
         field: field.name.clone(),
         range: range.then(|| (format!("{}Min", field.name), format!("{}Max", field.name))),
         prefix: prefix.then(|| format!("{}Prefix", field.name)),
     })
+}
+
+/// The leading facets of a sort key's template that hold one of a few values (an enum's: a
+/// status, a section), when a facet follows them: fixing them gives a connection over one
+/// value's items in the order of the facets after (Amplify's `{status}#{createdAt}`: one
+/// status's orders by time). Zero when the first facet is not such.
+fn enum_facets(
+    entity: &EntityProposal,
+    keys: &SharedKeys,
+    attribute: &str,
+    enums: &[EnumProposal],
+) -> usize {
+    let Some((_, t)) = keys.templates.iter().find(|(a, _)| a == attribute) else {
+        return 0;
+    };
+    let facets = facet_fields(t);
+    let leading = facets
+        .iter()
+        .take_while(|f| {
+            entity
+                .fields
+                .iter()
+                .find(|field| field.name == **f)
+                .is_some_and(|field| enums.iter().any(|e| e.name == field.base()))
+        })
+        .count();
+    leading.min(facets.len().saturating_sub(1))
 }
 
 /// Whether `entity` is alone of its type in each partition of its table: the table has no sort
@@ -560,6 +602,9 @@ pub fn connect(proposal: &mut Proposal, root: &mut Taken, type_names: &mut Taken
                     entity.name,
                     arguments.join("` and `")
                 ),
+                index: None,
+                evidence: None,
+                review: None,
             });
         }
         proposal.connections.push(ConnectionProposal::root_scan(
@@ -591,54 +636,71 @@ pub fn connect(proposal: &mut Proposal, root: &mut Taken, type_names: &mut Taken
             if !held(partition) || sort.is_some_and(|s| !held(s)) {
                 continue;
             }
-            let sort_args = sort.and_then(|s| template_sort(entity, keys, &s.name));
             let through = index.map_or(String::new(), |i| format!(" (index {i})"));
-            proposal.connections.push(ConnectionProposal::root_query(
-                root,
-                &entity.name,
-                index,
-                &field,
-                sort_args.clone(),
-                ", in key order (`order: DESC` for the reverse)",
-            ));
-            // Under another type of the table whose own key has this partition's template.
-            let Some(text) = template_text(keys, &partition.name) else {
-                continue;
-            };
-            for (p, parent) in proposal.entities.iter().enumerate() {
-                let Some(parent_keys) = &parent.shared else {
+            // Conditions on the first facet, and, when leading facets hold an enum's values,
+            // a second connection fixing them, with conditions on the facet after.
+            let mut variants = vec![sort.and_then(|s| template_sort(entity, keys, &s.name, 0))];
+            if let Some(s) = sort {
+                let fixed = enum_facets(entity, keys, &s.name, &proposal.enums);
+                if fixed > 0 {
+                    variants.extend(template_sort(entity, keys, &s.name, fixed).map(Some));
+                }
+            }
+            for sort_args in variants {
+                let fixed = sort_args.as_ref().map_or(&[][..], |a| &a.fixed[..]);
+                let and: String = fixed.iter().map(|f| pascal(f, "Key")).collect();
+                let one: String = fixed.iter().map(|f| format!(" and one `{f}`")).collect();
+                proposal.connections.push(ConnectionProposal::root_query(
+                    root,
+                    &entity.name,
+                    index,
+                    &field,
+                    sort_args.clone(),
+                    ", in key order (`order: DESC` for the reverse)",
+                ));
+                // Under another type of the table whose own key has this partition's template.
+                let Some(text) = template_text(keys, &partition.name) else {
                     continue;
                 };
-                // The parent is the one item of its type in the partition.
-                if p == e
-                    || !singleton(parent, parent_keys, proposal)
-                    || parent.table_at != entity.table_at
-                    || template_text(parent_keys, &live.partition.name).as_deref()
-                        != Some(text.as_str())
-                    || !parent.fields.iter().any(|f| f.name == field)
-                {
-                    continue;
-                }
-                nested.push((
-                    p,
-                    ConnectionProposal {
-                        name: match index {
-                            None => plural_name.clone(),
-                            Some(i) => format!("{plural_name}By{}", index_suffix(i)),
+                for (p, parent) in proposal.entities.iter().enumerate() {
+                    let Some(parent_keys) = &parent.shared else {
+                        continue;
+                    };
+                    // The parent is the one item of its type in the partition.
+                    if p == e
+                        || !singleton(parent, parent_keys, proposal)
+                        || parent.table_at != entity.table_at
+                        || template_text(parent_keys, &live.partition.name).as_deref()
+                            != Some(text.as_str())
+                        || !parent.fields.iter().any(|f| f.name == field)
+                    {
+                        continue;
+                    }
+                    let name = match (index, fixed.is_empty()) {
+                        (None, true) => plural_name.clone(),
+                        (None, false) => format!("{plural_name}By{and}"),
+                        (Some(i), true) => format!("{plural_name}By{}", index_suffix(i)),
+                        (Some(i), false) => format!("{plural_name}By{}And{and}", index_suffix(i)),
+                    };
+                    nested.push((
+                        p,
+                        ConnectionProposal {
+                            name,
+                            entity: entity.name.clone(),
+                            index: index.map(str::to_owned),
+                            scan: false,
+                            partition: Some(PartitionFrom::Field(field.clone())),
+                            sort: sort_args.clone(),
+                            description: format!(
+                                "This {}'s {}{one}{through}, in key order (`order: DESC` for the \
+                                 reverse).",
+                                parent.name,
+                                plural(&entity.name)
+                            ),
+                            collection: None,
                         },
-                        entity: entity.name.clone(),
-                        index: index.map(str::to_owned),
-                        scan: false,
-                        partition: Some(PartitionFrom::Field(field.clone())),
-                        sort: sort_args.clone(),
-                        description: format!(
-                            "This {}'s {}{through}, in key order (`order: DESC` for the reverse).",
-                            parent.name,
-                            plural(&entity.name)
-                        ),
-                        collection: None,
-                    },
-                ));
+                    ));
+                }
             }
         }
     }

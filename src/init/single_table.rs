@@ -86,6 +86,8 @@ pub struct Group<'i> {
     pub value: String,
     /// Its items.
     pub items: Vec<&'i Item>,
+    /// Their positions in the sample.
+    pub at: Vec<usize>,
 }
 
 /// The items of each type: by `type_attribute`'s value when there is one, else by the literal
@@ -97,7 +99,7 @@ pub fn groups<'i>(
     sort: Option<&str>,
 ) -> Vec<Group<'i>> {
     let mut out: Vec<Group<'i>> = Vec::new();
-    for item in items {
+    for (at, item) in items.iter().enumerate() {
         if is_tool_record(item, partition) {
             continue;
         }
@@ -121,10 +123,14 @@ pub fn groups<'i>(
             }
         };
         match out.iter_mut().find(|g| g.value == value) {
-            Some(group) => group.items.push(item),
+            Some(group) => {
+                group.items.push(item);
+                group.at.push(at);
+            }
             None => out.push(Group {
                 value,
                 items: vec![item],
+                at: vec![at],
             }),
         }
     }
