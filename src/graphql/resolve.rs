@@ -476,11 +476,9 @@ fn plan<'a>(
                     }
                 }
             }
-            if let (Some(template), Some(AttributeValue::S(start))) = (&sort.template, &begins) {
+            if let (Some(template), Some(start)) = (&sort.template, &begins) {
                 let name = sort.begins_with.as_ref().map_or("", |a| a.name.as_str());
-                if !template.holds(&field.name, start) {
-                    return Err(reaches_next(template, &field.name, name));
-                }
+                facet_fits(template, &field.name, name, start)?;
             }
             for (name, value) in bound {
                 binding = binding.argument(name, value.as_deref());
