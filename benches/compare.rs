@@ -43,7 +43,11 @@
 //! `project { issues }`. Their rows follow the shop page's, with the ratio to it: p50, p99,
 //! server CPU per page (target: within 10%), and the DynamoDB calls per page by operation,
 //! counted from each server's `/metrics` over a walk of consecutive pages (the shop page's
-//! counted the same way).
+//! counted the same way). The ElectroDB and OneTable pages select four fields, as the shop page
+//! does, so that the pages compared select as much. The range page (`range.rs`) walks 1,000 of
+//! the ElectroDB member's loans between two times, a range on the text facet of ElectroDB's sort
+//! key: the items its Queries evaluated against those they returned, and the read capacity they
+//! consumed against the same range read directly by its key condition and by a filter.
 //!
 //! With `DYNARELAY_BENCH_BASELINE` naming another dynarelay binary (`scripts/bench --baseline
 //! REV` builds one from a git revision), that binary is started too, on the same tables and the
@@ -73,7 +77,7 @@
 //! This file holds the run, measure by measure; its parts are in `compare/`: the seeded tables
 //! (`seed.rs`), the single-table examples' servers and pages (`examples.rs`), the servers
 //! (`server.rs`), their `/graphql` and `/metrics` (`api.rs`), the same calls sent directly
-//! (`direct.rs`), the delaying proxy (`proxy.rs`), CPU and RSS (`cpu.rs`), the SDK floor
+//! (`direct.rs`), the range page (`range.rs`), the delaying proxy (`proxy.rs`), CPU and RSS (`cpu.rs`), the SDK floor
 //! (`floor.rs`), the Node reference (`peer.rs`), statistics (`stats.rs`) and the table
 //! (`table.rs`).
 
@@ -100,6 +104,8 @@ mod floor;
 mod peer;
 #[path = "compare/proxy.rs"]
 mod proxy;
+#[path = "compare/range.rs"]
+mod range;
 #[path = "compare/seed.rs"]
 mod seed;
 #[path = "compare/server.rs"]
@@ -830,6 +836,11 @@ async fn run() -> anyhow::Result<()> {
             ", all calls; one Query per page, as the shop page",
         ));
     }
+    // The range page: a range on ElectroDB's text sort key, read as a key condition.
+    let electrodb_url = examples
+        .url(examples::Example::ElectroDb)
+        .context("no ElectroDB example server")?;
+    rows.extend(range::range_rows(&client, &api.http, &electrodb_url, &prefix).await?);
     drop((example_pages, examples));
 
     // DynamoDB work per filled page at 2% selectivity.

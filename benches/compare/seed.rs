@@ -109,7 +109,7 @@ fn n(value: impl ToString) -> AttributeValue {
 
 /// `ms` after the epoch as ISO 8601 in UTC with milliseconds and `Z`, as JavaScript's
 /// `toISOString` writes it: `2023-01-01T00:00:00.000Z`.
-fn iso(ms: i64) -> anyhow::Result<String> {
+pub(super) fn iso(ms: i64) -> anyhow::Result<String> {
     Ok(chrono::DateTime::from_timestamp_millis(ms)
         .context("a time out of range")?
         .to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
