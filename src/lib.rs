@@ -28,3 +28,4 @@ pub mod model;
 pub mod number;
 pub mod pagination;
 pub mod policy;
+pub mod stream;

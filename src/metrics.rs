@@ -42,6 +42,14 @@ pub struct Metrics {
     connections_open: Family<ListenerLabels, Gauge>,
     connections_timed_out: Family<TimeoutLabels, Counter>,
     connection_cap_reached: Family<ListenerLabels, Counter>,
+    stream_records: Family<TableLabels, Counter>,
+    stream_gaps: Family<TableLabels, Counter>,
+    stream_call_failures: Family<StreamCallLabels, Counter>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StreamCallLabels {
+    call: &'static str,
 }
 
 /// Which listener a connection came in on.
@@ -302,6 +310,26 @@ impl Metrics {
              connections then wait in the kernel's backlog), by listener",
             connection_cap_reached.clone(),
         );
+        let stream_records = Family::<TableLabels, Counter>::default();
+        registry.register(
+            "stream_records",
+            "Records read from tables' DynamoDB streams and passed to subscribers, by table",
+            stream_records.clone(),
+        );
+        let stream_gaps = Family::<TableLabels, Counter>::default();
+        registry.register(
+            "stream_gaps",
+            "Times a table's stream lost records before they were read (trimmed, or the stream \
+             replaced), by table",
+            stream_gaps.clone(),
+        );
+        let stream_call_failures = Family::<StreamCallLabels, Counter>::default();
+        registry.register(
+            "stream_call_failures",
+            "DynamoDB Streams calls that failed (after the SDK's retries) and were retried by the \
+             reader, by call",
+            stream_call_failures.clone(),
+        );
         Self {
             registry,
             http_requests,
@@ -321,7 +349,35 @@ impl Metrics {
             connections_open,
             connections_timed_out,
             connection_cap_reached,
+            stream_records,
+            stream_gaps,
+            stream_call_failures,
         }
+    }
+
+    /// Records a stream record of `table` passed to its subscribers.
+    pub fn stream_record(&self, table: &str) {
+        self.stream_records
+            .get_or_create(&TableLabels {
+                table: table.to_owned(),
+            })
+            .inc();
+    }
+
+    /// Records records of `table`'s stream lost before they were read.
+    pub fn stream_gap(&self, table: &str) {
+        self.stream_gaps
+            .get_or_create(&TableLabels {
+                table: table.to_owned(),
+            })
+            .inc();
+    }
+
+    /// Records a failed DynamoDB Streams call.
+    pub fn stream_call_failed(&self, call: &'static str) {
+        self.stream_call_failures
+            .get_or_create(&StreamCallLabels { call })
+            .inc();
     }
 
     /// Records a connection accepted on `listener`.

@@ -2,6 +2,7 @@
 //! that runs reads and writes on items and keys, and seeding tables from a file of items in
 //! DynamoDB's typed JSON. Nothing here knows about GraphQL.
 
+mod holds;
 pub mod sample;
 pub mod seed;
 pub mod store;
@@ -100,29 +101,48 @@ pub async fn client_from_env_with(settings: &SdkSettings) -> Client {
     Client::new(&shared)
 }
 
+/// The configuration of an SDK client (`$sdk`: aws_sdk_dynamodb or aws_sdk_dynamodbstreams, whose
+/// `Config` builders have the same methods but no common trait) for a DynamoDB Local endpoint.
+macro_rules! local_config {
+    ($sdk:ident, $endpoint_url:expr, $settings:expr) => {{
+        let settings: &SdkSettings = $settings;
+        $sdk::Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new("us-east-1"))
+            .credentials_provider(Credentials::new(
+                "local",
+                "local",
+                None,
+                None,
+                "dynarelay-local",
+            ))
+            .endpoint_url($endpoint_url)
+            .retry_config(settings.retry())
+            .timeout_config(settings.timeouts())
+            // Bounded by the attempt timeout instead (see `SdkSettings`).
+            .stalled_stream_protection(StalledStreamProtectionConfig::disabled())
+            .build()
+    }};
+}
+
 /// Builds a client for a DynamoDB Local endpoint with a fixed region and dummy credentials, so
 /// nothing ever looks for real credentials (or asks the EC2 metadata service for them).
 pub fn client_for_local(endpoint_url: &str) -> Client {
     client_for_local_with(endpoint_url, &SdkSettings::default())
 }
 
+/// A DynamoDB Streams client for the same DynamoDB Local endpoint as [`client_for_local`], with
+/// the same region, dummy credentials and default [`SdkSettings`]: DynamoDB Local serves the
+/// Streams API on its own port.
+pub fn streams_client_for_local(endpoint_url: &str) -> aws_sdk_dynamodbstreams::Client {
+    aws_sdk_dynamodbstreams::Client::from_conf(local_config!(
+        aws_sdk_dynamodbstreams,
+        endpoint_url,
+        &SdkSettings::default()
+    ))
+}
+
 /// [`client_for_local`] with the given retries and timeouts.
 pub fn client_for_local_with(endpoint_url: &str, settings: &SdkSettings) -> Client {
-    let config = aws_sdk_dynamodb::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new(
-            "local",
-            "local",
-            None,
-            None,
-            "dynarelay-local",
-        ))
-        .endpoint_url(endpoint_url)
-        .retry_config(settings.retry())
-        .timeout_config(settings.timeouts())
-        // Bounded by the attempt timeout instead (see `SdkSettings`).
-        .stalled_stream_protection(StalledStreamProtectionConfig::disabled())
-        .build();
-    Client::from_conf(config)
+    Client::from_conf(local_config!(aws_sdk_dynamodb, endpoint_url, settings))
 }

@@ -23,8 +23,9 @@ use crate::{
     model::{Index, Model, Projection, Table, TableId},
 };
 
-/// The full names and key shapes of a model's tables, by [`TableId`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The full names and key shapes of a model's tables, by [`TableId`]. The default has none: a
+/// store over it reads and writes tables by the names its calls give.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Tables {
     tables: Vec<(String, KeyShape)>,
 }

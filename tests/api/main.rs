@@ -56,6 +56,7 @@ mod schema;
 mod seed;
 #[path = "../../examples/shop/data.rs"]
 mod shop_data;
+mod streams;
 mod tables;
 mod text_ranges;
 mod tools;

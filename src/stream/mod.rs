@@ -1,0 +1,177 @@
+//! Live data: the changes DynamoDB Streams records for a table, from every writer, read once per
+//! table per process and shared by every subscriber of that table.
+//!
+//! [`Streams`] keeps one reader per table, started by the table's first subscriber and stopped
+//! once it has none; each reader ([`reader`]) walks the table's stream shard by shard, in lineage
+//! order, and broadcasts every record as a [`Change`] in stream order. What a change means to a
+//! subscriber (which connection it enters or leaves) is decided above this layer: here there are
+//! only tables, keys and images.
+
+mod convert;
+pub mod reader;
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use tokio::sync::broadcast;
+
+use crate::{dynamo::Item, metrics::Metrics};
+
+/// One change of one item, as the table's stream recorded it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    /// The table's full name.
+    pub table: Arc<str>,
+    /// The record's sequence number: decimal digits, growing within a shard (compare them as
+    /// numbers: they are up to 40 digits long).
+    pub sequence: String,
+    /// The item's primary key.
+    pub keys: Item,
+    /// The item before the change; `None` for an insert, or when the stream has no old images.
+    pub old: Option<Item>,
+    /// The item after the change; `None` for a removal, or when the stream has no new images.
+    pub new: Option<Item>,
+}
+
+/// A change, or word that changes were lost: the stream trimmed records before the reader got
+/// to them, or the reader fell too far behind. A subscriber that receives [`Event::Gap`] can no
+/// longer tell what changed and must start over.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// A change, in stream order for its item.
+    Change(Arc<Change>),
+    /// Changes were lost here.
+    Gap,
+}
+
+/// How readers poll and wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamSettings {
+    /// Wait between `GetRecords` calls on a shard that returned nothing. AWS allows five calls
+    /// per second per shard, shared by at most two readers: 250 ms keeps one reader within half.
+    pub poll_interval: Duration,
+    /// First wait after a throttled or failed call; doubled on each further failure.
+    pub initial_backoff: Duration,
+    /// Longest wait after failures.
+    pub max_backoff: Duration,
+    /// Events held for each subscriber: one that falls this far behind loses the oldest and is
+    /// told so ([`Event::Gap`]).
+    pub buffer: usize,
+}
+
+impl Default for StreamSettings {
+    fn default() -> Self {
+        Self {
+            poll_interval: Duration::from_millis(250),
+            initial_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(5),
+            buffer: 1024,
+        }
+    }
+}
+
+/// The tables' stream readers of one process.
+#[derive(Clone)]
+pub struct Streams {
+    dynamodb: aws_sdk_dynamodb::Client,
+    streams: aws_sdk_dynamodbstreams::Client,
+    settings: StreamSettings,
+    metrics: Arc<Metrics>,
+    readers: Arc<Mutex<HashMap<Arc<str>, broadcast::Sender<Event>>>>,
+}
+
+impl std::fmt::Debug for Streams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Streams").finish_non_exhaustive()
+    }
+}
+
+impl Streams {
+    /// Readers that find each table's stream with `dynamodb` and read it with `streams`.
+    pub fn new(
+        dynamodb: aws_sdk_dynamodb::Client,
+        streams: aws_sdk_dynamodbstreams::Client,
+        settings: StreamSettings,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        Self {
+            dynamodb,
+            streams,
+            settings,
+            metrics,
+            readers: Arc::default(),
+        }
+    }
+
+    /// The changes of `table` (its full name) from now on: joins the table's reader, starting
+    /// it if it is not running. Changes made before the reader reaches the stream's end are not
+    /// delivered; [`Subscription::ready`] waits for that point.
+    pub fn subscribe(&self, table: &str) -> Subscription {
+        // A poisoned lock only means a subscriber panicked while joining; the map is intact.
+        let mut readers = self.readers.lock().unwrap_or_else(|e| e.into_inner());
+        let (sender, ready) = match readers.get(table) {
+            Some(sender) if sender.receiver_count() > 0 => (sender.clone(), None),
+            _ => {
+                let (sender, _) = broadcast::channel(self.settings.buffer.max(1));
+                let table: Arc<str> = Arc::from(table);
+                readers.insert(Arc::clone(&table), sender.clone());
+                let (ready_tx, ready_rx) = tokio::sync::watch::channel(false);
+                let reader = reader::Reader {
+                    dynamodb: self.dynamodb.clone(),
+                    streams: self.streams.clone(),
+                    settings: self.settings,
+                    metrics: Arc::clone(&self.metrics),
+                    table,
+                    sender: sender.clone(),
+                    ready: ready_tx,
+                    readers: Arc::clone(&self.readers),
+                };
+                tokio::spawn(reader.run());
+                (sender, Some(ready_rx))
+            }
+        };
+        let receiver = sender.subscribe();
+        let ready = ready.unwrap_or_else(|| {
+            let (tx, rx) = tokio::sync::watch::channel(true);
+            drop(tx);
+            rx
+        });
+        Subscription { receiver, ready }
+    }
+}
+
+impl Streams {
+    /// How many readers run now: one per table with subscribers.
+    pub fn running(&self) -> usize {
+        self.readers.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+}
+
+/// One subscriber's view of a table's changes.
+#[derive(Debug)]
+pub struct Subscription {
+    receiver: broadcast::Receiver<Event>,
+    ready: tokio::sync::watch::Receiver<bool>,
+}
+
+impl Subscription {
+    /// Waits until the reader has taken its place at the end of every open shard: changes
+    /// written after this returns are delivered. Returns at once for a reader already running.
+    pub async fn ready(&mut self) {
+        // A reader that stopped (its table has no stream) leaves the flag false; its
+        // subscribers then get nothing, which `next` reports.
+        let _ = self.ready.wait_for(|ready| *ready).await;
+    }
+
+    /// The next event; `None` once the reader has stopped for good.
+    pub async fn next(&mut self) -> Option<Event> {
+        match self.receiver.recv().await {
+            Ok(event) => Some(event),
+            Err(broadcast::error::RecvError::Lagged(_)) => Some(Event::Gap),
+            Err(broadcast::error::RecvError::Closed) => None,
+        }
+    }
+}

@@ -1,0 +1,482 @@
+//! One table's stream reader: finds the table's stream, walks its shards in lineage order (a
+//! child only once its parent is read to its end), polls each open shard within the rate AWS
+//! allows, and broadcasts every record in order.
+//!
+//! What it survives, each by the error's type (never its text):
+//! - a shard that closes (its iterator runs out): the stream is described again and its
+//!   children are read from their first record;
+//! - an iterator that expired (unused for 15 minutes, after long backoff): a new one after the
+//!   last record read;
+//! - records trimmed before they were read (`TrimmedDataAccessException`): read on from the
+//!   oldest record kept, and subscribers are told of the gap;
+//! - throttling (`LimitExceededException`), internal errors and broken connections: backed off,
+//!   exponentially up to [`StreamSettings::max_backoff`];
+//! - a stream disabled and enabled again (a new ARN): found again through `DescribeTable`, with a
+//!   gap reported, since writes in between were never recorded.
+//!
+//! DynamoDB Local, as observed: one shard per table; a record readable a few milliseconds after
+//! its write; no record for a write that changes nothing; and a `LATEST` iterator taken on a
+//! shard with no record yet fails with `TrimmedDataAccessException` once another table is
+//! written. The reader then reads that shard from its start, skipping records older than the
+//! reader itself.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use aws_sdk_dynamodbstreams::{
+    error::SdkError,
+    operation::{
+        describe_stream::DescribeStreamError, get_records::GetRecordsError,
+        get_shard_iterator::GetShardIteratorError,
+    },
+    types::{Record, ShardIteratorType},
+};
+use tokio::sync::{broadcast, watch};
+
+use super::{Change, Event, StreamSettings, convert};
+use crate::metrics::Metrics;
+
+/// Most records one `GetRecords` call returns.
+const RECORDS_PER_CALL: i32 = 1000;
+/// How often the stream is described again to find new shards while none closes.
+const DESCRIBE_EVERY: Duration = Duration::from_secs(10);
+
+/// A reader of one table's stream, as [`super::Streams`] starts it.
+pub(super) struct Reader {
+    pub(super) dynamodb: aws_sdk_dynamodb::Client,
+    pub(super) streams: aws_sdk_dynamodbstreams::Client,
+    pub(super) settings: StreamSettings,
+    pub(super) metrics: Arc<Metrics>,
+    pub(super) table: Arc<str>,
+    pub(super) sender: broadcast::Sender<Event>,
+    pub(super) ready: watch::Sender<bool>,
+    pub(super) readers: Arc<Mutex<HashMap<Arc<str>, broadcast::Sender<Event>>>>,
+}
+
+/// Where the reader is in one shard.
+#[derive(Debug, Default)]
+struct Shard {
+    parent: Option<String>,
+    /// The next iterator, if one is held.
+    iterator: Option<String>,
+    /// The last record read.
+    last: Option<String>,
+    /// How to take the first iterator, before any record was read.
+    start: Start,
+    /// Read to its end: it is closed and every record was read.
+    finished: bool,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum Start {
+    /// The shard's oldest record kept.
+    #[default]
+    Oldest,
+    /// After the newest record when the reader started.
+    Latest,
+}
+
+/// Why a walk of one stream ended.
+enum Ended {
+    /// Nobody listens any more.
+    Unsubscribed,
+    /// The stream is gone (disabled, or the table deleted): look for the table's stream again.
+    StreamGone,
+}
+
+/// A failed call, by what the reader does about it.
+enum Failure {
+    /// The iterator expired: take a new one.
+    Expired,
+    /// The records wanted were trimmed.
+    Trimmed,
+    /// The stream or shard no longer exists.
+    Gone,
+    /// Throttled, or an error worth retrying later.
+    Retry,
+}
+
+impl Reader {
+    /// Reads until nobody listens or the table has no stream, then leaves the process's readers.
+    pub(super) async fn run(self) {
+        let mut generation = 0u32;
+        let mut backoff = Backoff::new(self.settings);
+        loop {
+            if self.unsubscribed() {
+                break;
+            }
+            let arn = match self.find_stream().await {
+                Ok(Some(arn)) => arn,
+                Ok(None) => {
+                    tracing::warn!(table = %self.table, "the table has no stream: its subscribers get no changes");
+                    break;
+                }
+                Err(()) => {
+                    backoff.wait().await;
+                    continue;
+                }
+            };
+            backoff.reset();
+            if generation > 0 {
+                // Writes between the old stream's end and the new one's start were never recorded.
+                self.gap();
+            }
+            match self.walk(&arn, generation == 0).await {
+                Ended::Unsubscribed => break,
+                Ended::StreamGone => generation += 1,
+            }
+        }
+        self.leave();
+    }
+
+    /// Removes this reader from the process's readers (unless another took its place), so that
+    /// the next subscriber starts a new one, and its subscribers see the end.
+    fn leave(&self) {
+        let mut readers = self.readers.lock().unwrap_or_else(|e| e.into_inner());
+        if readers
+            .get(&self.table)
+            .is_some_and(|sender| sender.same_channel(&self.sender))
+        {
+            readers.remove(&self.table);
+        }
+    }
+
+    /// True when nobody listens; then this reader is removed from the process's readers while
+    /// the lock is held, so that no subscriber joins a reader that is stopping.
+    fn unsubscribed(&self) -> bool {
+        if self.sender.receiver_count() > 0 {
+            return false;
+        }
+        let mut readers = self.readers.lock().unwrap_or_else(|e| e.into_inner());
+        if self.sender.receiver_count() > 0 {
+            return false;
+        }
+        if readers
+            .get(&self.table)
+            .is_some_and(|sender| sender.same_channel(&self.sender))
+        {
+            readers.remove(&self.table);
+        }
+        true
+    }
+
+    /// The table's current stream ARN; `None` when it has none; `Err` when the call failed.
+    async fn find_stream(&self) -> Result<Option<String>, ()> {
+        match self
+            .dynamodb
+            .describe_table()
+            .table_name(&*self.table)
+            .send()
+            .await
+        {
+            Ok(out) => Ok(out
+                .table()
+                .filter(|t| t.stream_specification().is_some_and(|s| s.stream_enabled()))
+                .and_then(|t| t.latest_stream_arn())
+                .map(str::to_owned)),
+            Err(err) => {
+                tracing::warn!(table = %self.table, error = %aws_sdk_dynamodb::error::DisplayErrorContext(&err), "describing the table for its stream failed");
+                Err(())
+            }
+        }
+    }
+
+    /// Every shard of the stream, with its parent and whether it is closed.
+    async fn describe(&self, arn: &str) -> Result<Vec<(String, Option<String>, bool)>, Failure> {
+        let mut shards = Vec::new();
+        let mut after: Option<String> = None;
+        loop {
+            let out = self
+                .streams
+                .describe_stream()
+                .stream_arn(arn)
+                .set_exclusive_start_shard_id(after.take())
+                .send()
+                .await
+                .map_err(|err| {
+                    let failure = match err.as_service_error() {
+                        Some(DescribeStreamError::ResourceNotFoundException(_)) => Failure::Gone,
+                        _ => Failure::Retry,
+                    };
+                    self.failed("DescribeStream", &err);
+                    failure
+                })?;
+            let Some(description) = out.stream_description() else {
+                return Err(Failure::Retry);
+            };
+            for shard in description.shards() {
+                let Some(id) = shard.shard_id() else { continue };
+                let closed = shard
+                    .sequence_number_range()
+                    .is_some_and(|r| r.ending_sequence_number().is_some());
+                shards.push((
+                    id.to_owned(),
+                    shard.parent_shard_id().map(str::to_owned),
+                    closed,
+                ));
+            }
+            match description.last_evaluated_shard_id() {
+                Some(last) => after = Some(last.to_owned()),
+                None => return Ok(shards),
+            }
+        }
+    }
+
+    /// Walks one stream until nobody listens or the stream is gone. On the first stream of the
+    /// reader, open shards are read from their newest record on and closed ones not at all; on a
+    /// stream found later, every shard from its oldest record.
+    async fn walk(&self, arn: &str, first: bool) -> Ended {
+        let mut backoff = Backoff::new(self.settings);
+        let mut shards: BTreeMap<String, Shard> = BTreeMap::new();
+        // The first description, with every open shard's first iterator taken, before the
+        // reader says it is ready.
+        loop {
+            if self.unsubscribed() {
+                return Ended::Unsubscribed;
+            }
+            match self.describe(arn).await {
+                Ok(found) => {
+                    for (id, parent, closed) in found {
+                        let shard = Shard {
+                            parent,
+                            start: if first { Start::Latest } else { Start::Oldest },
+                            finished: first && closed,
+                            ..Shard::default()
+                        };
+                        shards.insert(id, shard);
+                    }
+                    break;
+                }
+                Err(Failure::Gone) => return Ended::StreamGone,
+                Err(_) => backoff.wait().await,
+            }
+        }
+        let ids: Vec<String> = shards.keys().cloned().collect();
+        for id in &ids {
+            loop {
+                if self.unsubscribed() {
+                    return Ended::Unsubscribed;
+                }
+                let shard = shards.get_mut(id).expect("listed");
+                if shard.finished || shard.iterator.is_some() {
+                    break;
+                }
+                match self.take_iterator(arn, id, shard).await {
+                    Ok(()) => break,
+                    Err(Failure::Gone) => return Ended::StreamGone,
+                    Err(Failure::Trimmed) => {
+                        shard.start = Start::Oldest;
+                    }
+                    Err(_) => backoff.wait().await,
+                }
+            }
+        }
+        let _ = self.ready.send(true);
+        backoff.reset();
+
+        let mut described = tokio::time::Instant::now();
+        loop {
+            if self.unsubscribed() {
+                return Ended::Unsubscribed;
+            }
+            let mut read_any = false;
+            let mut shard_closed = false;
+            let mut failed = false;
+            let ids: Vec<String> = shards.keys().cloned().collect();
+            for id in &ids {
+                let parent_done = shards[id]
+                    .parent
+                    .as_ref()
+                    .and_then(|p| shards.get(p))
+                    .is_none_or(|p| p.finished);
+                let shard = shards.get_mut(id).expect("listed");
+                if shard.finished || !parent_done {
+                    continue;
+                }
+                match self.poll(arn, id, shard).await {
+                    Ok(records) => {
+                        read_any |= records > 0;
+                        shard_closed |= shard.finished;
+                    }
+                    Err(Failure::Gone) => return Ended::StreamGone,
+                    Err(Failure::Expired) => shard.iterator = None,
+                    Err(Failure::Trimmed) => {
+                        // Records after the last one read are gone: start again from the oldest
+                        // kept, and tell subscribers. (A shard read from `LATEST` with nothing
+                        // read yet lost nothing: see the module's note on DynamoDB Local.)
+                        if shard.last.is_some() || shard.start == Start::Oldest {
+                            self.gap();
+                        }
+                        shard.iterator = None;
+                        shard.last = None;
+                        shard.start = Start::Oldest;
+                    }
+                    Err(Failure::Retry) => failed = true,
+                }
+            }
+            if shard_closed || described.elapsed() >= DESCRIBE_EVERY {
+                match self.describe(arn).await {
+                    Ok(found) => {
+                        let listed: std::collections::BTreeSet<&str> =
+                            found.iter().map(|(id, _, _)| id.as_str()).collect();
+                        // Shards trimmed from the stream's description are done with.
+                        shards.retain(|id, shard| listed.contains(id.as_str()) || !shard.finished);
+                        for (id, parent, _) in &found {
+                            shards.entry(id.clone()).or_insert_with(|| Shard {
+                                parent: parent.clone(),
+                                ..Shard::default()
+                            });
+                        }
+                        described = tokio::time::Instant::now();
+                    }
+                    Err(Failure::Gone) => return Ended::StreamGone,
+                    Err(_) => failed = true,
+                }
+            }
+            if failed {
+                backoff.wait().await;
+            } else {
+                backoff.reset();
+                if !read_any {
+                    tokio::time::sleep(self.settings.poll_interval).await;
+                }
+            }
+        }
+    }
+
+    /// Takes a shard's iterator: after its last record read, or where it starts.
+    async fn take_iterator(&self, arn: &str, id: &str, shard: &mut Shard) -> Result<(), Failure> {
+        let request = self
+            .streams
+            .get_shard_iterator()
+            .stream_arn(arn)
+            .shard_id(id);
+        let request = match (&shard.last, shard.start) {
+            (Some(last), _) => request
+                .shard_iterator_type(ShardIteratorType::AfterSequenceNumber)
+                .sequence_number(last),
+            (None, Start::Latest) => request.shard_iterator_type(ShardIteratorType::Latest),
+            (None, Start::Oldest) => request.shard_iterator_type(ShardIteratorType::TrimHorizon),
+        };
+        let out = request.send().await.map_err(|err| {
+            let failure = match err.as_service_error() {
+                Some(GetShardIteratorError::ResourceNotFoundException(_)) => Failure::Gone,
+                Some(GetShardIteratorError::TrimmedDataAccessException(_)) => Failure::Trimmed,
+                _ => Failure::Retry,
+            };
+            self.failed("GetShardIterator", &err);
+            failure
+        })?;
+        shard.iterator = out.shard_iterator().map(str::to_owned);
+        if shard.iterator.is_none() {
+            // No iterator for a closed shard with nothing left.
+            shard.finished = true;
+        }
+        Ok(())
+    }
+
+    /// One `GetRecords` on a shard (taking its iterator first if needed): broadcasts what it
+    /// returns and moves on. The number of records read.
+    async fn poll(&self, arn: &str, id: &str, shard: &mut Shard) -> Result<usize, Failure> {
+        if shard.iterator.is_none() {
+            self.take_iterator(arn, id, shard).await?;
+            if shard.finished {
+                return Ok(0);
+            }
+        }
+        let iterator = shard.iterator.clone().unwrap_or_default();
+        let out = self
+            .streams
+            .get_records()
+            .shard_iterator(iterator)
+            .limit(RECORDS_PER_CALL)
+            .send()
+            .await
+            .map_err(|err| {
+                let failure = match err.as_service_error() {
+                    Some(GetRecordsError::ExpiredIteratorException(_)) => Failure::Expired,
+                    Some(GetRecordsError::TrimmedDataAccessException(_)) => Failure::Trimmed,
+                    Some(GetRecordsError::ResourceNotFoundException(_)) => Failure::Gone,
+                    _ => Failure::Retry,
+                };
+                self.failed("GetRecords", &err);
+                failure
+            })?;
+        let records = out.records();
+        for record in records {
+            if let Some(change) = self.change(record) {
+                // No receiver is not an error: `unsubscribed` stops the reader next round.
+                let _ = self.sender.send(Event::Change(Arc::new(change)));
+                self.metrics.stream_record(&self.table);
+            }
+            if let Some(sequence) = record.dynamodb().and_then(|r| r.sequence_number()) {
+                shard.last = Some(sequence.to_owned());
+            }
+        }
+        shard.iterator = out.next_shard_iterator().map(str::to_owned);
+        if shard.iterator.is_none() {
+            shard.finished = true;
+        }
+        Ok(records.len())
+    }
+
+    /// A record as a change; `None` for one without a stream record (which DynamoDB does not
+    /// send).
+    fn change(&self, record: &Record) -> Option<Change> {
+        let data = record.dynamodb()?;
+        Some(Change {
+            table: Arc::clone(&self.table),
+            sequence: data.sequence_number()?.to_owned(),
+            keys: data.keys().map(convert::item).unwrap_or_default(),
+            old: data.old_image().map(convert::item),
+            new: data.new_image().map(convert::item),
+        })
+    }
+
+    /// Tells subscribers that changes were lost.
+    fn gap(&self) {
+        let _ = self.sender.send(Event::Gap);
+        self.metrics.stream_gap(&self.table);
+    }
+
+    fn failed<E: std::error::Error + 'static, R: std::fmt::Debug>(
+        &self,
+        call: &'static str,
+        err: &SdkError<E, R>,
+    ) {
+        self.metrics.stream_call_failed(call);
+        tracing::warn!(
+            table = %self.table,
+            call,
+            error = %aws_sdk_dynamodbstreams::error::DisplayErrorContext(err),
+            "a stream call failed"
+        );
+    }
+}
+
+/// Exponential backoff between failed calls.
+struct Backoff {
+    settings: StreamSettings,
+    next: Duration,
+}
+
+impl Backoff {
+    fn new(settings: StreamSettings) -> Self {
+        Self {
+            settings,
+            next: settings.initial_backoff,
+        }
+    }
+
+    async fn wait(&mut self) {
+        tokio::time::sleep(self.next).await;
+        self.next = (self.next * 2).min(self.settings.max_backoff);
+    }
+
+    fn reset(&mut self) {
+        self.next = self.settings.initial_backoff;
+    }
+}
