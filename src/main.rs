@@ -192,7 +192,16 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let mut connections = args.connections().map_err(anyhow::Error::msg)?;
     connections.max_connections =
         http::fit_file_limit(connections.max_connections, args.health_listen.is_some());
-    let state = api_state(&args.api, TableCheck::Check).await?;
+    let mut state = api_state(&args.api, TableCheck::Check).await?;
+    if dynarelay::graphql::subscription::any(state.api.model) {
+        let streams = dynarelay::stream::Streams::new(
+            state.store.client().clone(),
+            dynamo::streams_client_from_env_with(&args.api.sdk()).await,
+            dynarelay::stream::StreamSettings::default(),
+            state.store.metrics().clone(),
+        );
+        state = state.with_streams(streams);
+    }
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("binding {}", args.listen))?;

@@ -11,7 +11,11 @@
 //!   read the stored item first (an entity with index keys built from its fields);
 //! - `Query` and `Scan` on the table or index each connection reads, and `Query` on each index a
 //!   lookup or relation goes through;
-//! - `PutItem`, `UpdateItem`, `DeleteItem` for the entity's mutations.
+//! - `PutItem`, `UpdateItem`, `DeleteItem` for the entity's mutations;
+//! - `DescribeStream`, `GetShardIterator` and `GetRecords` on the stream of each table a
+//!   subscription follows, where the server checks the live tables (`serve`, which reads the
+//!   streams; `lambda` holds no subscription open), with `DescribeTable` on the table, which
+//!   finds its stream.
 //!
 //! Written from the model only, as the store's calls are: nothing here reaches DynamoDB.
 
@@ -36,8 +40,16 @@ pub struct PolicyTarget {
     pub check_tables: bool,
 }
 
-/// A table, or one of its indexes.
-type Resource = (TableId, Option<usize>);
+/// A table, one of its indexes, or its stream.
+type Resource = (TableId, Part);
+
+/// The part of a table a statement is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Part {
+    Table,
+    Index(usize),
+    Stream,
+}
 
 /// The actions each table and index needs.
 fn actions(model: &Model, check_tables: bool) -> BTreeMap<Resource, BTreeSet<&'static str>> {
@@ -47,25 +59,25 @@ fn actions(model: &Model, check_tables: bool) -> BTreeMap<Resource, BTreeSet<&'s
     };
     if check_tables {
         for t in 0..model.tables.len() {
-            allow((t, None), "DescribeTable");
+            allow((t, Part::Table), "DescribeTable");
         }
     }
     // Through an index: a Query, then the whole item when the index does not hold it.
     let through =
         |table: TableId, index: &LookupIndex, allow: &mut dyn FnMut(Resource, &'static str)| {
-            allow((table, Some(index.index)), "Query");
+            allow((table, Part::Index(index.index)), "Query");
             if model.tables[table].indexes[index.index].projection != Projection::All {
-                allow((table, None), "GetItem");
+                allow((table, Part::Table), "GetItem");
             }
         };
     for entity in &model.entities {
         let t = entity.table;
-        allow((t, None), "BatchGetItem");
+        allow((t, Part::Table), "BatchGetItem");
         for relation in &entity.relations {
             let target = model.entities[relation.target].table;
             match &relation.index {
                 Some(index) => through(target, index, &mut allow),
-                None => allow((target, None), "BatchGetItem"),
+                None => allow((target, Part::Table), "BatchGetItem"),
             }
         }
         let mutations = &entity.mutations;
@@ -81,7 +93,7 @@ fn actions(model: &Model, check_tables: bool) -> BTreeMap<Resource, BTreeSet<&'s
             ),
         ] {
             if on {
-                allow((t, None), action);
+                allow((t, Part::Table), action);
             }
         }
     }
@@ -89,7 +101,7 @@ fn actions(model: &Model, check_tables: bool) -> BTreeMap<Resource, BTreeSet<&'s
         let t = model.entities[lookup.entity].table;
         match &lookup.index {
             Some(index) => through(t, index, &mut allow),
-            None => allow((t, None), "GetItem"),
+            None => allow((t, Part::Table), "GetItem"),
         }
     }
     let connections = model
@@ -102,7 +114,14 @@ fn actions(model: &Model, check_tables: bool) -> BTreeMap<Resource, BTreeSet<&'s
             Read::Query { .. } => "Query",
             Read::Scan => "Scan",
         };
-        allow((t, connection.index), action);
+        let part = connection.index.map_or(Part::Table, Part::Index);
+        allow((t, part), action);
+        if check_tables && connection.subscription.is_some() {
+            allow((t, Part::Table), "DescribeTable");
+            for action in ["DescribeStream", "GetShardIterator", "GetRecords"] {
+                allow((t, Part::Stream), action);
+            }
+        }
     }
     out
 }
@@ -129,14 +148,16 @@ pub fn policy(model: &Model, target: &PolicyTarget) -> Value {
                 target.region, target.account, target.prefix, table.name
             );
             let (id, resource) = match index {
-                Some(i) => {
+                Part::Index(i) => {
                     let index = &table.indexes[i].name;
                     (
                         sid(&["Index", &table.name, index]),
                         format!("{arn}/index/{index}"),
                     )
                 }
-                None => (sid(&["Table", &table.name]), arn),
+                // A stream's ARN ends with its creation time: every stream the table has had.
+                Part::Stream => (sid(&["Stream", &table.name]), format!("{arn}/stream/*")),
+                Part::Table => (sid(&["Table", &table.name]), arn),
             };
             // Names that differ only in other characters keep distinct ids.
             let mut id = id;

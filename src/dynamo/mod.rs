@@ -125,6 +125,28 @@ macro_rules! local_config {
     }};
 }
 
+/// A DynamoDB Streams client from the standard AWS chain, as [`client_from_env_with`] builds the
+/// DynamoDB client. Its endpoint is `AWS_ENDPOINT_URL_DYNAMODB_STREAMS` when set, else
+/// `AWS_ENDPOINT_URL_DYNAMODB` when that is (DynamoDB Local serves both APIs on one port), else
+/// the region's.
+pub async fn streams_client_from_env_with(
+    settings: &SdkSettings,
+) -> aws_sdk_dynamodbstreams::Client {
+    let mut loader = aws_config::defaults(BehaviorVersion::latest())
+        .retry_config(settings.retry())
+        .timeout_config(settings.timeouts())
+        .stalled_stream_protection(StalledStreamProtectionConfig::disabled());
+    let own = std::env::var_os("AWS_ENDPOINT_URL_DYNAMODB_STREAMS").filter(|v| !v.is_empty());
+    if own.is_none()
+        && let Some(endpoint) = std::env::var("AWS_ENDPOINT_URL_DYNAMODB")
+            .ok()
+            .filter(|v| !v.is_empty())
+    {
+        loader = loader.endpoint_url(endpoint);
+    }
+    aws_sdk_dynamodbstreams::Client::new(&loader.load().await)
+}
+
 /// Builds a client for a DynamoDB Local endpoint with a fixed region and dummy credentials, so
 /// nothing ever looks for real credentials (or asks the EC2 metadata service for them).
 pub fn client_for_local(endpoint_url: &str) -> Client {

@@ -14,14 +14,28 @@ use aws_sdk_dynamodb::{
         AttributeDefinition, BillingMode, CreateGlobalSecondaryIndexAction, GlobalSecondaryIndex,
         GlobalSecondaryIndexUpdate, IndexStatus, KeySchemaElement, KeyType as DynamoKeyType,
         LocalSecondaryIndex, Projection as DynamoProjection, ProjectionType, ScalarAttributeType,
-        TableDescription, TableStatus,
+        StreamSpecification, StreamViewType, TableDescription, TableStatus,
     },
 };
 
 use crate::{
     cursor::{KeyAttr, KeyShape, KeyType},
-    model::{Index, Model, Projection, Table, TableId},
+    model::{Index, Model, Projection, StreamView, Table, TableId},
 };
+
+/// The stream a table is created with.
+fn stream_specification(view: StreamView) -> anyhow::Result<StreamSpecification> {
+    let view = match view {
+        StreamView::NewAndOldImages => StreamViewType::NewAndOldImages,
+        StreamView::NewImage => StreamViewType::NewImage,
+        StreamView::OldImage => StreamViewType::OldImage,
+        StreamView::KeysOnly => StreamViewType::KeysOnly,
+    };
+    Ok(StreamSpecification::builder()
+        .stream_enabled(true)
+        .stream_view_type(view)
+        .build()?)
+}
 
 /// The full names and key shapes of a model's tables, by [`TableId`]. The default has none: a
 /// store over it reads and writes tables by the names its calls give.
@@ -363,6 +377,7 @@ async fn create(client: &Client, name: &str, table: &Table) -> anyhow::Result<Ta
         .set_attribute_definitions(Some(attribute_definitions(table)))
         .set_global_secondary_indexes((!globals.is_empty()).then_some(globals))
         .set_local_secondary_indexes((!locals.is_empty()).then_some(locals))
+        .set_stream_specification(table.stream.map(stream_specification).transpose()?)
         .send()
         .await;
     match result {

@@ -119,3 +119,11 @@ fn store_failure(err: &StoreError, what: &str) -> ApiError {
         ApiError::Internal
     }
 }
+
+/// Whether a response answers a request error: one raised before execution (the document,
+/// validation, variables, a persisted query), leaving no `data` and errors without a `path`.
+pub fn is_request_error(response: &async_graphql::Response) -> bool {
+    response.data == async_graphql::Value::Null
+        && !response.errors.is_empty()
+        && response.errors.iter().all(|error| error.path.is_empty())
+}

@@ -19,6 +19,7 @@ pub mod order;
 pub mod resolve;
 pub mod scalars;
 pub mod schema;
+pub mod subscription;
 pub mod values;
 
 use async_graphql::{

@@ -30,10 +30,14 @@ impl Operation<'_> {
         self.definition.node.ty
     }
 
-    /// Whether it is a mutation: the kind a GET may never run. (The schema has no
-    /// subscriptions: validation refuses one, over either method.)
+    /// Whether it is a mutation: the kind a GET may never run.
     pub fn is_mutation(&self) -> bool {
         self.ty() == OperationType::Mutation
+    }
+
+    /// Whether it is a subscription: the kind only a stream of events can answer.
+    pub fn is_subscription(&self) -> bool {
+        self.ty() == OperationType::Subscription
     }
 
     /// The spec's `CoerceVariableValues` for what async-graphql leaves to execution: a variable

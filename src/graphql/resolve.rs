@@ -248,6 +248,20 @@ pub fn binding_for(
     Ok(plan(site, parent, args, store, caller)?.binding)
 }
 
+/// What a connection of `site` reads for a parent item (entity connections) with `args`, and
+/// the binding its cursors are sealed against: the same plan as a page's, for deciding in memory
+/// which changed items the connection holds (see [`ReadSpec::holds`]).
+pub fn read_spec<'a>(
+    site: Site,
+    parent: Option<&Item>,
+    args: &Args,
+    store: &'a Store,
+    caller: &Caller,
+) -> ApiResult<(ReadSpec<'a>, Binding)> {
+    let plan = plan(site, parent, args, store, caller)?;
+    Ok((plan.spec, plan.binding))
+}
+
 /// Everything a page read needs, from the declaration and the arguments.
 struct ConnectionPlan<'a> {
     page: PageArgs,

@@ -27,7 +27,7 @@ use super::{
     nullability::{self, NullItems},
     resolve::{self, PagesAhead, Site},
     scalars::{self, field_type, scalar_name},
-    values,
+    subscription, values,
 };
 use crate::{
     dynamo::Item,
@@ -44,8 +44,11 @@ pub fn builder(model: &'static Model) -> (SchemaBuilder, FieldCosts) {
         e.mutations.create.is_some() || e.mutations.update.is_some() || e.mutations.delete.is_some()
     });
     let mut costs = FieldCosts::default();
-    let mut schema =
-        async_graphql::dynamic::Schema::build("Query", has_mutations.then_some("Mutation"), None);
+    let mut schema = async_graphql::dynamic::Schema::build(
+        "Query",
+        has_mutations.then_some("Mutation"),
+        subscription::any(model).then_some("Subscription"),
+    );
     for scalar in used_scalars(model) {
         schema = schema.register(scalar);
     }
@@ -121,6 +124,9 @@ pub fn builder(model: &'static Model) -> (SchemaBuilder, FieldCosts) {
         schema = schema.register(entity_object(model, entity, &mut costs));
     }
     schema = schema.register(query_root(model, &mut costs));
+    schema = subscription::register(model, schema, |connection| {
+        connection_arguments(model, connection, false)
+    });
     if has_mutations {
         let (root, types) = mutation::types(model, &mut costs);
         schema = schema.register(root);
@@ -421,7 +427,7 @@ fn connection_field(site: Site, costs: &mut FieldCosts, parent_type: &str) -> Fi
     if let Some(d) = &connection.description {
         field = field.description(d);
     }
-    for argument in connection_arguments(model, connection) {
+    for argument in connection_arguments(model, connection, true) {
         field = field.argument(argument);
     }
     field
@@ -455,34 +461,43 @@ fn argument(name: &str, ty: TypeRef, description: Option<&str>) -> InputValue {
 }
 
 /// The arguments of a connection field.
-fn connection_arguments(model: &Model, connection: &Connection) -> Vec<InputValue> {
+/// Without `paging`, only those that choose the items (for a subscription), not `first`,
+/// `after`, `last`, `before` and `order`.
+fn connection_arguments(model: &Model, connection: &Connection, paging: bool) -> Vec<InputValue> {
     let node = &model.entities[connection.entity];
-    let mut args = vec![
+    let mut args = Vec::new();
+    args.extend(paging.then(|| {
         argument(
             "first",
             TypeRef::named(TypeRef::INT),
             Some("How many items to return after `after`, from 0 to the maximum."),
-        ),
+        )
+    }));
+    args.extend(paging.then(|| {
         argument(
             "after",
             TypeRef::named(TypeRef::STRING),
             Some("Return items after this cursor from this same connection."),
-        ),
-    ];
+        )
+    }));
     if let Read::Query {
         partition, sort, ..
     } = &connection.read
     {
-        args.push(argument(
-            "last",
-            TypeRef::named(TypeRef::INT),
-            Some("How many items to return before `before`, from 0 to the maximum."),
-        ));
-        args.push(argument(
-            "before",
-            TypeRef::named(TypeRef::STRING),
-            Some("Return items before this cursor from this same connection."),
-        ));
+        args.extend(paging.then(|| {
+            argument(
+                "last",
+                TypeRef::named(TypeRef::INT),
+                Some("How many items to return before `before`, from 0 to the maximum."),
+            )
+        }));
+        args.extend(paging.then(|| {
+            argument(
+                "before",
+                TypeRef::named(TypeRef::STRING),
+                Some("Return items before this cursor from this same connection."),
+            )
+        }));
         if let PartitionFrom::Argument { argument: a, field } = &partition.from {
             let scalar = resolve::scalar_of(&node.fields[*field].ty);
             args.push(argument(
@@ -540,7 +555,9 @@ fn connection_arguments(model: &Model, connection: &Connection) -> Vec<InputValu
             filter.argument.description.as_deref(),
         ));
     }
-    if let (Some(order), Some((_, default))) = (&connection.order, order_default(connection)) {
+    if let (true, Some(order), Some((_, default))) =
+        (paging, &connection.order, order_default(connection))
+    {
         let description = order.description.clone().unwrap_or_else(|| {
             format!("`ASC` or `DESC` by the sort key; `{default}` when omitted or null.")
         });

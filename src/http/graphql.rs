@@ -319,9 +319,18 @@ fn preflighted(headers: &HeaderMap) -> bool {
 
 /// `POST /graphql`: a JSON body with `query`, `operationName`, `variables` and `extensions`.
 /// The body is read only once the credentials are accepted.
+///
+/// With `Accept: text/event-stream`, the answer is server-sent events (the `graphql-sse`
+/// protocol's distinct connections mode, [`super::sse`]): a subscription's changes, or any other
+/// operation's one result, each as a `next` event, then `complete`.
 pub(super) async fn post(State(state): State<AppState>, request: Request) -> Response {
     let headers = request.headers();
-    let format = Format::negotiate(headers.get(header::ACCEPT));
+    let events = super::sse::accepts_events(headers.get(header::ACCEPT));
+    let format = if events {
+        Some(Format::Json)
+    } else {
+        Format::negotiate(headers.get(header::ACCEPT))
+    };
     let caller = match authenticate(&state, headers, format).await {
         Ok(caller) => caller,
         Err(response) => return response,
@@ -353,9 +362,14 @@ pub(super) async fn post(State(state): State<AppState>, request: Request) -> Res
             "The request body is not valid JSON.",
         )),
     };
-    match params {
-        Ok(params) => execute(&state, params, format, false, caller, &admission).await,
+    let response = match params {
+        Ok(params) => execute_as(&state, params, format, false, caller, &admission, events).await,
         Err(err) => err.into_response(format),
+    };
+    if events {
+        super::sse::answer(response).await
+    } else {
+        response
     }
 }
 
@@ -458,11 +472,26 @@ fn check_content_type(value: Option<&HeaderValue>) -> Result<(), HttpError> {
 
 async fn execute(
     state: &AppState,
+    params: Params,
+    format: Format,
+    is_get: bool,
+    caller: Caller,
+    admission: &Admission<'_>,
+) -> Response {
+    execute_as(state, params, format, is_get, caller, admission, false).await
+}
+
+/// [`execute`], or with `events`, the request answered as server-sent events
+/// ([`super::sse`]): a subscription then streams its changes, and everything refused before
+/// execution is answered as JSON for the caller to turn into events.
+async fn execute_as(
+    state: &AppState,
     mut params: Params,
     format: Format,
     is_get: bool,
     caller: Caller,
     admission: &Admission<'_>,
+    events: bool,
 ) -> Response {
     let has_persisted_query = params.has_persisted_query();
     let query = params.query.take().unwrap_or_default();
@@ -557,6 +586,18 @@ async fn execute(
             return request_error(error, code, format, state.metrics());
         }
     };
+    if operation.is_subscription() && !events {
+        return request_error(
+            ServerError::new(
+                "Subscriptions are answered as server-sent events: send this request as a POST \
+                 with `Accept: text/event-stream`.",
+                None,
+            ),
+            "SUBSCRIPTION_NEEDS_EVENT_STREAM",
+            format,
+            state.metrics(),
+        );
+    }
     if is_get && operation.is_mutation() {
         return HttpError::new(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -631,6 +672,13 @@ async fn execute(
     // loader, so cached items never outlive the request.
     let usage = admission.usage();
     let mut store = state.store.metered(Arc::clone(&usage));
+    if events && operation.is_subscription() {
+        request.set_parsed_query(ExecutableDocument::clone(&document));
+        if !may_introspect {
+            request = request.disable_introspection();
+        }
+        return super::sse::subscribe(state, request, store, caller);
+    }
     // A document async-graphql has executed before goes to the direct executor when it can
     // answer it (see `graphql::direct`); when it gives way, async-graphql answers.
     if document.validated()
@@ -685,7 +733,7 @@ async fn execute(
         .data(caller)
         .data(Arc::clone(&null_items));
     let mut response = state.api.schema_for(may_introspect).execute(request).await;
-    if !is_request_error(&response) {
+    if !graphql::error::is_request_error(&response) {
         document.mark_validated();
     }
     let registry = state.api.schema.registry();
@@ -739,7 +787,7 @@ fn graphql_response(
     format: Format,
     metrics: &Metrics,
 ) -> Response {
-    let request_error = is_request_error(&response);
+    let request_error = graphql::error::is_request_error(&response);
     for error in &mut response.errors {
         // Resolver errors carry their own codes; the rest are about the request as sent. These
         // messages are async-graphql's own (pinned by tests/api/limits.rs).
@@ -804,14 +852,6 @@ fn unserializable(format: Format) -> Response {
         "INTERNAL_SERVER_ERROR",
     )
     .into_response(format)
-}
-
-/// Whether a response answers a request error: one raised before execution (the document,
-/// validation, variables, a persisted query), leaving no `data` and errors without a `path`.
-fn is_request_error(response: &async_graphql::Response) -> bool {
-    response.data == async_graphql::Value::Null
-        && !response.errors.is_empty()
-        && response.errors.iter().all(|error| error.path.is_empty())
 }
 
 /// A response to a request error: no `data` entry at all.

@@ -9,6 +9,7 @@ mod cors;
 mod graphql;
 pub mod lambda;
 mod rate_limit;
+mod sse;
 
 use std::{
     sync::Arc,
@@ -49,6 +50,7 @@ use crate::{
     metrics::{self, Metrics},
     model::{Access, Model},
     pagination::PageLimits,
+    stream::Streams,
 };
 
 /// Everything the handlers need, shared: a request's layers and handler each take a copy, which
@@ -83,6 +85,8 @@ pub struct Shared {
     introspection: Access,
     /// Per-caller limits on `/graphql`.
     rate_limiter: Arc<rate_limit::RateLimiter>,
+    /// The tables' stream readers, for subscriptions; `None` where none can be held open.
+    streams: Option<Streams>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -126,7 +130,16 @@ impl AppState {
             http,
             persisted,
             introspection: model.introspection.clone(),
+            streams: None,
         })))
+    }
+
+    /// The same application, serving subscriptions from `streams`.
+    pub fn with_streams(&self, streams: Streams) -> Self {
+        Self(Arc::new(Shared {
+            streams: Some(streams),
+            ..Shared::clone(&self.0)
+        }))
     }
 
     /// The same application over a DynamoDB client with a connection pool of its own, for a

@@ -152,6 +152,28 @@ pub struct TableFile {
     /// their key templates alone.
     #[schemars(with = "Option<String>")]
     pub type_attribute: Option<Spanned<String>>,
+    /// The table's DynamoDB stream, which feeds the subscriptions of its connections: what its
+    /// records hold. `NEW_AND_OLD_IMAGES` is the only view subscriptions can use: the old image
+    /// tells which connections an item leaves (a removal, a new partition, a filter it no longer
+    /// passes), the new one where it enters. `dynarelay tables create` creates the table with
+    /// this stream; on an existing table, enable it (`aws dynamodb update-table
+    /// --stream-specification StreamEnabled=true,StreamViewType=NEW_AND_OLD_IMAGES`).
+    #[schemars(with = "Option<StreamViewFile>")]
+    pub stream: Option<Spanned<StreamViewFile>>,
+}
+
+/// What a table stream's records hold, as DynamoDB names the view types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[allow(clippy::upper_case_acronyms, non_camel_case_types)]
+pub enum StreamViewFile {
+    /// The item before and after each change.
+    NEW_AND_OLD_IMAGES,
+    /// The item after each change only.
+    NEW_IMAGE,
+    /// The item before each change only.
+    OLD_IMAGE,
+    /// The changed item's key only.
+    KEYS_ONLY,
 }
 
 /// A key attribute's DynamoDB type.
@@ -654,6 +676,14 @@ pub struct ConnectionFile {
     /// the partition. A Scan or index over everyone's items can be given to groups instead.
     #[schemars(with = "Option<Vec<RuleFile>>")]
     pub allow: Option<Spanned<Vec<Spanned<RuleFile>>>>,
+    /// A subscription field that delivers this connection's changes as they happen, whoever
+    /// writes the table (this server, other code, the console), read from the table's `stream`:
+    /// its name, or `{ name, description }`. It takes the arguments that choose the
+    /// connection's items (its partition, sort conditions and filters; for a connection of an
+    /// entity, also the parent's global id), and sends `ADDED` and `UPDATED` with an edge whose
+    /// cursor is valid in the connection, and `REMOVED` with the node's id.
+    #[schemars(with = "Option<ArgumentFile>")]
+    pub subscription: Option<Spanned<ArgumentFile>>,
 }
 
 /// Where a Query's partition key value comes from: exactly one of the three.

@@ -152,8 +152,35 @@ pub struct Table {
     pub indexes: Vec<Index>,
     /// The attribute naming each item's entity, if the table has one.
     pub type_attribute: Option<String>,
+    /// The view type of the table's stream, if the model declares one.
+    pub stream: Option<StreamView>,
     /// Where the table is declared in the model file.
     pub span: Range<usize>,
+}
+
+/// What a table stream's records hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamView {
+    /// The item before and after each change.
+    NewAndOldImages,
+    /// The item after each change.
+    NewImage,
+    /// The item before each change.
+    OldImage,
+    /// The key only.
+    KeysOnly,
+}
+
+impl StreamView {
+    /// DynamoDB's name for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::NewAndOldImages => "NEW_AND_OLD_IMAGES",
+            Self::NewImage => "NEW_IMAGE",
+            Self::OldImage => "OLD_IMAGE",
+            Self::KeysOnly => "KEYS_ONLY",
+        }
+    }
 }
 
 /// A secondary index.
@@ -501,6 +528,8 @@ pub struct Connection {
     /// Who may page through it: its own rules, or its nodes' entity's. Every owner rule here is
     /// on the field the connection is partitioned by.
     pub access: Access,
+    /// The subscription field that delivers its changes, if it has one.
+    pub subscription: Option<Argument>,
 }
 
 /// An item collection's union.

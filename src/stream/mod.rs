@@ -128,6 +128,7 @@ impl Streams {
                     sender: sender.clone(),
                     ready: ready_tx,
                     readers: Arc::clone(&self.readers),
+                    started: std::time::SystemTime::now(),
                 };
                 tokio::spawn(reader.run());
                 (sender, Some(ready_rx))

@@ -23,7 +23,7 @@
 use std::{
     collections::{BTreeMap, HashMap},
     sync::{Arc, Mutex},
-    time::Duration,
+    time::{Duration, SystemTime},
 };
 
 use aws_sdk_dynamodbstreams::{
@@ -54,6 +54,8 @@ pub(super) struct Reader {
     pub(super) sender: broadcast::Sender<Event>,
     pub(super) ready: watch::Sender<bool>,
     pub(super) readers: Arc<Mutex<HashMap<Arc<str>, broadcast::Sender<Event>>>>,
+    /// When the reader started.
+    pub(super) started: SystemTime,
 }
 
 /// Where the reader is in one shard.
@@ -77,7 +79,15 @@ enum Start {
     Oldest,
     /// After the newest record when the reader started.
     Latest,
+    /// From the oldest record, of a shard that held none when the reader started (see
+    /// [`Reader::probe`]).
+    Empty,
 }
+
+/// How far before the reader's start a record of a shard read from an empty start may have been
+/// created and still be delivered: approximate creation times are rounded (DynamoDB Local's down
+/// to the minute).
+const EMPTY_START_SLACK: Duration = Duration::from_secs(60);
 
 /// Why a walk of one stream ended.
 enum Ended {
@@ -264,7 +274,15 @@ impl Reader {
                 if shard.finished || shard.iterator.is_some() {
                     break;
                 }
-                match self.take_iterator(arn, id, shard).await {
+                let taken = match shard.start {
+                    Start::Latest => self.probe(arn, id, shard).await,
+                    _ => Ok(()),
+                };
+                let taken = match taken {
+                    Ok(()) if shard.iterator.is_none() => self.take_iterator(arn, id, shard).await,
+                    other => other,
+                };
+                match taken {
                     Ok(()) => break,
                     Err(Failure::Gone) => return Ended::StreamGone,
                     Err(Failure::Trimmed) => {
@@ -305,8 +323,9 @@ impl Reader {
                     Err(Failure::Expired) => shard.iterator = None,
                     Err(Failure::Trimmed) => {
                         // Records after the last one read are gone: start again from the oldest
-                        // kept, and tell subscribers. (A shard read from `LATEST` with nothing
-                        // read yet lost nothing: see the module's note on DynamoDB Local.)
+                        // kept, and tell subscribers. (A shard read from `LATEST` or from an
+                        // empty start, with nothing read yet, lost nothing: see the module's note
+                        // on DynamoDB Local.)
                         if shard.last.is_some() || shard.start == Start::Oldest {
                             self.gap();
                         }
@@ -347,6 +366,37 @@ impl Reader {
         }
     }
 
+    /// Looks at a shard's oldest record before taking a `LATEST` iterator: DynamoDB Local never
+    /// moves a `LATEST` iterator taken on a shard that holds no record yet (observed: it returns
+    /// nothing while the table is written). A shard found empty is read from its start instead,
+    /// every record of which is newer than the reader; one that holds records is read from
+    /// `LATEST`, which works there, as everywhere on DynamoDB.
+    async fn probe(&self, arn: &str, id: &str, shard: &mut Shard) -> Result<(), Failure> {
+        let mut oldest = Shard {
+            start: Start::Oldest,
+            ..Shard::default()
+        };
+        self.take_iterator(arn, id, &mut oldest).await?;
+        let Some(iterator) = oldest.iterator else {
+            return Ok(());
+        };
+        let out = self
+            .streams
+            .get_records()
+            .shard_iterator(iterator)
+            .limit(1)
+            .send()
+            .await
+            .map_err(|err| self.records_failed(&err))?;
+        if out.records().is_empty()
+            && let Some(next) = out.next_shard_iterator()
+        {
+            shard.iterator = Some(next.to_owned());
+            shard.start = Start::Empty;
+        }
+        Ok(())
+    }
+
     /// Takes a shard's iterator: after its last record read, or where it starts.
     async fn take_iterator(&self, arn: &str, id: &str, shard: &mut Shard) -> Result<(), Failure> {
         let request = self
@@ -359,7 +409,9 @@ impl Reader {
                 .shard_iterator_type(ShardIteratorType::AfterSequenceNumber)
                 .sequence_number(last),
             (None, Start::Latest) => request.shard_iterator_type(ShardIteratorType::Latest),
-            (None, Start::Oldest) => request.shard_iterator_type(ShardIteratorType::TrimHorizon),
+            (None, Start::Oldest | Start::Empty) => {
+                request.shard_iterator_type(ShardIteratorType::TrimHorizon)
+            }
         };
         let out = request.send().await.map_err(|err| {
             let failure = match err.as_service_error() {
@@ -395,19 +447,21 @@ impl Reader {
             .limit(RECORDS_PER_CALL)
             .send()
             .await
-            .map_err(|err| {
-                let failure = match err.as_service_error() {
-                    Some(GetRecordsError::ExpiredIteratorException(_)) => Failure::Expired,
-                    Some(GetRecordsError::TrimmedDataAccessException(_)) => Failure::Trimmed,
-                    Some(GetRecordsError::ResourceNotFoundException(_)) => Failure::Gone,
-                    _ => Failure::Retry,
-                };
-                self.failed("GetRecords", &err);
-                failure
-            })?;
+            .map_err(|err| self.records_failed(&err))?;
         let records = out.records();
         for record in records {
-            if let Some(change) = self.change(record) {
+            // A shard read from an empty start holds only newer records, unless DynamoDB
+            // answered its first read empty although it held some: those older than the
+            // reader (give or take the rounding of their times) are not news.
+            let old = shard.start == Start::Empty
+                && record
+                    .dynamodb()
+                    .and_then(|r| r.approximate_creation_date_time())
+                    .and_then(|t| SystemTime::try_from(*t).ok())
+                    .is_some_and(|t| t + EMPTY_START_SLACK < self.started);
+            if let Some(change) = self.change(record)
+                && !old
+            {
                 // No receiver is not an error: `unsubscribed` stops the reader next round.
                 let _ = self.sender.send(Event::Change(Arc::new(change)));
                 self.metrics.stream_record(&self.table);
@@ -421,6 +475,17 @@ impl Reader {
             shard.finished = true;
         }
         Ok(records.len())
+    }
+
+    /// What a failed `GetRecords` means.
+    fn records_failed<R: std::fmt::Debug>(&self, err: &SdkError<GetRecordsError, R>) -> Failure {
+        self.failed("GetRecords", err);
+        match err.as_service_error() {
+            Some(GetRecordsError::ExpiredIteratorException(_)) => Failure::Expired,
+            Some(GetRecordsError::TrimmedDataAccessException(_)) => Failure::Trimmed,
+            Some(GetRecordsError::ResourceNotFoundException(_)) => Failure::Gone,
+            _ => Failure::Retry,
+        }
     }
 
     /// A record as a change; `None` for one without a stream record (which DynamoDB does not

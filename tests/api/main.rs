@@ -57,6 +57,7 @@ mod seed;
 #[path = "../../examples/shop/data.rs"]
 mod shop_data;
 mod streams;
+mod subscriptions;
 mod tables;
 mod text_ranges;
 mod tools;

@@ -311,7 +311,49 @@ impl<'f> Ctx<'f, '_> {
                 }),
             collection,
             access: Access::default(),
+            subscription: self.subscription(file, &info.table, out),
         })
+    }
+
+    /// A connection's subscription: its table must have a stream of old and new images.
+    fn subscription(
+        &self,
+        file: &ConnectionFile,
+        table: &Table,
+        out: &mut Problems,
+    ) -> Option<Argument> {
+        let declared = file.subscription.as_ref()?;
+        let subscription = argument(declared.get_ref());
+        let table_name = &table.name;
+        match table.stream {
+            Some(StreamView::NewAndOldImages) => return Some(subscription),
+            Some(view) => out
+                .error(
+                    declared.span(),
+                    format!(
+                        "subscription `{}` needs table `{table_name}`'s stream to hold old and new images; it holds {}",
+                        subscription.name,
+                        view.name()
+                    ),
+                )
+                .hint(format!(
+                    "write `stream = \"NEW_AND_OLD_IMAGES\"` in `[tables.{table_name}]` and change the table's stream to match: \
+                     with `NEW_IMAGE` a removal or a move out of the connection cannot be told, with `OLD_IMAGE` \
+                     no new item, and `KEYS_ONLY` would need a read per change"
+                )),
+            None => out
+                .error(
+                    declared.span(),
+                    format!(
+                        "subscription `{}` reads table `{table_name}`'s stream, and the table declares none",
+                        subscription.name
+                    ),
+                )
+                .hint(format!(
+                    "add `stream = \"NEW_AND_OLD_IMAGES\"` to `[tables.{table_name}]`, and enable that stream on the table"
+                )),
+        };
+        None
     }
 
     /// The node entity of a connection, or the members of an item collection (the first then

@@ -3,12 +3,14 @@
 
 use super::*;
 
-pub(super) const BUILTIN_TYPES: [&str; 15] = [
+pub(super) const BUILTIN_TYPES: [&str; 17] = [
     "Query",
     "Mutation",
     "Node",
     "PageInfo",
     "SortOrder",
+    "Subscription",
+    "ChangeKind",
     "String",
     "ID",
     "Int",
@@ -29,10 +31,11 @@ pub(super) const SCALAR_NAMES: [&str; 10] = [
 pub(super) const RESERVED_ARGUMENTS: [&str; 5] = ["first", "after", "last", "before", "order"];
 
 /// The names of the types generated for entity `name`.
-pub(super) fn generated_type_names(name: &str) -> [String; 8] {
+pub(super) fn generated_type_names(name: &str) -> [String; 9] {
     [
         format!("{name}Connection"),
         format!("{name}Edge"),
+        format!("{name}Change"),
         format!("Create{name}Input"),
         format!("Create{name}Payload"),
         format!("Update{name}Input"),

@@ -128,6 +128,12 @@ pub(super) fn check_table(
             attributes: all,
             indexes,
             type_attribute,
+            stream: file.stream.as_ref().map(|s| match s.get_ref() {
+                StreamViewFile::NEW_AND_OLD_IMAGES => StreamView::NewAndOldImages,
+                StreamViewFile::NEW_IMAGE => StreamView::NewImage,
+                StreamViewFile::OLD_IMAGE => StreamView::OldImage,
+                StreamViewFile::KEYS_ONLY => StreamView::KeysOnly,
+            }),
             span: name.span(),
         },
         sound,

@@ -160,6 +160,7 @@ pub(super) fn check_type_names(file: &ModelFile, out: &mut Problems) {
                 for g in [
                     format!("{}Connection", union.get_ref()),
                     format!("{}Edge", union.get_ref()),
+                    format!("{}Change", union.get_ref()),
                 ] {
                     names.push((g, union.span(), "union's generated type"));
                 }
@@ -182,6 +183,28 @@ pub(super) fn check_type_names(file: &ModelFile, out: &mut Problems) {
                 format!("{what} `{name}` has the name of a type generated for entity `{entity}`"),
             )
             .hint("choose another name");
+        }
+    }
+    check_unique(&names, out);
+    check_subscription_names(file, out);
+}
+
+/// Subscription field names: valid and unique.
+fn check_subscription_names(file: &ModelFile, out: &mut Problems) {
+    let connections = file
+        .entities
+        .values()
+        .flat_map(|e| e.connections.values())
+        .chain(file.connections.values());
+    let mut names = Vec::new();
+    for connection in connections {
+        if let Some(subscription) = &connection.subscription {
+            let name = match subscription.get_ref() {
+                ArgumentFile::Name(name) | ArgumentFile::Described { name, .. } => name,
+            };
+            if check_name(subscription.span(), name, "subscription", out) {
+                names.push((name.clone(), subscription.span(), "subscription"));
+            }
         }
     }
     check_unique(&names, out);

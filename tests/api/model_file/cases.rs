@@ -361,6 +361,33 @@ pub(super) fn cases() -> Vec<Case> {
             1,
         ),
         with_purchases(
+            "subscription on a table without a stream",
+            "[connections.mine]\nentity = \"Purchase\"\npartition = { argument = \"user\" }\nsubscription = \"mineChanged\"\n",
+            "subscription `mineChanged` reads table `Purchases`'s stream, and the table declares none",
+            26,
+            16,
+        ),
+        case(
+            "subscription on a table whose stream holds new images only",
+            &format!(
+                "{BASE}{}[connections.mine]\nentity = \"Purchase\"\npartition = {{ argument = \"user\" }}\nsubscription = \"mineChanged\"\n",
+                PURCHASES.replace(
+                    "attributes = { userId = \"S\", at = \"N\", sku = \"S\" }",
+                    "attributes = { userId = \"S\", at = \"N\", sku = \"S\" }\nstream = \"NEW_IMAGE\""
+                )
+            ),
+            "subscription `mineChanged` needs table `Purchases`'s stream to hold old and new images; it holds NEW_IMAGE",
+            27,
+            16,
+        ),
+        with_purchases(
+            "subscription with a name that is no GraphQL name",
+            "[connections.mine]\nentity = \"Purchase\"\npartition = { argument = \"user\" }\nsubscription = \"mine changed\"\n",
+            "subscription `mine changed` is not a valid GraphQL name",
+            26,
+            16,
+        ),
+        with_purchases(
             "order on a scan",
             "[connections.all]\nentity = \"Purchase\"\nscan = true\norder = { default = \"DESC\" }\n",
             "a Scan has no `order`",

@@ -1,0 +1,379 @@
+//! Subscriptions: one field for each connection that declares one, delivering the connection's
+//! changes as the table's stream records them, whoever wrote them.
+//!
+//! A subscription takes the arguments that choose the connection's items (for a connection of an
+//! entity, also the parent's global id) and plans the same read a page would make. Each change
+//! is then judged twice, in memory: does the connection hold the item before the change, and
+//! after it ([`ReadSpec::holds`], with the entity's read rules for the caller)? After it: `ADDED`
+//! or `UPDATED`, with an edge whose cursor is sealed for the connection, as a page's would be;
+//! before it only: `REMOVED`, with the node's id. Changes the connection never holds are skipped.
+//! When records were lost (trimmed, or the reader fell behind) the subscription ends with a
+//! coded error: the client pages again.
+
+use async_graphql::{
+    ErrorExtensions, Value,
+    dynamic::{
+        Enum, EnumItem, FieldFuture, FieldValue, InputValue, Object, ResolverContext,
+        SchemaBuilder, Subscription, SubscriptionField, SubscriptionFieldFuture, TypeRef,
+    },
+    futures_util::stream,
+};
+
+use super::{
+    access,
+    connection::EdgeValue,
+    error::{ApiError, ApiResult},
+    node::parse_node_id,
+    nullability,
+    resolve::{self, Args, Site},
+};
+use crate::{
+    auth::Caller,
+    cursor::{Binding, CursorCodec, Key},
+    dynamo::{Item, ReadSpec, Store},
+    model::{Connection, EntityId, Model},
+    stream::{Change, Event, Streams},
+};
+
+/// The enum of what happened to an item in a connection.
+const CHANGE_KIND: &str = "ChangeKind";
+/// The code of the error that ends a subscription whose changes were lost.
+const CHANGES_LOST: &str = "CHANGES_LOST";
+
+/// What happened to an item in a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Added,
+    Updated,
+    Removed,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Added => "ADDED",
+            Self::Updated => "UPDATED",
+            Self::Removed => "REMOVED",
+        }
+    }
+}
+
+/// One change as a `…Change` object resolves it.
+struct ChangeValue {
+    kind: Kind,
+    id: String,
+    edge: Option<EdgeValue>,
+}
+
+/// Every connection of the model with a subscription, with where it hangs.
+fn subscribed(model: &'static Model) -> impl Iterator<Item = Site> {
+    let root = model.connections.iter().map(move |connection| Site {
+        model,
+        parent: None,
+        connection,
+    });
+    let nested = model
+        .entities
+        .iter()
+        .enumerate()
+        .flat_map(move |(e, entity)| {
+            entity.connections.iter().map(move |connection| Site {
+                model,
+                parent: Some(e),
+                connection,
+            })
+        });
+    root.chain(nested)
+        .filter(|site| site.connection.subscription.is_some())
+}
+
+/// Whether the model declares any subscription (the schema then has a `Subscription` root).
+pub fn any(model: &'static Model) -> bool {
+    subscribed(model).next().is_some()
+}
+
+/// The type name of a connection's nodes: its entity's, or its collection's union.
+fn node_type(site: Site) -> &'static str {
+    match &site.connection.collection {
+        Some(collection) => &collection.union,
+        None => &site.model.entities[site.connection.entity].name,
+    }
+}
+
+/// Registers the `Subscription` root, `ChangeKind` and each `…Change` type; `choosing` gives a
+/// connection's arguments that choose its items (not the paging ones).
+pub fn register(
+    model: &'static Model,
+    mut schema: SchemaBuilder,
+    choosing: impl Fn(&Connection) -> Vec<InputValue>,
+) -> SchemaBuilder {
+    if !any(model) {
+        return schema;
+    }
+    schema = schema.register(
+        Enum::new(CHANGE_KIND)
+            .description("What happened to an item in a connection a subscription follows.")
+            .item(EnumItem::new(Kind::Added.name()).description(
+                "The item entered the connection (it was created, or changed to match it): `edge` places it.",
+            ))
+            .item(EnumItem::new(Kind::Updated.name()).description(
+                "The item changed and is still in the connection: `edge` holds it as it is now.",
+            ))
+            .item(EnumItem::new(Kind::Removed.name()).description(
+                "The item left the connection (it was deleted, or changed so that it no longer \
+                 matches, or you may no longer see it): remove the node with this `id`.",
+            )),
+    );
+    let mut root = Subscription::new("Subscription").description(
+        "Changes to connections as they happen, whoever writes the tables (this API, other code, \
+         the console), in the order each item changed.",
+    );
+    let mut typed = std::collections::BTreeSet::new();
+    for site in subscribed(model) {
+        let node = node_type(site);
+        if typed.insert(node) {
+            schema = schema.register(change_type(node));
+        }
+        root = root.field(field(site, node, choosing(site.connection)));
+    }
+    schema.register(root)
+}
+
+/// `{Node}Change`: a change to a connection of `node` items.
+fn change_type(node: &str) -> Object {
+    let edge = format!("{node}Edge");
+    Object::new(format!("{node}Change"))
+        .description(format!(
+            "A change to a connection of `{node}` items: what happened, the node's id, and (unless\nit was removed) its edge, with a cursor valid in that connection."
+        ))
+        .field(
+            nullability::field("kind", TypeRef::named_nn(CHANGE_KIND), |ctx| {
+                FieldFuture::Value(
+                    ctx.parent_value
+                        .downcast_ref::<ChangeValue>()
+                        .map(|c| FieldValue::value(Value::Enum(async_graphql::Name::new(c.kind.name())))),
+                )
+            })
+            .description("What happened: `ADDED`, `UPDATED` or `REMOVED`."),
+        )
+        .field(
+            nullability::field("id", TypeRef::named_nn(TypeRef::ID), |ctx| {
+                FieldFuture::Value(
+                    ctx.parent_value
+                        .downcast_ref::<ChangeValue>()
+                        .map(|c| FieldValue::value(c.id.clone())),
+                )
+            })
+            .description("The node's global id: for `REMOVED`, the node to take out of the connection."),
+        )
+        .field(
+            nullability::field("edge", TypeRef::named(edge), |ctx| {
+                FieldFuture::Value(
+                    ctx.parent_value
+                        .downcast_ref::<ChangeValue>()
+                        .and_then(|c| c.edge.as_ref())
+                        .map(|edge: &EdgeValue| FieldValue::borrowed_any(edge)),
+                )
+            })
+            .description(
+                "The node and its cursor in the connection, for `ADDED` and `UPDATED`; null for\n`REMOVED`. Pass the cursor as `after` to page on from this node.",
+            ),
+        )
+}
+
+/// The name of the argument that names a nested connection's parent.
+fn parent_argument(model: &Model, parent: EntityId) -> String {
+    let name = &model.entities[parent].name;
+    let mut chars = name.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// The subscription field of a connection.
+fn field(site: Site, node: &str, arguments: Vec<InputValue>) -> SubscriptionField {
+    let model = site.model;
+    let connection = site.connection;
+    let declared = connection
+        .subscription
+        .as_ref()
+        .expect("only subscribed connections");
+    let mut field = SubscriptionField::new(
+        &declared.name,
+        TypeRef::named_nn(format!("{node}Change")),
+        move |ctx| {
+            SubscriptionFieldFuture::new(async move {
+                changes(&ctx, site)
+                    .await
+                    .map_err(async_graphql::Error::from)
+            })
+        },
+    );
+    let description = declared.description.clone().unwrap_or_else(|| {
+        format!(
+            "The changes of `{}` as they happen: each item that enters, changes in or leaves it.",
+            connection.label
+        )
+    });
+    field = field.description(description);
+    if let Some(parent) = site.parent {
+        field = field.argument(
+            InputValue::new(
+                parent_argument(model, parent),
+                TypeRef::named_nn(TypeRef::ID),
+            )
+            .description(format!(
+                "The global id (`id`) of the `{}` whose `{}` to follow.",
+                model.entities[parent].name, connection.name
+            )),
+        );
+    }
+    for argument in arguments {
+        field = field.argument(argument);
+    }
+    field
+}
+
+/// What one subscriber holds: the read its connection would make, and how to judge changes.
+struct Follower<'a> {
+    site: Site,
+    spec: ReadSpec<'a>,
+    binding: Binding,
+    codec: &'a CursorCodec,
+    caller: Caller,
+}
+
+/// Starts following a connection: checks the arguments (and the parent) as a page would, joins
+/// the table's stream reader, and waits until it reads the stream's end, so that every change
+/// after this returns is delivered.
+async fn changes<'a>(
+    ctx: &ResolverContext<'a>,
+    site: Site,
+) -> ApiResult<
+    impl async_graphql::futures_util::Stream<Item = async_graphql::Result<FieldValue<'a>>> + use<'a>,
+> {
+    let store: &'a Store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
+    let codec: &'a CursorCodec = ctx.data::<CursorCodec>().map_err(|_| ApiError::Internal)?;
+    let streams: &'a Streams = ctx.data::<Streams>().map_err(|_| {
+        ApiError::BadUserInput(
+            "Subscriptions are served by `dynarelay serve` over server-sent events \
+             (`Accept: text/event-stream`); this request cannot hold one open."
+                .to_owned(),
+        )
+    })?;
+    let caller = access::caller(ctx).into_owned();
+    let args: Args = ctx.args.as_index_map().clone();
+    let parent = match site.parent {
+        Some(parent) => Some(parent_item(store, site.model, parent, &args, &caller).await?),
+        None => None,
+    };
+    let (spec, binding) = resolve::read_spec(site, parent.as_ref(), &args, store, &caller)?;
+    let table = store
+        .tables()
+        .name(site.model.entities[site.connection.entity].table);
+    let mut subscription = streams.subscribe(table);
+    subscription.ready().await;
+    let follower = Follower {
+        site,
+        spec,
+        binding,
+        codec,
+        caller,
+    };
+    Ok(stream::unfold(
+        Some((subscription, follower)),
+        |state| async move {
+            let (mut subscription, follower) = state?;
+            loop {
+                match subscription.next().await {
+                    Some(Event::Change(change)) => {
+                        if let Some(value) = follower.judge(&change) {
+                            return Some((
+                                Ok(FieldValue::owned_any(value)),
+                                Some((subscription, follower)),
+                            ));
+                        }
+                    }
+                    Some(Event::Gap) => {
+                        let error = async_graphql::Error::new(
+                            "Changes to this connection were lost before they could be sent: \
+                             page through it again and subscribe anew.",
+                        )
+                        .extend_with(|_, ext| ext.set("code", CHANGES_LOST));
+                        return Some((Err(error), None));
+                    }
+                    None => return Some((Err(ApiError::Unavailable.into()), None)),
+                }
+            }
+        },
+    ))
+}
+
+impl Follower<'_> {
+    /// The change as the connection sees it, or `None` when it never holds the item.
+    fn judge(&self, change: &Change) -> Option<ChangeValue> {
+        let model = self.site.model;
+        let held = |image: Option<&Item>| -> Option<EntityId> {
+            let item = image?;
+            let entity = self
+                .spec
+                .holds(item)?
+                .map_or(self.site.connection.entity, |kind| kind as EntityId);
+            access::may_see(model, entity, item, &self.caller).then_some(entity)
+        };
+        let before = held(change.old.as_ref());
+        let after = held(change.new.as_ref());
+        match (before, after, &change.new, &change.old) {
+            (before, Some(entity), Some(item), _) => {
+                let key = Key::from_item(item, self.spec.shape).ok()?;
+                Some(ChangeValue {
+                    kind: if before.is_some() {
+                        Kind::Updated
+                    } else {
+                        Kind::Added
+                    },
+                    id: resolve::item_id(model, entity, item).ok()?,
+                    edge: Some(EdgeValue {
+                        cursor: self.codec.encode(&key, &self.binding),
+                        item: item.clone(),
+                        entity: Some(entity),
+                    }),
+                })
+            }
+            (Some(entity), None, _, Some(item)) => Some(ChangeValue {
+                kind: Kind::Removed,
+                id: resolve::item_id(model, entity, item).ok()?,
+                edge: None,
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// The parent item a nested connection's subscription names by global id: one the caller may
+/// see, or a coded error that does not say whether it exists.
+async fn parent_item(
+    store: &Store,
+    model: &Model,
+    parent: EntityId,
+    args: &Args,
+    caller: &Caller,
+) -> ApiResult<Item> {
+    let name = parent_argument(model, parent);
+    let entity = &model.entities[parent];
+    let not_found =
+        || ApiError::BadUserInput(format!("`{name}` names no `{}` you may see.", entity.name));
+    let Some(Value::String(id)) = args.get(name.as_str()) else {
+        return Err(not_found());
+    };
+    let (found, key) = parse_node_id(model, id).ok_or_else(not_found)?;
+    if found != parent {
+        return Err(not_found());
+    }
+    let item = store.get(entity.table, &key).await?.ok_or_else(not_found)?;
+    if !access::may_see(model, parent, &item, caller) {
+        return Err(not_found());
+    }
+    Ok(item)
+}

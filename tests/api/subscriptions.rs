@@ -1,0 +1,384 @@
+//! Subscriptions over server-sent events (`graphql-sse`, distinct connections mode) against
+//! DynamoDB Local's streams: items written with the plain SDK (another program's writes, not
+//! the server's mutations) reach a subscriber as edges of the connection it follows, judged by
+//! the connection's partition and filters from the old and new images; each pushed cursor pages
+//! on in the connection exactly as DynamoDB orders it; and what cannot be a subscription is
+//! refused with a code.
+
+use std::{sync::Arc, time::Duration};
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use axum::{
+    Router,
+    body::Body,
+    http::{Request, header},
+};
+use dynarelay::{
+    dynamo::{self, Item},
+    http::{HttpSettings, router},
+    metrics::Metrics,
+    pagination::PageLimits,
+    stream::{StreamSettings, Streams},
+};
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tower::ServiceExt;
+
+use crate::helpers::{
+    GroundQuery, ModelApp, endpoint, model_app_from, model_state, post_graphql, put_plain,
+    query_all, test_ring,
+};
+
+/// Longest wait for one event: far beyond what DynamoDB Local takes, so that a slow machine
+/// never fails the test; a missing event still fails it.
+const WAIT: Duration = Duration::from_secs(60);
+
+const MODEL: &str = r#"version = 1
+
+[tables.Notes]
+partition_key = "owner"
+sort_key = "at"
+attributes = { owner = "S", at = "N" }
+stream = "NEW_AND_OLD_IMAGES"
+
+[enums.State]
+values = ["OPEN", "DONE"]
+
+[entities.Note]
+table = "Notes"
+fields.owner = "String!"
+fields.at = "Int!"
+fields.text = "String!"
+fields.state = "State!"
+
+[connections.notes]
+entity = "Note"
+partition = { argument = "owner" }
+filters.state = { field = "state", op = "=" }
+subscription = "notesChanged"
+"#;
+
+/// `app` served with a stream reader that polls often.
+fn live_router(app: &ModelApp) -> Router {
+    let client = dynamo::client_for_local(&endpoint());
+    let streams = Streams::new(
+        client,
+        dynamo::streams_client_for_local(&endpoint()),
+        StreamSettings {
+            poll_interval: Duration::from_millis(50),
+            ..StreamSettings::default()
+        },
+        Arc::new(Metrics::new()),
+    );
+    router(
+        model_state(
+            app.model,
+            &app.store,
+            PageLimits::default(),
+            &test_ring(),
+            HttpSettings::default(),
+        )
+        .with_streams(streams),
+    )
+}
+
+/// One server-sent event: its name and its data as JSON (`Null` when empty).
+type Received = (String, Value);
+
+/// POSTs `query` with `Accept: text/event-stream` and parses the events as they come.
+async fn subscribe(router: &Router, query: &str, variables: Value) -> mpsc::Receiver<Received> {
+    let request = Request::post("/graphql")
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::ACCEPT, "text/event-stream")
+        .body(Body::from(
+            json!({ "query": query, "variables": variables }).to_string(),
+        ))
+        .unwrap();
+    let response = router.clone().oneshot(request).await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers()[header::CONTENT_TYPE],
+        "text/event-stream"
+    );
+    let (tx, rx) = mpsc::channel(1024);
+    let mut body = response.into_body();
+    tokio::spawn(async move {
+        let mut text = String::new();
+        while let Some(Ok(frame)) = body.frame().await {
+            let Ok(data) = frame.into_data() else {
+                continue;
+            };
+            text.push_str(std::str::from_utf8(&data).unwrap());
+            while let Some(end) = text.find("\n\n") {
+                let block: String = text.drain(..end + 2).collect();
+                let mut name = String::new();
+                let mut data = String::new();
+                for line in block.lines() {
+                    if let Some(n) = line.strip_prefix("event: ") {
+                        name = n.to_owned();
+                    } else if let Some(d) = line.strip_prefix("data: ") {
+                        data.push_str(d);
+                    }
+                }
+                if name.is_empty() {
+                    continue; // a keep-alive comment
+                }
+                let data = if data.is_empty() {
+                    Value::Null
+                } else {
+                    serde_json::from_str(&data).unwrap()
+                };
+                if tx.send((name, data)).await.is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    rx
+}
+
+async fn next(events: &mut mpsc::Receiver<Received>) -> Received {
+    tokio::time::timeout(WAIT, events.recv())
+        .await
+        .expect("an event in time")
+        .expect("the stream goes on")
+}
+
+fn note(owner: &str, at: i64, text: &str, state: &str) -> Item {
+    Item::from([
+        ("owner".to_owned(), AttributeValue::S(owner.to_owned())),
+        ("at".to_owned(), AttributeValue::N(at.to_string())),
+        ("text".to_owned(), AttributeValue::S(text.to_owned())),
+        ("state".to_owned(), AttributeValue::S(state.to_owned())),
+    ])
+}
+
+const FOLLOW: &str = "subscription($owner: String!, $state: State) {
+  notesChanged(owner: $owner, state: $state) {
+    kind id edge { cursor node { id at text state } } } }";
+
+/// Subscribes, then writes a warm-up note (a new text each time: a write that changes nothing
+/// leaves no record) until one arrives: the reader has then reached the stream's end, and every
+/// later write is delivered. The warm-up note is deleted again and its events drained, up to its
+/// removal.
+async fn follow(app: &ModelApp, router: &Router, variables: Value) -> mpsc::Receiver<Received> {
+    let mut events = subscribe(router, FOLLOW, variables).await;
+    let table = app.table("Notes");
+    let owner = "alice";
+    let arrived = async {
+        for round in 0.. {
+            let warm_up = note(owner, 0, &format!("warm-up {round}"), "OPEN");
+            put_plain(app.client(), &table, [warm_up]).await;
+            if let Ok(Some(event)) =
+                tokio::time::timeout(Duration::from_millis(300), events.recv()).await
+            {
+                return event;
+            }
+        }
+        unreachable!("the rounds do not end")
+    };
+    let first = tokio::time::timeout(WAIT, arrived)
+        .await
+        .expect("the subscription starts");
+    assert_eq!(first.0, "next", "{first:?}");
+    app.client()
+        .delete_item()
+        .table_name(&table)
+        .key("owner", AttributeValue::S(owner.to_owned()))
+        .key("at", AttributeValue::N("0".to_owned()))
+        .send()
+        .await
+        .unwrap();
+    drain_warm_up(&mut events).await;
+    events
+}
+
+/// Skips a warm-up note's events, up to its removal.
+async fn drain_warm_up(events: &mut mpsc::Receiver<Received>) {
+    loop {
+        let event = next(events).await;
+        if change(&event)["kind"] == "REMOVED" {
+            return;
+        }
+    }
+}
+
+/// The change an event carries.
+fn change(event: &Received) -> &Value {
+    assert_eq!(event.0, "next", "{event:?}");
+    &event.1["data"]["notesChanged"]
+}
+
+#[tokio::test]
+async fn writes_by_any_program_reach_subscribers_as_edges_of_their_connection() {
+    let app = model_app_from(MODEL).await;
+    let router = live_router(&app);
+    let table = app.table("Notes");
+    let client = app.client();
+    let mut all = follow(&app, &router, json!({ "owner": "alice" })).await;
+    let mut open = follow(&app, &router, json!({ "owner": "alice", "state": "OPEN" })).await;
+    // The first subscriber saw the second one's warm-up note come and go.
+    drain_warm_up(&mut all).await;
+
+    put_plain(client, &table, [note("alice", 10, "first", "OPEN")]).await;
+    put_plain(client, &table, [note("bob", 11, "not alice's", "OPEN")]).await;
+    put_plain(client, &table, [note("alice", 20, "second", "OPEN")]).await;
+    // In place, then out of the `OPEN` filter, then deleted.
+    put_plain(client, &table, [note("alice", 10, "first, edited", "OPEN")]).await;
+    put_plain(client, &table, [note("alice", 10, "first, done", "DONE")]).await;
+    put_plain(client, &table, [note("alice", 30, "third", "DONE")]).await;
+    client
+        .delete_item()
+        .table_name(&table)
+        .key("owner", AttributeValue::S("alice".to_owned()))
+        .key("at", AttributeValue::N("20".to_owned()))
+        .send()
+        .await
+        .unwrap();
+    put_plain(client, &table, [note("alice", 40, "last", "OPEN")]).await;
+
+    // Everything of alice's, in write order: bob's note is not in her connection.
+    let expected_all = [
+        ("ADDED", Some("first")),
+        ("ADDED", Some("second")),
+        ("UPDATED", Some("first, edited")),
+        ("UPDATED", Some("first, done")),
+        ("ADDED", Some("third")),
+        ("REMOVED", None),
+        ("ADDED", Some("last")),
+    ];
+    let mut cursors = Vec::new();
+    for (kind, text) in expected_all {
+        let event = next(&mut all).await;
+        let change = change(&event);
+        assert_eq!(change["kind"], kind, "{change}");
+        assert_eq!(change["edge"]["node"]["text"].as_str(), text, "{change}");
+        if let Some(cursor) = change["edge"]["cursor"].as_str() {
+            assert_eq!(change["id"], change["edge"]["node"]["id"]);
+            cursors.push((
+                change["edge"]["node"]["at"].as_i64().unwrap(),
+                cursor.to_owned(),
+            ));
+        }
+    }
+    // The `OPEN` subscriber: the note that was done left its connection; `third` never entered.
+    let expected_open = [
+        ("ADDED", Some("first")),
+        ("ADDED", Some("second")),
+        ("UPDATED", Some("first, edited")),
+        ("REMOVED", None),
+        ("REMOVED", None),
+        ("ADDED", Some("last")),
+    ];
+    let mut removed = Vec::new();
+    for (kind, text) in expected_open {
+        let event = next(&mut open).await;
+        let change = change(&event);
+        assert_eq!(change["kind"], kind, "{change}");
+        assert_eq!(change["edge"]["node"]["text"].as_str(), text, "{change}");
+        if kind == "REMOVED" {
+            assert_eq!(change["edge"], Value::Null);
+            removed.push(change["id"].clone());
+        }
+    }
+    // The two removals name the done note and the deleted one, by the ids pages give them.
+    let page = post_graphql(
+        &router,
+        "{ notes(owner: \"alice\", first: 10) { edges { node { id at } } } }",
+        json!({}),
+    )
+    .await;
+    let ids: Vec<(i64, Value)> = page["data"]["notes"]["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["node"]["at"].as_i64().unwrap(), e["node"]["id"].clone()))
+        .collect();
+    assert_eq!(removed[0], ids.iter().find(|(at, _)| *at == 10).unwrap().1);
+    assert!(
+        !ids.iter().any(|(at, _)| *at == 20),
+        "the deleted note is gone"
+    );
+
+    // Every pushed cursor pages on from its item, as DynamoDB orders the partition.
+    let truth: Vec<i64> = query_all(
+        client,
+        &GroundQuery {
+            table: &table,
+            index: None,
+            condition: "#k = :v",
+            names: &[("#k", "owner")],
+            values: &[(":v", AttributeValue::S("alice".to_owned()))],
+            forward: true,
+        },
+    )
+    .await
+    .iter()
+    .map(|item| match &item["at"] {
+        AttributeValue::N(n) => n.parse().unwrap(),
+        other => panic!("{other:?}"),
+    })
+    .collect();
+    for (at, cursor) in &cursors {
+        let page = post_graphql(
+            &router,
+            "query($after: String) { notes(owner: \"alice\", first: 10, after: $after) {
+               edges { node { at } } } }",
+            json!({ "after": cursor }),
+        )
+        .await;
+        let got: Vec<i64> = page["data"]["notes"]["edges"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{page}"))
+            .iter()
+            .map(|e| e["node"]["at"].as_i64().unwrap())
+            .collect();
+        let expected: Vec<i64> = truth.iter().copied().filter(|t| t > at).collect();
+        assert_eq!(got, expected, "after the cursor pushed for note {at}");
+    }
+}
+
+#[tokio::test]
+async fn what_cannot_be_a_subscription_is_refused_with_a_code() {
+    let app = model_app_from(MODEL).await;
+    let router = live_router(&app);
+    // Over plain JSON, a subscription is refused before anything runs.
+    let answer = post_graphql(&router, FOLLOW, json!({ "owner": "alice" })).await;
+    assert_eq!(
+        answer["errors"][0]["extensions"]["code"], "SUBSCRIPTION_NEEDS_EVENT_STREAM",
+        "{answer}"
+    );
+    // Over events, a request error is a `next` event with the errors, then `complete`.
+    let mut events = subscribe(
+        &router,
+        "subscription { notesChanged(owner: 1) { kind } }",
+        json!({}),
+    )
+    .await;
+    let (name, data) = next(&mut events).await;
+    assert_eq!(name, "next");
+    assert!(data["errors"][0]["message"].is_string(), "{data}");
+    assert_eq!(data.get("data"), None, "{data}");
+    assert_eq!(next(&mut events).await.0, "complete");
+    // A server without stream readers (as the Lambda function is) says so, as events.
+    let mut events = subscribe(&app.router, FOLLOW, json!({ "owner": "alice" })).await;
+    let (name, data) = next(&mut events).await;
+    assert_eq!(name, "next");
+    assert_eq!(
+        data["errors"][0]["extensions"]["code"], "SUBSCRIPTIONS_UNAVAILABLE",
+        "{data}"
+    );
+    assert_eq!(next(&mut events).await.0, "complete");
+    // A query over events: its one result, then `complete`.
+    let mut events = subscribe(
+        &router,
+        "{ notes(owner: \"nobody\", first: 1) { edges { cursor } } }",
+        json!({}),
+    )
+    .await;
+    let (name, data) = next(&mut events).await;
+    assert_eq!(name, "next");
+    assert_eq!(data["data"]["notes"]["edges"], json!([]), "{data}");
+    assert_eq!(next(&mut events).await.0, "complete");
+}
