@@ -41,7 +41,7 @@ pub use dynamo::{
 };
 pub use generated::check_generated;
 pub use lambda::LambdaFunction;
-pub use node::{NodeRun, read_back, run_node, written_by, written_with};
+pub use node::{LOCAL_AWS, NodeRun, read_back, run_node, written_by, written_with};
 pub use paging::{all_nodes, merge, walk_matches, walk_pages};
 pub use requests::{
     Answer, Origin, answer, error_code, graphql_from, graphql_request, graphql_with_authorization,

@@ -26,8 +26,9 @@ use tokio::sync::mpsc;
 use tower::ServiceExt;
 
 use crate::helpers::{
-    GroundQuery, ModelApp, endpoint, model_app_from, model_state, post_graphql, put_plain,
-    query_all, test_ring,
+    GroundQuery, LOCAL_AWS, ModelApp, Running, TestIssuer, endpoint, graphql_with_token,
+    model_app_from, model_auth_settings, model_claims, model_state, post_graphql, put_plain,
+    query_all, run_node, test_ring,
 };
 
 /// Longest wait for one event: far beyond what DynamoDB Local takes, so that a slow machine
@@ -61,6 +62,11 @@ subscription = "notesChanged"
 
 /// `app` served with a stream reader that polls often.
 fn live_router(app: &ModelApp) -> Router {
+    live_router_with(app, HttpSettings::default())
+}
+
+/// [`live_router`] with `http` settings.
+fn live_router_with(app: &ModelApp, http: HttpSettings) -> Router {
     let client = dynamo::client_for_local(&endpoint());
     let streams = Streams::new(
         client,
@@ -77,7 +83,7 @@ fn live_router(app: &ModelApp) -> Router {
             &app.store,
             PageLimits::default(),
             &test_ring(),
-            HttpSettings::default(),
+            http,
         )
         .with_streams(streams),
     )
@@ -88,9 +94,23 @@ type Received = (String, Value);
 
 /// POSTs `query` with `Accept: text/event-stream` and parses the events as they come.
 async fn subscribe(router: &Router, query: &str, variables: Value) -> mpsc::Receiver<Received> {
-    let request = Request::post("/graphql")
+    subscribe_as(router, None, query, variables).await
+}
+
+/// [`subscribe`], with `Authorization: Bearer <token>` when there is a token.
+async fn subscribe_as(
+    router: &Router,
+    token: Option<&str>,
+    query: &str,
+    variables: Value,
+) -> mpsc::Receiver<Received> {
+    let mut request = Request::post("/graphql")
         .header(header::CONTENT_TYPE, "application/json")
-        .header(header::ACCEPT, "text/event-stream")
+        .header(header::ACCEPT, "text/event-stream");
+    if let Some(token) = token {
+        request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
+    }
+    let request = request
         .body(Body::from(
             json!({ "query": query, "variables": variables }).to_string(),
         ))
@@ -381,4 +401,202 @@ async fn what_cannot_be_a_subscription_is_refused_with_a_code() {
     assert_eq!(name, "next");
     assert_eq!(data["data"]["notes"]["edges"], json!([]), "{data}");
     assert_eq!(next(&mut events).await.0, "complete");
+}
+
+#[tokio::test]
+async fn the_graphql_sse_client_receives_changes_as_edges() {
+    let app = model_app_from(MODEL).await;
+    let server = Running::serve(live_router(&app)).await;
+    let run = run_node(
+        "sse-subscribe.mjs",
+        &[&server.url("/graphql"), &endpoint(), &app.table("Notes")],
+        &LOCAL_AWS,
+    )
+    .await;
+    run.assert_success();
+    let got: Value = serde_json::from_str(run.stdout.trim())
+        .unwrap_or_else(|e| panic!("no JSON ({e}): {}", run.stdout));
+    let seen: Vec<(String, String)> = got
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["kind"].as_str().unwrap().to_owned(),
+                c["edge"]["node"]["text"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("ADDED".to_owned(), "one".to_owned()),
+            ("ADDED".to_owned(), "two".to_owned()),
+            ("UPDATED".to_owned(), "one, edited".to_owned()),
+        ]
+    );
+    // The pushed cursor of `one` pages on to `two`.
+    let page = post_graphql(
+        &app.router,
+        "query($after: String) { notes(owner: \"carol\", first: 5, after: $after) {
+           edges { node { text } } } }",
+        json!({ "after": got[0]["edge"]["cursor"] }),
+    )
+    .await;
+    assert_eq!(
+        page["data"]["notes"]["edges"],
+        json!([{ "node": { "text": "two" } }]),
+        "{page}"
+    );
+}
+
+const OWNED: &str = r#"version = 1
+
+[auth]
+jwks_url = "http://127.0.0.1:9/.well-known/jwks.json"
+algorithms = ["RS256"]
+issuer = "https://auth.cards.example"
+audience = ["cards-web"]
+
+[tables.Owners]
+partition_key = "ownerId"
+attributes = { ownerId = "S" }
+
+[tables.Cards]
+partition_key = "ownerId"
+sort_key = "cardId"
+attributes = { ownerId = "S", cardId = "S" }
+stream = "NEW_AND_OLD_IMAGES"
+
+[entities.Owner]
+table = "Owners"
+allow = [{ owner = "ownerId" }]
+fields.ownerId = "ID!"
+
+[entities.Owner.connections.cards]
+entity = "Card"
+partition = { field = "ownerId" }
+subscription = "cardsChanged"
+
+[entities.Card]
+table = "Cards"
+allow = [{ owner = "ownerId" }]
+fields.ownerId = "ID!"
+fields.cardId = "ID!"
+fields.title = "String!"
+
+[lookups.owner]
+entity = "Owner"
+"#;
+
+const CARDS: &str = "subscription($owner: ID!) {
+  cardsChanged(owner: $owner) { kind edge { node { ownerId cardId title } } } }";
+
+fn card(owner: &str, card: &str, title: &str) -> Item {
+    Item::from([
+        ("ownerId".to_owned(), AttributeValue::S(owner.to_owned())),
+        ("cardId".to_owned(), AttributeValue::S(card.to_owned())),
+        ("title".to_owned(), AttributeValue::S(title.to_owned())),
+    ])
+}
+
+#[tokio::test]
+async fn a_nested_subscription_names_its_parent_by_id_and_keeps_to_what_the_caller_may_see() {
+    let issuer = TestIssuer::start().await;
+    let app = model_app_from(OWNED).await;
+    let auth = dynarelay::auth::Authenticator::new(model_auth_settings(app.model, &issuer.url()))
+        .await
+        .unwrap();
+    let router = live_router_with(
+        &app,
+        HttpSettings {
+            auth: Some(auth),
+            ..HttpSettings::default()
+        },
+    );
+    let (owners, cards) = (app.table("Owners"), app.table("Cards"));
+    let client = app.client();
+    for owner in ["alice", "bob"] {
+        put_plain(
+            client,
+            &owners,
+            [Item::from([(
+                "ownerId".to_owned(),
+                AttributeValue::S(owner.to_owned()),
+            )])],
+        )
+        .await;
+    }
+    let token = |sub: &str| issuer.mint(&model_claims(app.model, sub, &[]));
+    let (alice, bob) = (token("alice"), token("bob"));
+    let id_of = async |token: &str, owner: &str| {
+        let answer = graphql_with_token(
+            &router,
+            Some(token),
+            "query($o: ID!) { owner(ownerId: $o) { id } }",
+            json!({ "o": owner }),
+        )
+        .await;
+        answer.body["data"]["owner"]["id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{:?}", answer.body))
+            .to_owned()
+    };
+    let (alice_id, bob_id) = (id_of(&alice, "alice").await, id_of(&bob, "bob").await);
+
+    // Another owner's cards, or anyone's without a token: refused alike, before any change.
+    for (token, owner) in [(Some(alice.as_str()), &bob_id), (None, &alice_id)] {
+        let mut events = subscribe_as(&router, token, CARDS, json!({ "owner": owner })).await;
+        let (name, data) = next(&mut events).await;
+        assert_eq!(name, "next");
+        assert_eq!(
+            data["errors"][0]["extensions"]["code"], "BAD_USER_INPUT",
+            "{data}"
+        );
+        assert_eq!(
+            data["errors"][0]["message"],
+            "`owner` names no `Owner` you may see."
+        );
+        assert_eq!(next(&mut events).await.0, "complete");
+    }
+
+    // Alice's own: warm-up cards until one comes through, then a fence card that everything
+    // before it has passed once it arrives.
+    let mut events = subscribe_as(&router, Some(&alice), CARDS, json!({ "owner": alice_id })).await;
+    let started = async {
+        for round in 0.. {
+            put_plain(
+                client,
+                &cards,
+                [card("alice", &format!("warm-up {round}"), "w")],
+            )
+            .await;
+            if let Ok(Some(_)) =
+                tokio::time::timeout(Duration::from_millis(300), events.recv()).await
+            {
+                return;
+            }
+        }
+    };
+    tokio::time::timeout(WAIT, started)
+        .await
+        .expect("the subscription starts");
+    put_plain(client, &cards, [card("alice", "fence", "fence")]).await;
+    loop {
+        let event = next(&mut events).await;
+        let change = &event.1["data"]["cardsChanged"];
+        if change["edge"]["node"]["cardId"] == "fence" {
+            break;
+        }
+    }
+    // Bob's card is in another partition: never sent to Alice.
+    put_plain(client, &cards, [card("bob", "b1", "bob's")]).await;
+    put_plain(client, &cards, [card("alice", "a1", "alice's")]).await;
+    let event = next(&mut events).await;
+    assert_eq!(
+        event.1["data"]["cardsChanged"],
+        json!({ "kind": "ADDED", "edge": { "node": {
+            "ownerId": "alice", "cardId": "a1", "title": "alice's" } } }),
+        "{event:?}"
+    );
 }

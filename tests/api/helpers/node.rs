@@ -87,7 +87,7 @@ pub async fn run_node_with_input(
 
 /// The settings every writer runs with: DynamoDB Local's region and dummy credentials, and no
 /// instance metadata.
-const LOCAL_AWS: [(&str, &str); 4] = [
+pub const LOCAL_AWS: [(&str, &str); 4] = [
     ("AWS_REGION", "us-east-1"),
     ("AWS_ACCESS_KEY_ID", "local"),
     ("AWS_SECRET_ACCESS_KEY", "local"),
