@@ -3,6 +3,7 @@
 //! and the error boundary.
 
 pub mod access;
+pub mod change;
 pub mod connection;
 pub mod derived_keys;
 pub mod direct;
@@ -13,6 +14,7 @@ pub mod limits;
 pub mod lookup;
 pub mod mutation;
 pub mod node;
+pub mod node_subscription;
 pub mod nullability;
 pub mod operation;
 pub mod order;

@@ -11,20 +11,20 @@
 //! coded error: the client pages again.
 
 use async_graphql::{
-    ErrorExtensions, Value,
+    Value,
     dynamic::{
-        Enum, EnumItem, FieldFuture, FieldValue, InputValue, Object, ResolverContext,
-        SchemaBuilder, Subscription, SubscriptionField, SubscriptionFieldFuture, TypeRef,
+        FieldFuture, FieldValue, InputValue, Object, ResolverContext, SchemaBuilder, Subscription,
+        SubscriptionField, SubscriptionFieldFuture, TypeRef,
     },
-    futures_util::stream,
 };
 
 use super::{
     access,
+    change::{self, Kind},
     connection::EdgeValue,
     error::{ApiError, ApiResult},
     node::parse_node_id,
-    nullability,
+    node_subscription, nullability,
     resolve::{self, Args, Site},
 };
 use crate::{
@@ -32,31 +32,8 @@ use crate::{
     cursor::{Binding, CursorCodec, Key},
     dynamo::{Item, ReadSpec, Store},
     model::{Connection, EntityId, Model},
-    stream::{Change, Event, Streams},
+    stream::{Change, Streams},
 };
-
-/// The enum of what happened to an item in a connection.
-const CHANGE_KIND: &str = "ChangeKind";
-/// The code of the error that ends a subscription whose changes were lost.
-const CHANGES_LOST: &str = "CHANGES_LOST";
-
-/// What happened to an item in a connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Added,
-    Updated,
-    Removed,
-}
-
-impl Kind {
-    fn name(self) -> &'static str {
-        match self {
-            Self::Added => "ADDED",
-            Self::Updated => "UPDATED",
-            Self::Removed => "REMOVED",
-        }
-    }
-}
 
 /// One change as a `…Change` object resolves it.
 struct ChangeValue {
@@ -87,9 +64,10 @@ fn subscribed(model: &'static Model) -> impl Iterator<Item = Site> {
         .filter(|site| site.connection.subscription.is_some())
 }
 
-/// Whether the model declares any subscription (the schema then has a `Subscription` root).
+/// Whether the model offers any subscription (the schema then has a `Subscription` root): a
+/// connection that declares one, or a table whose stream `nodeChanged` can follow.
 pub fn any(model: &'static Model) -> bool {
-    subscribed(model).next().is_some()
+    subscribed(model).next().is_some() || node_subscription::any_followed(model)
 }
 
 /// The type name of a connection's nodes: its entity's, or its collection's union.
@@ -110,24 +88,15 @@ pub fn register(
     if !any(model) {
         return schema;
     }
-    schema = schema.register(
-        Enum::new(CHANGE_KIND)
-            .description("What happened to an item in a connection a subscription follows.")
-            .item(EnumItem::new(Kind::Added.name()).description(
-                "The item entered the connection (it was created, or changed to match it): `edge` places it.",
-            ))
-            .item(EnumItem::new(Kind::Updated.name()).description(
-                "The item changed and is still in the connection: `edge` holds it as it is now.",
-            ))
-            .item(EnumItem::new(Kind::Removed.name()).description(
-                "The item left the connection (it was deleted, or changed so that it no longer \
-                 matches, or you may no longer see it): remove the node with this `id`.",
-            )),
-    );
-    let mut root = Subscription::new("Subscription").description(
-        "Changes to connections as they happen, whoever writes the tables (this API, other code, \
-         the console), in the order each item changed.",
-    );
+    schema = schema
+        .register(change::kind_enum())
+        .register(node_subscription::change_type(model));
+    let mut root = Subscription::new("Subscription")
+        .description(
+            "Changes as they happen, whoever writes the tables (this API, other code, the \
+             console), in the order each item changed.",
+        )
+        .field(node_subscription::field(model));
     let mut typed = std::collections::BTreeSet::new();
     for site in subscribed(model) {
         let node = node_type(site);
@@ -146,26 +115,11 @@ fn change_type(node: &str) -> Object {
         .description(format!(
             "A change to a connection of `{node}` items: what happened, the node's id, and (unless\nit was removed) its edge, with a cursor valid in that connection."
         ))
-        .field(
-            nullability::field("kind", TypeRef::named_nn(CHANGE_KIND), |ctx| {
-                FieldFuture::Value(
-                    ctx.parent_value
-                        .downcast_ref::<ChangeValue>()
-                        .map(|c| FieldValue::value(Value::Enum(async_graphql::Name::new(c.kind.name())))),
-                )
-            })
-            .description("What happened: `ADDED`, `UPDATED` or `REMOVED`."),
-        )
-        .field(
-            nullability::field("id", TypeRef::named_nn(TypeRef::ID), |ctx| {
-                FieldFuture::Value(
-                    ctx.parent_value
-                        .downcast_ref::<ChangeValue>()
-                        .map(|c| FieldValue::value(c.id.clone())),
-                )
-            })
-            .description("The node's global id: for `REMOVED`, the node to take out of the connection."),
-        )
+        .field(change::kind_field::<ChangeValue>(|c| c.kind))
+        .field(change::id_field::<ChangeValue>(
+            |c| &c.id,
+            "The node's global id: for `REMOVED`, the node to take out of the connection.",
+        ))
         .field(
             nullability::field("edge", TypeRef::named(edge), |ctx| {
                 FieldFuture::Value(
@@ -281,33 +235,9 @@ async fn changes<'a>(
         codec,
         caller,
     };
-    Ok(stream::unfold(
-        Some((subscription, follower)),
-        |state| async move {
-            let (mut subscription, follower) = state?;
-            loop {
-                match subscription.next().await {
-                    Some(Event::Change(change)) => {
-                        if let Some(value) = follower.judge(&change) {
-                            return Some((
-                                Ok(FieldValue::owned_any(value)),
-                                Some((subscription, follower)),
-                            ));
-                        }
-                    }
-                    Some(Event::Gap) => {
-                        let error = async_graphql::Error::new(
-                            "Changes to this connection were lost before they could be sent: \
-                             page through it again and subscribe anew.",
-                        )
-                        .extend_with(|_, ext| ext.set("code", CHANGES_LOST));
-                        return Some((Err(error), None));
-                    }
-                    None => return Some((Err(ApiError::Unavailable.into()), None)),
-                }
-            }
-        },
-    ))
+    Ok(change::followed(subscription, move |change| {
+        follower.judge(change)
+    }))
 }
 
 impl Follower<'_> {
@@ -328,11 +258,7 @@ impl Follower<'_> {
             (before, Some(entity), Some(item), _) => {
                 let key = Key::from_item(item, self.spec.shape).ok()?;
                 Some(ChangeValue {
-                    kind: if before.is_some() {
-                        Kind::Updated
-                    } else {
-                        Kind::Added
-                    },
+                    kind: Kind::of(before.is_some(), true)?,
                     id: resolve::item_id(model, entity, item).ok()?,
                     edge: Some(EdgeValue {
                         cursor: self.codec.encode(&key, &self.binding),

@@ -461,7 +461,10 @@ impl Connections {
         let mut stop = self.stop.clone();
         let tower = TowerToHyperService::new(self.router.clone());
         async move {
-            let _open = OpenConnection::new(metrics.clone(), name, permit);
+            let slot = ConnectionSlot {
+                _open: Arc::new(OpenConnection::new(metrics.clone(), name, permit)),
+                stop: stop.clone(),
+            };
             let _load = load;
             let _ = stream.set_nodelay(true);
             let activity = Arc::new(Activity::new());
@@ -472,6 +475,7 @@ impl Connections {
             let in_service = activity.clone();
             let service = service_fn(move |mut request: hyper::Request<Incoming>| {
                 request.extensions_mut().insert(ConnectInfo(peer));
+                request.extensions_mut().insert(slot.clone());
                 let busy = in_service.request_started();
                 let response = hyper::service::Service::call(&tower, request);
                 async move {
@@ -480,7 +484,7 @@ impl Connections {
                     response
                 }
             });
-            let connection = builder.serve_connection(io, service);
+            let connection = builder.serve_connection(io, service).with_upgrades();
             let mut connection = std::pin::pin!(connection);
             // hyper has no idle timeout of its own (its header-read timer only runs while it
             // waits for a request's headers), so this one is kept here: a timer that, when no
@@ -519,6 +523,16 @@ impl Connections {
             }
         }
     }
+}
+
+/// A connection's place, as each of its requests carries it: a request that takes the connection
+/// over (a WebSocket upgrade) keeps it under the cap and in the gauge until it ends, and hears
+/// of the server's shutdown through `stop`.
+#[derive(Clone)]
+pub(super) struct ConnectionSlot {
+    _open: Arc<OpenConnection>,
+    /// True once the server is shutting down.
+    pub(super) stop: watch::Receiver<bool>,
 }
 
 /// One open connection: counted in the open-connections gauge, holding its place under the cap,

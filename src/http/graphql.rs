@@ -29,7 +29,9 @@ use std::{
 };
 
 use async_graphql::extensions::apollo_persisted_queries::CacheStorage;
-use async_graphql::{ServerError, Variables, parser::types::ExecutableDocument};
+use async_graphql::{
+    ServerError, Variables, futures_util::StreamExt, parser::types::ExecutableDocument,
+};
 use axum::{
     body::Bytes,
     extract::{ConnectInfo, FromRequest, Query, Request, State},
@@ -43,6 +45,7 @@ use sha2::{Digest, Sha256};
 use super::{
     AppState,
     rate_limit::{Admission, Reason, Refusal},
+    sse::{Results, SUBSCRIPTIONS_UNAVAILABLE},
 };
 use crate::{
     auth::Caller,
@@ -127,7 +130,7 @@ impl Format {
 
 /// The parameters of a GraphQL-over-HTTP request, from either method.
 #[derive(Debug, Default)]
-struct Params {
+pub(super) struct Params {
     query: Option<String>,
     operation_name: Option<String>,
     variables: Option<Map<String, Value>>,
@@ -136,7 +139,7 @@ struct Params {
 
 impl Params {
     /// From a POST body's JSON object.
-    fn from_object(mut object: Map<String, Value>) -> Result<Self, HttpError> {
+    pub(super) fn from_object(mut object: Map<String, Value>) -> Result<Self, HttpError> {
         Ok(Self {
             query: string_param(object.remove("query"), "query")?,
             operation_name: string_param(object.remove("operationName"), "operationName")?,
@@ -236,6 +239,11 @@ impl HttpError {
 
     fn with_code(self, code: &'static str) -> Self {
         Self { code, ..self }
+    }
+
+    /// The refusal as a GraphQL error, for a transport that answers without HTTP statuses.
+    pub(super) fn to_error(&self) -> Value {
+        json!({ "message": self.message, "extensions": { "code": self.code } })
     }
 
     pub(super) fn into_response(self, format: Format) -> Response {
@@ -362,8 +370,15 @@ pub(super) async fn post(State(state): State<AppState>, request: Request) -> Res
             "The request body is not valid JSON.",
         )),
     };
+    let streaming = if events {
+        Streaming::Events
+    } else {
+        Streaming::Refused
+    };
     let response = match params {
-        Ok(params) => execute_as(&state, params, format, false, caller, &admission, events).await,
+        Ok(params) => {
+            execute_as(&state, params, format, false, caller, &admission, streaming).await
+        }
         Err(err) => err.into_response(format),
     };
     if events {
@@ -478,20 +493,40 @@ async fn execute(
     caller: Caller,
     admission: &Admission<'_>,
 ) -> Response {
-    execute_as(state, params, format, is_get, caller, admission, false).await
+    execute_as(
+        state,
+        params,
+        format,
+        is_get,
+        caller,
+        admission,
+        Streaming::Refused,
+    )
+    .await
 }
 
-/// [`execute`], or with `events`, the request answered as server-sent events
-/// ([`super::sse`]): a subscription then streams its changes, and everything refused before
-/// execution is answered as JSON for the caller to turn into events.
-async fn execute_as(
+/// Where a subscription's results go, if anywhere.
+pub(super) enum Streaming<'s> {
+    /// Nowhere: a subscription is refused (`SUBSCRIPTION_NEEDS_EVENT_STREAM`).
+    Refused,
+    /// Framed as server-sent events ([`super::sse`]).
+    Events,
+    /// Handed to a WebSocket session ([`super::ws`]), which frames them itself; the response
+    /// returned is then empty, or a JSON refusal when the server holds no stream readers.
+    Socket(&'s mut Option<Results>),
+}
+
+/// [`execute`], with somewhere for a subscription's results to go: a subscription then streams
+/// its changes, and everything refused before execution is answered as JSON, for the caller to
+/// turn into events or messages.
+pub(super) async fn execute_as(
     state: &AppState,
     mut params: Params,
     format: Format,
     is_get: bool,
     caller: Caller,
     admission: &Admission<'_>,
-    events: bool,
+    streaming: Streaming<'_>,
 ) -> Response {
     let has_persisted_query = params.has_persisted_query();
     let query = params.query.take().unwrap_or_default();
@@ -586,7 +621,7 @@ async fn execute_as(
             return request_error(error, code, format, state.metrics());
         }
     };
-    if operation.is_subscription() && !events {
+    if operation.is_subscription() && matches!(streaming, Streaming::Refused) {
         return request_error(
             ServerError::new(
                 "Subscriptions are answered as server-sent events: send this request as a POST \
@@ -672,12 +707,20 @@ async fn execute_as(
     // loader, so cached items never outlive the request.
     let usage = admission.usage();
     let mut store = state.store.metered(Arc::clone(&usage));
-    if events && operation.is_subscription() {
+    if operation.is_subscription() {
         request.set_parsed_query(ExecutableDocument::clone(&document));
         if !may_introspect {
             request = request.disable_introspection();
         }
-        return super::sse::subscribe(state, request, store, caller);
+        let results = results(state, request, store, caller);
+        return match streaming {
+            Streaming::Socket(slot) if results.is_some() => {
+                *slot = results;
+                StatusCode::OK.into_response()
+            }
+            Streaming::Socket(_) => subscriptions_unavailable(format, state.metrics()),
+            _ => super::sse::subscribe(results),
+        };
     }
     // A document async-graphql has executed before goes to the direct executor when it can
     // answer it (see `graphql::direct`); when it gives way, async-graphql answers.
@@ -743,6 +786,37 @@ async fn execute_as(
         response.extensions.insert("cost".to_owned(), cost);
     }
     graphql_response(response, format, state.metrics())
+}
+
+/// A subscription's results, executed with the request's store and caller and the server's
+/// stream readers; `None` where the server holds none (the Lambda function).
+fn results(
+    state: &AppState,
+    request: async_graphql::Request,
+    store: crate::dynamo::Store,
+    caller: Caller,
+) -> Option<Results> {
+    let streams = state.streams.clone()?;
+    let request = request
+        .data(graphql::node::request_loader(&store))
+        .data(store)
+        .data(caller)
+        .data(streams)
+        .data(Arc::new(graphql::nullability::NullItems::default()));
+    Some(state.api.schema.execute_stream(request).boxed())
+}
+
+/// The refusal of a subscription by a server that holds none open.
+pub(super) fn subscriptions_unavailable(format: Format, metrics: &Metrics) -> Response {
+    request_error(
+        ServerError::new(
+            "This server does not hold subscriptions open: run `dynarelay serve`.",
+            None,
+        ),
+        SUBSCRIPTIONS_UNAVAILABLE,
+        format,
+        metrics,
+    )
 }
 
 /// `extensions.cost`: what the request's DynamoDB calls cost, when the server adds it.

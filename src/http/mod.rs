@@ -10,6 +10,7 @@ mod graphql;
 pub mod lambda;
 mod rate_limit;
 mod sse;
+mod ws;
 
 use std::{
     sync::Arc,
@@ -157,6 +158,18 @@ impl AppState {
     }
 }
 
+/// `GET /graphql`: a WebSocket upgrade (GraphQL over WebSocket, [`ws`]), or a query.
+async fn graphql_get(
+    state: axum::extract::State<AppState>,
+    request: axum::extract::Request,
+) -> axum::response::Response {
+    if ws::is_upgrade(request.headers()) {
+        ws::upgrade(state.0, request).await
+    } else {
+        graphql::get(state, request).await
+    }
+}
+
 /// HTTP-level settings.
 #[derive(Clone, Debug)]
 pub struct HttpSettings {
@@ -234,7 +247,7 @@ fn routes(state: AppState, api: bool) -> Router {
         .route("/health", get(health))
         .route("/ready", get(ready));
     if api {
-        router = router.route("/graphql", get(graphql::get).post(graphql::post));
+        router = router.route("/graphql", get(graphql_get).post(graphql::post));
     }
     if api && state.http.graphiql {
         router = router

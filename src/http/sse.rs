@@ -12,7 +12,7 @@
 //! Hand-written: async-graphql-axum's `GraphQLSubscription` speaks only the WebSocket protocols,
 //! and no maintained crate serves `graphql-sse`; the framing is a few lines.
 
-use std::{convert::Infallible, sync::Arc, time::Duration};
+use std::{convert::Infallible, time::Duration};
 
 use async_graphql::futures_util::{Stream, StreamExt, stream};
 use axum::{
@@ -23,8 +23,15 @@ use axum::{
 use http_body_util::BodyExt;
 use serde_json::json;
 
-use super::AppState;
-use crate::{auth::Caller, dynamo::Store, graphql};
+use crate::graphql;
+
+/// A subscription's results, as async-graphql executes them, for a transport to send.
+pub(super) type Results =
+    async_graphql::futures_util::stream::BoxStream<'static, async_graphql::Response>;
+
+/// The code of the refusal of a subscription by a server that holds none open (the Lambda
+/// function).
+pub(super) const SUBSCRIPTIONS_UNAVAILABLE: &str = "SUBSCRIPTIONS_UNAVAILABLE";
 
 /// The media type of an event stream.
 const EVENT_STREAM: &str = "text/event-stream";
@@ -103,31 +110,20 @@ pub(super) async fn answer(response: Response) -> Response {
     stream_response(Body::from_stream(stream::iter(events)))
 }
 
-/// A subscription's events: one `next` per result of `request` (parsed, checked and limited as
-/// every request is) until it ends, then `complete`.
-pub(super) fn subscribe(
-    state: &AppState,
-    request: async_graphql::Request,
-    store: Store,
-    caller: Caller,
-) -> Response {
-    let Some(streams) = state.streams.clone() else {
+/// A subscription's events: one `next` per result (of a request parsed, checked and limited as
+/// every request is) until they end, then `complete`; `None`, where the server holds no stream
+/// readers, is answered with a `SUBSCRIPTIONS_UNAVAILABLE` error.
+pub(super) fn subscribe(results: Option<Results>) -> Response {
+    let Some(results) = results else {
         let error = json!({ "errors": [{
             "message": "This server does not hold subscriptions open: run `dynarelay serve`.",
-            "extensions": { "code": "SUBSCRIPTIONS_UNAVAILABLE" } }] });
+            "extensions": { "code": SUBSCRIPTIONS_UNAVAILABLE } }] });
         let events = [
             Ok::<_, Infallible>(event("next", error.to_string().as_bytes())),
             Ok(event("complete", b"")),
         ];
         return stream_response(Body::from_stream(stream::iter(events)));
     };
-    let request = request
-        .data(graphql::node::request_loader(&store))
-        .data(store)
-        .data(caller)
-        .data(streams)
-        .data(Arc::new(graphql::nullability::NullItems::default()));
-    let results = state.api.schema.execute_stream(request);
     stream_response(Body::from_stream(events(results)))
 }
 

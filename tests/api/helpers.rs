@@ -14,6 +14,7 @@ mod calls;
 mod dynamo;
 mod generated;
 mod lambda;
+mod live;
 mod node;
 mod paging;
 mod requests;
@@ -41,6 +42,7 @@ pub use dynamo::{
 };
 pub use generated::check_generated;
 pub use lambda::LambdaFunction;
+pub use live::{auth_live_router, live_router, warm_up};
 pub use node::{LOCAL_AWS, NodeRun, read_back, run_node, written_by, written_with};
 pub use paging::{all_nodes, merge, walk_matches, walk_pages};
 pub use requests::{

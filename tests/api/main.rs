@@ -61,3 +61,4 @@ mod subscriptions;
 mod tables;
 mod text_ranges;
 mod tools;
+mod websocket;

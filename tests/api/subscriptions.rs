@@ -5,7 +5,7 @@
 //! on in the connection exactly as DynamoDB orders it; and what cannot be a subscription is
 //! refused with a code.
 
-use std::{sync::Arc, time::Duration};
+use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use axum::{
@@ -13,29 +13,23 @@ use axum::{
     body::Body,
     http::{Request, header},
 };
-use dynarelay::{
-    dynamo::{self, Item},
-    http::{HttpSettings, router},
-    metrics::Metrics,
-    pagination::PageLimits,
-    stream::{StreamSettings, Streams},
-};
+use dynarelay::dynamo::Item;
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tower::ServiceExt;
 
 use crate::helpers::{
-    GroundQuery, LOCAL_AWS, ModelApp, Running, TestIssuer, endpoint, graphql_with_token,
-    model_app_from, model_auth_settings, model_claims, model_state, post_graphql, put_plain,
-    query_all, run_node, test_ring,
+    GroundQuery, LOCAL_AWS, ModelApp, Running, TestIssuer, auth_live_router, endpoint,
+    graphql_with_token, live_router, model_app_from, model_claims, post_graphql, put_plain,
+    query_all, run_node, warm_up,
 };
 
 /// Longest wait for one event: far beyond what DynamoDB Local takes, so that a slow machine
 /// never fails the test; a missing event still fails it.
 const WAIT: Duration = Duration::from_secs(60);
 
-const MODEL: &str = r#"version = 1
+pub const MODEL: &str = r#"version = 1
 
 [tables.Notes]
 partition_key = "owner"
@@ -59,35 +53,6 @@ partition = { argument = "owner" }
 filters.state = { field = "state", op = "=" }
 subscription = "notesChanged"
 "#;
-
-/// `app` served with a stream reader that polls often.
-fn live_router(app: &ModelApp) -> Router {
-    live_router_with(app, HttpSettings::default())
-}
-
-/// [`live_router`] with `http` settings.
-fn live_router_with(app: &ModelApp, http: HttpSettings) -> Router {
-    let client = dynamo::client_for_local(&endpoint());
-    let streams = Streams::new(
-        client,
-        dynamo::streams_client_for_local(&endpoint()),
-        StreamSettings {
-            poll_interval: Duration::from_millis(50),
-            ..StreamSettings::default()
-        },
-        Arc::new(Metrics::new()),
-    );
-    router(
-        model_state(
-            app.model,
-            &app.store,
-            PageLimits::default(),
-            &test_ring(),
-            http,
-        )
-        .with_streams(streams),
-    )
-}
 
 /// One server-sent event: its name and its data as JSON (`Null` when empty).
 type Received = (String, Value);
@@ -158,6 +123,17 @@ async fn subscribe_as(
     rx
 }
 
+/// Whether an event arrives within `wait`; it must be a `next`.
+pub async fn received_within(events: &mut mpsc::Receiver<Received>, wait: Duration) -> bool {
+    match tokio::time::timeout(wait, events.recv()).await {
+        Ok(Some(event)) => {
+            assert_eq!(event.0, "next", "{event:?}");
+            true
+        }
+        _ => false,
+    }
+}
+
 async fn next(events: &mut mpsc::Receiver<Received>) -> Received {
     tokio::time::timeout(WAIT, events.recv())
         .await
@@ -165,7 +141,7 @@ async fn next(events: &mut mpsc::Receiver<Received>) -> Received {
         .expect("the stream goes on")
 }
 
-fn note(owner: &str, at: i64, text: &str, state: &str) -> Item {
+pub fn note(owner: &str, at: i64, text: &str, state: &str) -> Item {
     Item::from([
         ("owner".to_owned(), AttributeValue::S(owner.to_owned())),
         ("at".to_owned(), AttributeValue::N(at.to_string())),
@@ -186,22 +162,14 @@ async fn follow(app: &ModelApp, router: &Router, variables: Value) -> mpsc::Rece
     let mut events = subscribe(router, FOLLOW, variables).await;
     let table = app.table("Notes");
     let owner = "alice";
-    let arrived = async {
-        for round in 0.. {
-            let warm_up = note(owner, 0, &format!("warm-up {round}"), "OPEN");
-            put_plain(app.client(), &table, [warm_up]).await;
-            if let Ok(Some(event)) =
-                tokio::time::timeout(Duration::from_millis(300), events.recv()).await
-            {
-                return event;
-            }
-        }
-        unreachable!("the rounds do not end")
-    };
-    let first = tokio::time::timeout(WAIT, arrived)
-        .await
-        .expect("the subscription starts");
-    assert_eq!(first.0, "next", "{first:?}");
+    warm_up(
+        async |round| {
+            let warm = note(owner, 0, &format!("warm-up {round}"), "OPEN");
+            put_plain(app.client(), &table, [warm]).await;
+        },
+        async |wait| received_within(&mut events, wait).await,
+    )
+    .await;
     app.client()
         .delete_item()
         .table_name(&table)
@@ -403,19 +371,26 @@ async fn what_cannot_be_a_subscription_is_refused_with_a_code() {
     assert_eq!(next(&mut events).await.0, "complete");
 }
 
-#[tokio::test]
-async fn the_graphql_sse_client_receives_changes_as_edges() {
+/// Serves [`MODEL`] live on a real socket and runs the Node client `script` against it
+/// (`<graphql-url> <dynamodb-endpoint> <table>`); the app, and the JSON line the script printed.
+pub async fn run_notes_client(script: &str) -> (ModelApp, Value) {
     let app = model_app_from(MODEL).await;
     let server = Running::serve(live_router(&app)).await;
     let run = run_node(
-        "sse-subscribe.mjs",
+        script,
         &[&server.url("/graphql"), &endpoint(), &app.table("Notes")],
         &LOCAL_AWS,
     )
     .await;
     run.assert_success();
-    let got: Value = serde_json::from_str(run.stdout.trim())
-        .unwrap_or_else(|e| panic!("no JSON ({e}): {}", run.stdout));
+    let printed = serde_json::from_str(run.stdout.trim())
+        .unwrap_or_else(|e| panic!("{script} printed no JSON ({e}): {}", run.stdout));
+    (app, printed)
+}
+
+#[tokio::test]
+async fn the_graphql_sse_client_receives_changes_as_edges() {
+    let (app, got) = run_notes_client("sse-subscribe.mjs").await;
     let seen: Vec<(String, String)> = got
         .as_array()
         .unwrap()
@@ -450,7 +425,7 @@ async fn the_graphql_sse_client_receives_changes_as_edges() {
     );
 }
 
-const OWNED: &str = r#"version = 1
+pub const OWNED: &str = r#"version = 1
 
 [auth]
 jwks_url = "http://127.0.0.1:9/.well-known/jwks.json"
@@ -504,16 +479,7 @@ fn card(owner: &str, card: &str, title: &str) -> Item {
 async fn a_nested_subscription_names_its_parent_by_id_and_keeps_to_what_the_caller_may_see() {
     let issuer = TestIssuer::start().await;
     let app = model_app_from(OWNED).await;
-    let auth = dynarelay::auth::Authenticator::new(model_auth_settings(app.model, &issuer.url()))
-        .await
-        .unwrap();
-    let router = live_router_with(
-        &app,
-        HttpSettings {
-            auth: Some(auth),
-            ..HttpSettings::default()
-        },
-    );
+    let router = auth_live_router(&app, &issuer).await;
     let (owners, cards) = (app.table("Owners"), app.table("Cards"));
     let client = app.client();
     for owner in ["alice", "bob"] {
@@ -563,24 +529,14 @@ async fn a_nested_subscription_names_its_parent_by_id_and_keeps_to_what_the_call
     // Alice's own: warm-up cards until one comes through, then a fence card that everything
     // before it has passed once it arrives.
     let mut events = subscribe_as(&router, Some(&alice), CARDS, json!({ "owner": alice_id })).await;
-    let started = async {
-        for round in 0.. {
-            put_plain(
-                client,
-                &cards,
-                [card("alice", &format!("warm-up {round}"), "w")],
-            )
-            .await;
-            if let Ok(Some(_)) =
-                tokio::time::timeout(Duration::from_millis(300), events.recv()).await
-            {
-                return;
-            }
-        }
-    };
-    tokio::time::timeout(WAIT, started)
-        .await
-        .expect("the subscription starts");
+    warm_up(
+        async |round| {
+            let warm = card("alice", &format!("warm-up {round}"), "w");
+            put_plain(client, &cards, [warm]).await;
+        },
+        async |wait| received_within(&mut events, wait).await,
+    )
+    .await;
     put_plain(client, &cards, [card("alice", "fence", "fence")]).await;
     loop {
         let event = next(&mut events).await;
@@ -598,5 +554,69 @@ async fn a_nested_subscription_names_its_parent_by_id_and_keeps_to_what_the_call
         json!({ "kind": "ADDED", "edge": { "node": {
             "ownerId": "alice", "cardId": "a1", "title": "alice's" } } }),
         "{event:?}"
+    );
+}
+
+const NODE: &str = "subscription($id: ID!) {
+  nodeChanged(id: $id) { kind id node { id ... on Note { text } } } }";
+
+#[tokio::test]
+async fn a_node_is_followed_by_its_id() {
+    let app = model_app_from(MODEL).await;
+    let router = live_router(&app);
+    let table = app.table("Notes");
+    let client = app.client();
+    put_plain(client, &table, [note("fay", 1, "first", "OPEN")]).await;
+    let page = post_graphql(
+        &router,
+        "{ notes(owner: \"fay\", first: 1) { edges { node { id } } } }",
+        json!({}),
+    )
+    .await;
+    let id = page["data"]["notes"]["edges"][0]["node"]["id"].clone();
+    let mut events = subscribe(&router, NODE, json!({ "id": id })).await;
+    // The node itself, edited until a change comes through, then a fence text.
+    warm_up(
+        async |round| {
+            let warm = note("fay", 1, &format!("warm-up {round}"), "OPEN");
+            put_plain(client, &table, [warm]).await;
+        },
+        async |wait| received_within(&mut events, wait).await,
+    )
+    .await;
+    put_plain(client, &table, [note("fay", 1, "fence", "OPEN")]).await;
+    loop {
+        let (_, data) = next(&mut events).await;
+        if data["data"]["nodeChanged"]["node"]["text"] == "fence" {
+            break;
+        }
+    }
+    // Another node of the same partition: nothing. This one edited, then deleted.
+    put_plain(client, &table, [note("fay", 2, "another", "OPEN")]).await;
+    put_plain(client, &table, [note("fay", 1, "edited", "DONE")]).await;
+    app.client()
+        .delete_item()
+        .table_name(&table)
+        .key("owner", AttributeValue::S("fay".to_owned()))
+        .key("at", AttributeValue::N("1".to_owned()))
+        .send()
+        .await
+        .unwrap();
+    let (_, data) = next(&mut events).await;
+    assert_eq!(
+        data["data"]["nodeChanged"],
+        json!({ "kind": "UPDATED", "id": id, "node": { "id": id, "text": "edited" } })
+    );
+    let (_, data) = next(&mut events).await;
+    assert_eq!(
+        data["data"]["nodeChanged"],
+        json!({ "kind": "REMOVED", "id": id, "node": null })
+    );
+    // Not a node id: refused with a code.
+    let mut events = subscribe(&router, NODE, json!({ "id": "nonsense" })).await;
+    let (_, data) = next(&mut events).await;
+    assert_eq!(
+        data["errors"][0]["extensions"]["code"], "BAD_USER_INPUT",
+        "{data}"
     );
 }

@@ -10,27 +10,11 @@
 // events, then writes two notes and edits the first. It prints the three results that follow as
 // one JSON line, and exits 1 with a tag on stderr when a result is missing or is an error.
 import { createClient } from "graphql-sse";
-import {
-  DeleteItemCommand,
-  DynamoDBClient,
-  PutItemCommand,
-} from "@aws-sdk/client-dynamodb";
+import { fail, notesOf, sleep } from "./lib/notes.mjs";
 
 const [url, endpoint, table] = process.argv.slice(2);
-const fail = (tag, detail) => {
-  console.error(`${tag}: ${detail}`);
-  process.exit(1);
-};
-const dynamodb = new DynamoDBClient({ endpoint, region: "us-east-1" });
-const owner = { S: "carol" };
-const put = (at, text) =>
-  dynamodb.send(
-    new PutItemCommand({
-      TableName: table,
-      Item: { owner, at: { N: String(at) }, text: { S: text }, state: { S: "OPEN" } },
-    }),
-  );
-const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
+const notes = notesOf(endpoint, table, "carol");
+const put = notes.put;
 
 const client = createClient({ url, retryAttempts: 0 });
 const results = client.iterate({
@@ -56,9 +40,7 @@ for (let round = 0; ; round++) {
   const arrived = await Promise.race([first, sleep(300).then(() => null)]);
   if (arrived) break;
 }
-await dynamodb.send(
-  new DeleteItemCommand({ TableName: table, Key: { owner, at: { N: "0" } } }),
-);
+await notes.remove(0);
 stage = "draining the warm-up note";
 while ((await next()).kind !== "REMOVED");
 stage = "the notes";

@@ -1,0 +1,130 @@
+//! What subscriptions share: the kind of a change (`ChangeKind`), judged from an item's old and
+//! new image, and the error that ends a subscription whose changes were lost.
+
+use std::any::Any;
+
+use async_graphql::{
+    ErrorExtensions, Value,
+    dynamic::{Enum, EnumItem, Field, FieldFuture, FieldValue, TypeRef},
+    futures_util::{Stream, stream},
+};
+
+use super::{error::ApiError, nullability};
+use crate::stream::{Change, Event, Subscription};
+
+/// The enum of what happened to an item.
+pub const CHANGE_KIND: &str = "ChangeKind";
+/// The code of the error that ends a subscription whose changes were lost.
+const CHANGES_LOST: &str = "CHANGES_LOST";
+
+/// What happened to an item in what a subscription follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// It entered (was created, changed to match, became visible).
+    Added,
+    /// It changed and is still in.
+    Updated,
+    /// It left (was deleted, changed not to match, became invisible).
+    Removed,
+}
+
+impl Kind {
+    /// Judged from whether the item was in before the change and is after it; `None` when it
+    /// is in neither.
+    pub fn of(before: bool, after: bool) -> Option<Self> {
+        match (before, after) {
+            (false, true) => Some(Self::Added),
+            (true, true) => Some(Self::Updated),
+            (true, false) => Some(Self::Removed),
+            (false, false) => None,
+        }
+    }
+
+    /// Its enum value.
+    pub fn value(self) -> Value {
+        Value::Enum(async_graphql::Name::new(match self {
+            Self::Added => "ADDED",
+            Self::Updated => "UPDATED",
+            Self::Removed => "REMOVED",
+        }))
+    }
+}
+
+/// `ChangeKind`.
+pub fn kind_enum() -> Enum {
+    Enum::new(CHANGE_KIND)
+        .description("What happened to an item that a subscription follows.")
+        .item(EnumItem::new("ADDED").description(
+            "The item entered what the subscription follows (it was created, or changed to match, \
+             or became visible to you): `edge` or `node` holds it.",
+        ))
+        .item(EnumItem::new("UPDATED").description(
+            "The item changed and is still followed: `edge` or `node` holds it as it is now.",
+        ))
+        .item(EnumItem::new("REMOVED").description(
+            "The item left (it was deleted, or changed so that it no longer matches, or you may no \
+             longer see it): remove the node with this `id`.",
+        ))
+}
+
+/// The error that ends a subscription whose changes were lost before they could be sent.
+pub fn changes_lost() -> async_graphql::Error {
+    async_graphql::Error::new(
+        "Changes were lost before they could be sent: read again and subscribe anew.",
+    )
+    .extend_with(|_, ext| ext.set("code", CHANGES_LOST))
+}
+
+/// The changes a subscriber is sent: each of the table's changes that `judge` makes something
+/// of, in order; the end, with `CHANGES_LOST`, when changes were lost; or with `UNAVAILABLE`
+/// when the table's reader stopped.
+pub fn followed<'a, J, T>(
+    subscription: Subscription,
+    judge: J,
+) -> impl Stream<Item = async_graphql::Result<FieldValue<'a>>> + Send + 'a
+where
+    J: Fn(&Change) -> Option<T> + Send + 'a,
+    T: Any + Send + Sync,
+{
+    stream::unfold(Some((subscription, judge)), |state| async move {
+        let (mut subscription, judge) = state?;
+        loop {
+            match subscription.next().await {
+                Some(Event::Change(change)) => {
+                    if let Some(value) = judge(&change) {
+                        return Some((
+                            Ok(FieldValue::owned_any(value)),
+                            Some((subscription, judge)),
+                        ));
+                    }
+                }
+                Some(Event::Gap) => return Some((Err(changes_lost()), None)),
+                None => return Some((Err(ApiError::Unavailable.into()), None)),
+            }
+        }
+    })
+}
+
+/// The `kind` field of a change object whose value is a `T`.
+pub fn kind_field<T: Any + Send + Sync>(kind: fn(&T) -> Kind) -> Field {
+    nullability::field("kind", TypeRef::named_nn(CHANGE_KIND), move |ctx| {
+        FieldFuture::Value(
+            ctx.parent_value
+                .downcast_ref::<T>()
+                .map(|c| FieldValue::value(kind(c).value())),
+        )
+    })
+    .description("What happened: `ADDED`, `UPDATED` or `REMOVED`.")
+}
+
+/// The `id` field of a change object whose value is a `T`.
+pub fn id_field<T: Any + Send + Sync>(id: fn(&T) -> &str, description: &str) -> Field {
+    nullability::field("id", TypeRef::named_nn(TypeRef::ID), move |ctx| {
+        FieldFuture::Value(
+            ctx.parent_value
+                .downcast_ref::<T>()
+                .map(|c| FieldValue::value(id(c).to_owned())),
+        )
+    })
+    .description(description)
+}

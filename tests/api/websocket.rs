@@ -1,0 +1,288 @@
+//! GraphQL over WebSocket (`graphql-transport-ws`) on a real socket: every rule of the protocol
+//! with its close code, and a subscription's changes, a query and a refused operation as the
+//! protocol's messages, against the subscriptions test's model on DynamoDB Local's streams.
+
+use std::time::Duration;
+
+use async_graphql::futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio_tungstenite::{
+    MaybeTlsStream, WebSocketStream, connect_async,
+    tungstenite::{Message, client::IntoClientRequest, http::HeaderValue},
+};
+
+use crate::{
+    helpers::{
+        Running, TestIssuer, auth_live_router, live_router, model_app_from, model_claims,
+        put_plain, warm_up,
+    },
+    subscriptions::{MODEL, OWNED, note, run_notes_client},
+};
+
+/// Longest wait for one message: far beyond what the server takes, so that a slow machine never
+/// fails a test; a missing message still fails it.
+const WAIT: Duration = Duration::from_secs(60);
+
+type Socket = WebSocketStream<MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// A socket to `url`, offering `protocol` when given.
+async fn open(url: &str, protocol: Option<&str>) -> Socket {
+    let mut request = url
+        .replace("http://", "ws://")
+        .into_client_request()
+        .unwrap();
+    if let Some(protocol) = protocol {
+        request.headers_mut().insert(
+            "sec-websocket-protocol",
+            HeaderValue::from_str(protocol).unwrap(),
+        );
+    }
+    connect_async(request).await.expect("the upgrade").0
+}
+
+async fn send(socket: &mut Socket, message: Value) {
+    socket
+        .send(Message::text(message.to_string()))
+        .await
+        .unwrap();
+}
+
+/// The next message of the protocol (or close frame), within [`WAIT`].
+async fn receive(socket: &mut Socket) -> Message {
+    loop {
+        let message = tokio::time::timeout(WAIT, socket.next())
+            .await
+            .expect("a message in time")
+            .expect("the socket is open")
+            .expect("a readable message");
+        if !matches!(message, Message::Ping(_) | Message::Pong(_)) {
+            return message;
+        }
+    }
+}
+
+async fn receive_json(socket: &mut Socket) -> Value {
+    match receive(socket).await {
+        Message::Text(text) => serde_json::from_str(text.as_str()).unwrap(),
+        other => panic!("expected a message, got {other:?}"),
+    }
+}
+
+/// The close code the server ends the socket with.
+async fn closed_with(socket: &mut Socket) -> (u16, String) {
+    match receive(socket).await {
+        Message::Close(Some(frame)) => (u16::from(frame.code), frame.reason.to_string()),
+        other => panic!("expected a close frame, got {other:?}"),
+    }
+}
+
+/// An initialised socket: `connection_init`, then `connection_ack`.
+async fn ready(url: &str) -> Socket {
+    let mut socket = open(url, Some("graphql-transport-ws")).await;
+    send(&mut socket, json!({ "type": "connection_init" })).await;
+    assert_eq!(
+        receive_json(&mut socket).await,
+        json!({ "type": "connection_ack" })
+    );
+    socket
+}
+
+const FOLLOW: &str = "subscription($owner: String!) {
+  notesChanged(owner: $owner) { kind edge { cursor node { at text } } } }";
+
+#[tokio::test]
+async fn every_rule_of_the_protocol_closes_with_its_code() {
+    let app = model_app_from(MODEL).await;
+    let server = Running::serve(live_router(&app)).await;
+    let url = server.url("/graphql");
+
+    // No subprotocol the server speaks.
+    let mut socket = open(&url, None).await;
+    assert_eq!(closed_with(&mut socket).await.0, 4406);
+    // A subscription before `connection_init`.
+    let mut socket = open(&url, Some("graphql-transport-ws")).await;
+    send(
+        &mut socket,
+        json!({ "id": "1", "type": "subscribe", "payload": { "query": "{ __typename }" } }),
+    )
+    .await;
+    assert_eq!(closed_with(&mut socket).await.0, 4401);
+    // Something that is no message.
+    let mut socket = open(&url, Some("graphql-transport-ws")).await;
+    socket.send(Message::text("{not json")).await.unwrap();
+    assert_eq!(closed_with(&mut socket).await.0, 4400);
+    let mut socket = ready(&url).await;
+    send(&mut socket, json!({ "type": "subscribe", "payload": {} })).await;
+    assert_eq!(
+        closed_with(&mut socket).await.0,
+        4400,
+        "a subscribe without an id"
+    );
+    // A second `connection_init`.
+    let mut socket = ready(&url).await;
+    send(&mut socket, json!({ "type": "connection_init" })).await;
+    assert_eq!(closed_with(&mut socket).await.0, 4429);
+    // `ping` gets `pong`, with its payload; a subscriber id in use closes the socket.
+    let mut socket = ready(&url).await;
+    send(
+        &mut socket,
+        json!({ "type": "ping", "payload": { "n": 1 } }),
+    )
+    .await;
+    assert_eq!(
+        receive_json(&mut socket).await,
+        json!({ "type": "pong", "payload": { "n": 1 } })
+    );
+    let subscribe = json!({ "id": "a", "type": "subscribe",
+        "payload": { "query": FOLLOW, "variables": { "owner": "nobody" } } });
+    send(&mut socket, subscribe.clone()).await;
+    send(&mut socket, subscribe).await;
+    assert_eq!(
+        closed_with(&mut socket).await,
+        (4409, "Subscriber for a already exists".to_owned())
+    );
+    // No `connection_init` in time.
+    let mut socket = open(&url, Some("graphql-transport-ws")).await;
+    let (code, _) = closed_with(&mut socket).await;
+    assert_eq!(code, 4408);
+}
+
+#[tokio::test]
+async fn operations_run_over_the_socket_as_the_protocol_says() {
+    let app = model_app_from(MODEL).await;
+    let server = Running::serve(live_router(&app)).await;
+    let url = server.url("/graphql");
+    let table = app.table("Notes");
+    let client = app.client();
+    let mut socket = ready(&url).await;
+
+    // A query: its result, then `complete`.
+    send(
+        &mut socket,
+        json!({ "id": "q", "type": "subscribe", "payload": {
+            "query": "{ notes(owner: \"dana\", first: 1) { edges { cursor } } }" } }),
+    )
+    .await;
+    let result = receive_json(&mut socket).await;
+    assert_eq!(
+        (&result["id"], &result["type"]),
+        (&json!("q"), &json!("next"))
+    );
+    assert_eq!(
+        result["payload"]["data"],
+        json!({ "notes": { "edges": [] } })
+    );
+    assert_eq!(
+        receive_json(&mut socket).await,
+        json!({ "id": "q", "type": "complete" })
+    );
+    // A document that does not validate: one `error` message with the errors.
+    send(
+        &mut socket,
+        json!({ "id": "bad", "type": "subscribe", "payload": {
+            "query": "subscription { notesChanged(owner: 1) { kind } }" } }),
+    )
+    .await;
+    let error = receive_json(&mut socket).await;
+    assert_eq!(error["id"], "bad");
+    assert_eq!(error["type"], "error");
+    assert!(error["payload"][0]["message"].is_string(), "{error}");
+
+    // A subscription: warm-up notes until one arrives, then the changes as `next` messages.
+    send(
+        &mut socket,
+        json!({ "id": "s", "type": "subscribe",
+            "payload": { "query": FOLLOW, "variables": { "owner": "dana" } } }),
+    )
+    .await;
+    warm_up(
+        async |round| {
+            let warm = note("dana", 0, &format!("warm-up {round}"), "OPEN");
+            put_plain(client, &table, [warm]).await;
+        },
+        async |wait| {
+            matches!(
+                tokio::time::timeout(wait, socket.next()).await,
+                Ok(Some(Ok(Message::Text(_))))
+            )
+        },
+    )
+    .await;
+    put_plain(client, &table, [note("dana", 5, "fence", "OPEN")]).await;
+    loop {
+        let message = receive_json(&mut socket).await;
+        assert_eq!(message["id"], "s", "{message}");
+        if message["payload"]["data"]["notesChanged"]["edge"]["node"]["text"] == "fence" {
+            break;
+        }
+    }
+    put_plain(client, &table, [note("dana", 6, "six", "OPEN")]).await;
+    let message = receive_json(&mut socket).await;
+    assert_eq!(message["type"], "next");
+    let change = &message["payload"]["data"]["notesChanged"];
+    assert_eq!(change["kind"], "ADDED");
+    assert_eq!(change["edge"]["node"], json!({ "at": 6, "text": "six" }));
+
+    // The client completes it: nothing more comes for it, and the socket goes on.
+    send(&mut socket, json!({ "id": "s", "type": "complete" })).await;
+    put_plain(client, &table, [note("dana", 7, "seven", "OPEN")]).await;
+    send(&mut socket, json!({ "type": "ping" })).await;
+    // Changes already on their way may still be written before the `complete` is read; none
+    // after the `pong`.
+    loop {
+        let message = receive_json(&mut socket).await;
+        if message["type"] == "pong" {
+            break;
+        }
+    }
+    assert!(
+        tokio::time::timeout(Duration::from_secs(2), socket.next())
+            .await
+            .is_err(),
+        "nothing follows a completed subscription"
+    );
+}
+
+#[tokio::test]
+async fn apollo_client_merges_pushed_edges_into_the_connection_it_paged() {
+    let (_, got) = run_notes_client("apollo-subscribe.mjs").await;
+    assert_eq!(
+        got,
+        json!({
+            "kinds": ["ADDED", "ADDED", "UPDATED", "REMOVED"],
+            "cached": ["one, edited"],
+        })
+    );
+}
+
+#[tokio::test]
+async fn connection_init_carries_the_bearer_token() {
+    let issuer = TestIssuer::start().await;
+    let app = model_app_from(OWNED).await;
+    let router = auth_live_router(&app, &issuer).await;
+    let server = Running::serve(router).await;
+    let url = server.url("/graphql");
+    let token = issuer.mint(&model_claims(app.model, "alice", &[]));
+    // A valid token, under any casing of the key: acknowledged.
+    for key in ["Authorization", "authorization"] {
+        let mut socket = open(&url, Some("graphql-transport-ws")).await;
+        send(
+            &mut socket,
+            json!({ "type": "connection_init", "payload": { key: format!("Bearer {token}") } }),
+        )
+        .await;
+        assert_eq!(
+            receive_json(&mut socket).await,
+            json!({ "type": "connection_ack" })
+        );
+    }
+    // A forged one: closed with 4403.
+    let mut socket = open(&url, Some("graphql-transport-ws")).await;
+    send(
+        &mut socket,
+        json!({ "type": "connection_init",
+            "payload": { "Authorization": format!("Bearer {token}x") } }),
+    )
+    .await;
+    assert_eq!(closed_with(&mut socket).await.0, 4403);
+}
