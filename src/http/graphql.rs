@@ -334,6 +334,10 @@ fn preflighted(headers: &HeaderMap) -> bool {
 pub(super) async fn post(State(state): State<AppState>, request: Request) -> Response {
     let headers = request.headers();
     let events = super::sse::accepts_events(headers.get(header::ACCEPT));
+    let stop = request
+        .extensions()
+        .get::<super::conn::ConnectionSlot>()
+        .map(|slot| slot.stop.clone());
     let format = if events {
         Some(Format::Json)
     } else {
@@ -371,7 +375,7 @@ pub(super) async fn post(State(state): State<AppState>, request: Request) -> Res
         )),
     };
     let streaming = if events {
-        Streaming::Events
+        Streaming::Events(stop)
     } else {
         Streaming::Refused
     };
@@ -509,8 +513,9 @@ async fn execute(
 pub(super) enum Streaming<'s> {
     /// Nowhere: a subscription is refused (`SUBSCRIPTION_NEEDS_EVENT_STREAM`).
     Refused,
-    /// Framed as server-sent events ([`super::sse`]).
-    Events,
+    /// Framed as server-sent events ([`super::sse`]), until the server shuts down (`stop`, when
+    /// the connection has one: its stream then ends with `complete`).
+    Events(Option<tokio::sync::watch::Receiver<bool>>),
     /// Handed to a WebSocket session ([`super::ws`]), which frames them itself; the response
     /// returned is then empty, or a JSON refusal when the server holds no stream readers.
     Socket(&'s mut Option<Results>),
@@ -719,7 +724,8 @@ pub(super) async fn execute_as(
                 StatusCode::OK.into_response()
             }
             Streaming::Socket(_) => subscriptions_unavailable(format, state.metrics()),
-            _ => super::sse::subscribe(results),
+            Streaming::Events(stop) => super::sse::subscribe(results, stop),
+            Streaming::Refused => subscriptions_unavailable(format, state.metrics()),
         };
     }
     // A document async-graphql has executed before goes to the direct executor when it can

@@ -113,7 +113,10 @@ pub(super) async fn answer(response: Response) -> Response {
 /// A subscription's events: one `next` per result (of a request parsed, checked and limited as
 /// every request is) until they end, then `complete`; `None`, where the server holds no stream
 /// readers, is answered with a `SUBSCRIPTIONS_UNAVAILABLE` error.
-pub(super) fn subscribe(results: Option<Results>) -> Response {
+pub(super) fn subscribe(
+    results: Option<Results>,
+    stop: Option<tokio::sync::watch::Receiver<bool>>,
+) -> Response {
     let Some(results) = results else {
         let error = json!({ "errors": [{
             "message": "This server does not hold subscriptions open: run `dynarelay serve`.",
@@ -124,16 +127,27 @@ pub(super) fn subscribe(results: Option<Results>) -> Response {
         ];
         return stream_response(Body::from_stream(stream::iter(events)));
     };
-    stream_response(Body::from_stream(events(results)))
+    stream_response(Body::from_stream(events(results, stop)))
 }
 
-/// Results as `next` events, a comment every [`KEEP_ALIVE`] of silence, and `complete`.
+/// Results as `next` events, a comment every [`KEEP_ALIVE`] of silence, and `complete` when
+/// they end or the server shuts down (`stop`), so that a client knows to reconnect.
 fn events(
     results: impl Stream<Item = async_graphql::Response> + Send + 'static,
+    stop: Option<tokio::sync::watch::Receiver<bool>>,
 ) -> impl Stream<Item = Result<Bytes, Infallible>> + Send + 'static {
-    stream::unfold(Some(results.boxed()), |state| async move {
-        let mut results = state?;
+    stream::unfold(Some((results.boxed(), stop)), |state| async move {
+        let (mut results, mut stop) = state?;
+        let stopping = async {
+            match &mut stop {
+                Some(stop) => {
+                    let _ = stop.wait_for(|stop| *stop).await;
+                }
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
+            () = stopping => Some((Ok(event("complete", b"")), None)),
             result = results.next() => match result {
                 Some(response) => {
                     // A request error (found by validation) has no `data`, as over HTTP.
@@ -148,11 +162,13 @@ fn events(
                         .unwrap_or_else(|_| {
                         br#"{"errors":[{"message":"Internal server error.","extensions":{"code":"INTERNAL_SERVER_ERROR"}}]}"#.to_vec()
                     });
-                    Some((Ok(event("next", &data)), Some(results)))
+                    Some((Ok(event("next", &data)), Some((results, stop))))
                 }
                 None => Some((Ok(event("complete", b"")), None)),
             },
-            () = tokio::time::sleep(KEEP_ALIVE) => Some((Ok(Bytes::from_static(b":\n\n")), Some(results))),
+            () = tokio::time::sleep(KEEP_ALIVE) => {
+                Some((Ok(Bytes::from_static(b":\n\n")), Some((results, stop))))
+            }
         }
     })
 }

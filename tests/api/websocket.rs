@@ -286,3 +286,41 @@ async fn connection_init_carries_the_bearer_token() {
     .await;
     assert_eq!(closed_with(&mut socket).await.0, 4403);
 }
+
+#[tokio::test]
+async fn shutting_down_ends_subscriptions_so_that_clients_reconnect() {
+    let app = model_app_from(MODEL).await;
+    let server = Running::serve(live_router(&app)).await;
+    let url = server.url("/graphql");
+    let mut socket = ready(&url).await;
+    send(
+        &mut socket,
+        json!({ "id": "s", "type": "subscribe",
+            "payload": { "query": FOLLOW, "variables": { "owner": "gus" } } }),
+    )
+    .await;
+    let mut events = reqwest::Client::new()
+        .post(&url)
+        .header("accept", "text/event-stream")
+        .json(&json!({ "query": FOLLOW, "variables": { "owner": "gus" } }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(events.status(), 200);
+    drop(server);
+    // The socket closes with 1001 (going away), which clients reconnect from.
+    assert_eq!(closed_with(&mut socket).await.0, 1001);
+    // The event stream ends with `complete`.
+    let mut text = String::new();
+    while !text.contains("event: complete") {
+        match tokio::time::timeout(WAIT, events.chunk())
+            .await
+            .expect("the stream ends in time")
+            .expect("a readable stream")
+        {
+            Some(chunk) => text.push_str(std::str::from_utf8(&chunk).unwrap()),
+            None => break,
+        }
+    }
+    assert!(text.contains("event: complete"), "{text}");
+}
