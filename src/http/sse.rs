@@ -151,15 +151,18 @@ fn events(
             result = results.next() => match result {
                 Some(response) => {
                     // A request error (found by validation) has no `data`, as over HTTP.
-                    let request_error = graphql::error::is_request_error(&response);
-                    let data = serde_json::to_value(&response)
-                        .and_then(|mut value| {
-                            if let (true, Some(object)) = (request_error, value.as_object_mut()) {
-                                object.remove("data");
-                            }
-                            serde_json::to_vec(&value)
-                        })
-                        .unwrap_or_else(|_| {
+                    // Each change is written straight to bytes; only a request error goes
+                    // through a JSON value, to drop its `data`.
+                    let data = if graphql::error::is_request_error(&response) {
+                        let mut value = json!({ "errors": response.errors });
+                        if !response.extensions.is_empty() {
+                            value["extensions"] = json!(response.extensions);
+                        }
+                        serde_json::to_vec(&value)
+                    } else {
+                        serde_json::to_vec(&response)
+                    }
+                    .unwrap_or_else(|_| {
                         br#"{"errors":[{"message":"Internal server error.","extensions":{"code":"INTERNAL_SERVER_ERROR"}}]}"#.to_vec()
                     });
                     Some((Ok(event("next", &data)), Some((results, stop))))
