@@ -6,7 +6,7 @@ use std::any::Any;
 use async_graphql::{
     ErrorExtensions, Value,
     dynamic::{Enum, EnumItem, Field, FieldFuture, FieldValue, TypeRef},
-    futures_util::{Stream, stream},
+    futures_util::{Stream, StreamExt, stream},
 };
 
 use super::{error::ApiError, nullability};
@@ -75,19 +75,25 @@ pub fn changes_lost() -> async_graphql::Error {
     .extend_with(|_, ext| ext.set("code", CHANGES_LOST))
 }
 
-/// The changes a subscriber is sent: each of the table's changes that `judge` makes something
-/// of, in order; the end, with `CHANGES_LOST`, when changes were lost; or with `UNAVAILABLE`
-/// when the table's reader stopped.
+/// The changes a subscriber is sent: first `caught_up` (what a resumed subscription missed),
+/// then each of the table's changes that `judge` makes something of, in order; the end, with
+/// `CHANGES_LOST`, when changes were lost; or with `UNAVAILABLE` when the table's reader stopped.
 pub fn followed<'a, J, T>(
+    caught_up: Vec<T>,
     subscription: Subscription,
     judge: J,
 ) -> impl Stream<Item = async_graphql::Result<FieldValue<'a>>> + Send + 'a
 where
-    J: Fn(&Change) -> Option<T> + Send + 'a,
+    J: FnMut(&Change) -> Option<T> + Send + 'a,
     T: Any + Send + Sync,
 {
-    stream::unfold(Some((subscription, judge)), |state| async move {
-        let (mut subscription, judge) = state?;
+    let caught_up = stream::iter(
+        caught_up
+            .into_iter()
+            .map(|value| Ok(FieldValue::owned_any(value))),
+    );
+    let live = stream::unfold(Some((subscription, judge)), |state| async move {
+        let (mut subscription, mut judge) = state?;
         loop {
             match subscription.next().await {
                 Some(Event::Change(change)) => {
@@ -102,7 +108,8 @@ where
                 None => return Some((Err(ApiError::Unavailable.into()), None)),
             }
         }
-    })
+    });
+    caught_up.chain(live)
 }
 
 /// The `kind` field of a change object whose value is a `T`.

@@ -19,6 +19,7 @@ pub mod nullability;
 pub mod operation;
 pub mod order;
 pub mod resolve;
+pub mod resume;
 pub mod scalars;
 pub mod schema;
 pub mod subscription;

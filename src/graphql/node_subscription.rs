@@ -126,7 +126,7 @@ async fn changes<'a>(
         id,
         caller,
     };
-    Ok(change::followed(subscription, move |change| {
+    Ok(change::followed(Vec::new(), subscription, move |change| {
         follower.judge(change)
     }))
 }

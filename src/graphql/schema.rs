@@ -125,7 +125,7 @@ pub fn builder(model: &'static Model) -> (SchemaBuilder, FieldCosts) {
     }
     schema = schema.register(query_root(model, &mut costs));
     schema = subscription::register(model, schema, |connection| {
-        connection_arguments(model, connection, false)
+        connection_arguments(model, connection, Arguments::Subscription)
     });
     if has_mutations {
         let (root, types) = mutation::types(model, &mut costs);
@@ -427,7 +427,7 @@ fn connection_field(site: Site, costs: &mut FieldCosts, parent_type: &str) -> Fi
     if let Some(d) = &connection.description {
         field = field.description(d);
     }
-    for argument in connection_arguments(model, connection, true) {
+    for argument in connection_arguments(model, connection, Arguments::Page) {
         field = field.argument(argument);
     }
     field
@@ -463,8 +463,22 @@ fn argument(name: &str, ty: TypeRef, description: Option<&str>) -> InputValue {
 /// The arguments of a connection field.
 /// Without `paging`, only those that choose the items (for a subscription), not `first`,
 /// `after`, `last`, `before` and `order`.
-fn connection_arguments(model: &Model, connection: &Connection, paging: bool) -> Vec<InputValue> {
+/// Which field a connection's arguments are for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Arguments {
+    /// The connection itself: every argument.
+    Page,
+    /// Its subscription: those that choose its items, `after` to resume from, and `order`.
+    Subscription,
+}
+
+fn connection_arguments(
+    model: &Model,
+    connection: &Connection,
+    mode: Arguments,
+) -> Vec<InputValue> {
     let node = &model.entities[connection.entity];
+    let paging = mode == Arguments::Page;
     let mut args = Vec::new();
     args.extend(paging.then(|| {
         argument(
@@ -473,13 +487,18 @@ fn connection_arguments(model: &Model, connection: &Connection, paging: bool) ->
             Some("How many items to return after `after`, from 0 to the maximum."),
         )
     }));
-    args.extend(paging.then(|| {
-        argument(
-            "after",
-            TypeRef::named(TypeRef::STRING),
-            Some("Return items after this cursor from this same connection."),
-        )
-    }));
+    args.push(argument(
+        "after",
+        TypeRef::named(TypeRef::STRING),
+        Some(match mode {
+            Arguments::Page => "Return items after this cursor from this same connection.",
+            Arguments::Subscription => {
+                "Resume from this cursor of the connection (the last edge you hold): the items \
+                 after it, in `order`, come first as `ADDED`, then every change, none missed \
+                 and none twice. Without it, changes from now on."
+            }
+        }),
+    ));
     if let Read::Query {
         partition, sort, ..
     } = &connection.read
@@ -555,12 +574,16 @@ fn connection_arguments(model: &Model, connection: &Connection, paging: bool) ->
             filter.argument.description.as_deref(),
         ));
     }
-    if let (true, Some(order), Some((_, default))) =
-        (paging, &connection.order, order_default(connection))
-    {
-        let description = order.description.clone().unwrap_or_else(|| {
-            format!("`ASC` or `DESC` by the sort key; `{default}` when omitted or null.")
-        });
+    if let (Some(order), Some((_, default))) = (&connection.order, order_default(connection)) {
+        let description = match mode {
+            Arguments::Page => order.description.clone().unwrap_or_else(|| {
+                format!("`ASC` or `DESC` by the sort key; `{default}` when omitted or null.")
+            }),
+            Arguments::Subscription => format!(
+                "Which way `after` resumes: the items after it `ASC` or `DESC` by the sort key; \
+                 `{default}` when omitted or null."
+            ),
+        };
         args.push(
             argument(
                 SORT_ORDER_ARG,

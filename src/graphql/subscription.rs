@@ -11,7 +11,7 @@
 //! coded error: the client pages again.
 
 use async_graphql::{
-    Value,
+    Name, Value,
     dynamic::{
         FieldFuture, FieldValue, InputValue, Object, ResolverContext, SchemaBuilder, Subscription,
         SubscriptionField, SubscriptionFieldFuture, TypeRef,
@@ -25,13 +25,15 @@ use super::{
     error::{ApiError, ApiResult},
     node::parse_node_id,
     node_subscription, nullability,
-    resolve::{self, Args, Site},
+    resolve::{self, Args, Env, Site},
+    resume::Seam,
 };
 use crate::{
     auth::Caller,
     cursor::{Binding, CursorCodec, Key},
     dynamo::{Item, ReadSpec, Store},
     model::{Connection, EntityId, Model},
+    pagination::PageLimits,
     stream::{Change, Streams},
 };
 
@@ -196,11 +198,13 @@ struct Follower<'a> {
     binding: Binding,
     codec: &'a CursorCodec,
     caller: Caller,
+    seam: Seam,
 }
 
-/// Starts following a connection: checks the arguments (and the parent) as a page would, joins
-/// the table's stream reader, and waits until it reads the stream's end, so that every change
-/// after this returns is delivered.
+/// Starts following a connection: checks the arguments (and the parent) and opens `after` as a
+/// page would, joins the table's stream reader and waits until it reads the stream's end, so
+/// that every change after this returns is delivered; then, for `after`, reads the items that
+/// follow it, which are sent first (see [`Seam`]).
 async fn changes<'a>(
     ctx: &ResolverContext<'a>,
     site: Site,
@@ -209,6 +213,7 @@ async fn changes<'a>(
 > {
     let store: &'a Store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
     let codec: &'a CursorCodec = ctx.data::<CursorCodec>().map_err(|_| ApiError::Internal)?;
+    let limits: &PageLimits = ctx.data::<PageLimits>().map_err(|_| ApiError::Internal)?;
     let streams: &'a Streams = ctx.data::<Streams>().map_err(|_| {
         ApiError::BadUserInput(
             "Subscriptions are served by `dynarelay serve` over server-sent events \
@@ -217,30 +222,91 @@ async fn changes<'a>(
         )
     })?;
     let caller = access::caller(ctx).into_owned();
-    let args: Args = ctx.args.as_index_map().clone();
+    let mut args: Args = ctx.args.as_index_map().clone();
     let parent = match site.parent {
         Some(parent) => Some(parent_item(store, site.model, parent, &args, &caller).await?),
         None => None,
     };
     let (spec, binding) = resolve::read_spec(site, parent.as_ref(), &args, store, &caller)?;
-    let table = store
-        .tables()
-        .name(site.model.entities[site.connection.entity].table);
+    let env = Env {
+        store,
+        codec,
+        limits,
+        caller: &caller,
+    };
+    // The catch-up is one page of the largest size: its cursor is opened before anything is
+    // read, and a client further behind pages on first.
+    let catch_up = match args.get("after") {
+        Some(Value::String(_)) => {
+            let max = site
+                .connection
+                .page_size
+                .map_or(limits.max_size(), |(_, max)| max);
+            args.insert(Name::new("first"), Value::from(max));
+            let page = resolve::prepare_page(env, site, parent.as_ref(), &args, None)
+                .map_err(|refused| refused.into_error(store.metrics(), site.label()))?;
+            Some((page, max))
+        }
+        _ => None,
+    };
+    let entity = &site.model.entities[site.connection.entity];
+    let table = store.tables().name(entity.table);
     let mut subscription = streams.subscribe(table);
     subscription.ready().await;
-    let follower = Follower {
+    let mut follower = Follower {
         site,
         spec,
         binding,
         codec,
-        caller,
+        caller: caller.clone(),
+        seam: Seam::default(),
     };
-    Ok(change::followed(subscription, move |change| {
-        follower.judge(change)
+    let mut caught_up = Vec::new();
+    if let Some((page, max)) = catch_up {
+        let page = resolve::read_prepared(env, page).await?;
+        if page.page_info.has_next_page {
+            return Err(ApiError::BadUserInput(format!(
+                "More than {max} items follow `after`: page on with `after` first, then \
+                 subscribe with the last cursor."
+            )));
+        }
+        let key = site.model.tables[entity.table].key;
+        follower.seam = Seam::new(key, page.edges.iter().map(|edge| &edge.item));
+        caught_up = page
+            .edges
+            .into_iter()
+            .filter_map(|edge| follower.caught_up(edge))
+            .collect();
+    }
+    Ok(change::followed(caught_up, subscription, move |change| {
+        follower
+            .seam
+            .follows(change)
+            .then(|| follower.judge(change))
+            .flatten()
     }))
 }
 
 impl Follower<'_> {
+    /// An item of the catch-up page, as an `ADDED` change.
+    fn caught_up(&self, edge: EdgeValue) -> Option<ChangeValue> {
+        let entity = match edge.entity {
+            Some(entity) => entity,
+            None => self
+                .spec
+                .holds(&edge.item)?
+                .map_or(self.site.connection.entity, |kind| kind as EntityId),
+        };
+        Some(ChangeValue {
+            kind: Kind::Added,
+            id: resolve::item_id(self.site.model, entity, &edge.item).ok()?,
+            edge: Some(EdgeValue {
+                entity: Some(entity),
+                ..edge
+            }),
+        })
+    }
+
     /// The change as the connection sees it, or `None` when it never holds the item.
     fn judge(&self, change: &Change) -> Option<ChangeValue> {
         let model = self.site.model;

@@ -12,7 +12,10 @@ pub mod reader;
 
 use std::{
     collections::HashMap,
-    sync::{Arc, Mutex},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
     time::Duration,
 };
 
@@ -45,6 +48,26 @@ pub enum Event {
     Change(Arc<Change>),
     /// Changes were lost here.
     Gap,
+}
+
+/// What a reader broadcasts: events, and marks that let subscribers that joined take their
+/// place in the stream.
+#[derive(Debug, Clone)]
+pub(crate) enum Signal {
+    /// An event for every subscriber.
+    Event(Event),
+    /// A round of reads that started after the subscribers holding tickets up to this one
+    /// joined has ended: what comes after the mark is news to them.
+    Mark(u64),
+}
+
+/// One table's reader as its subscribers reach it.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    /// Its broadcasts.
+    pub(crate) sender: broadcast::Sender<Signal>,
+    /// The last ticket given to a subscriber.
+    pub(crate) asked: AtomicU64,
 }
 
 /// How readers poll and wait.
@@ -80,7 +103,7 @@ pub struct Streams {
     streams: aws_sdk_dynamodbstreams::Client,
     settings: StreamSettings,
     metrics: Arc<Metrics>,
-    readers: Arc<Mutex<HashMap<Arc<str>, broadcast::Sender<Event>>>>,
+    readers: Arc<Mutex<HashMap<Arc<str>, Arc<Shared>>>>,
 }
 
 impl std::fmt::Debug for Streams {
@@ -107,40 +130,43 @@ impl Streams {
     }
 
     /// The changes of `table` (its full name) from now on: joins the table's reader, starting
-    /// it if it is not running. Changes made before the reader reaches the stream's end are not
-    /// delivered; [`Subscription::ready`] waits for that point.
+    /// it if it is not running. The subscription takes its place in the stream at the end of
+    /// the reader's next round of reads ([`Subscription::ready`]): changes read before then
+    /// were written before the subscriber asked, or moments after, and are not delivered to it.
     pub fn subscribe(&self, table: &str) -> Subscription {
         // A poisoned lock only means a subscriber panicked while joining; the map is intact.
         let mut readers = self.readers.lock().unwrap_or_else(|e| e.into_inner());
-        let (sender, ready) = match readers.get(table) {
-            Some(sender) if sender.receiver_count() > 0 => (sender.clone(), None),
+        let shared = match readers.get(table) {
+            Some(shared) if shared.sender.receiver_count() > 0 => Arc::clone(shared),
             _ => {
                 let (sender, _) = broadcast::channel(self.settings.buffer.max(1));
+                let shared = Arc::new(Shared {
+                    sender,
+                    asked: AtomicU64::new(0),
+                });
                 let table: Arc<str> = Arc::from(table);
-                readers.insert(Arc::clone(&table), sender.clone());
-                let (ready_tx, ready_rx) = tokio::sync::watch::channel(false);
+                readers.insert(Arc::clone(&table), Arc::clone(&shared));
                 let reader = reader::Reader {
                     dynamodb: self.dynamodb.clone(),
                     streams: self.streams.clone(),
                     settings: self.settings,
                     metrics: Arc::clone(&self.metrics),
                     table,
-                    sender: sender.clone(),
-                    ready: ready_tx,
+                    shared: Arc::clone(&shared),
                     readers: Arc::clone(&self.readers),
                     started: std::time::SystemTime::now(),
                 };
                 tokio::spawn(reader.run());
-                (sender, Some(ready_rx))
+                shared
             }
         };
-        let receiver = sender.subscribe();
-        let ready = ready.unwrap_or_else(|| {
-            let (tx, rx) = tokio::sync::watch::channel(true);
-            drop(tx);
-            rx
-        });
-        Subscription { receiver, ready }
+        let receiver = shared.sender.subscribe();
+        let ticket = shared.asked.fetch_add(1, Ordering::AcqRel) + 1;
+        Subscription {
+            receiver,
+            ticket,
+            placed: false,
+        }
     }
 }
 
@@ -154,25 +180,37 @@ impl Streams {
 /// One subscriber's view of a table's changes.
 #[derive(Debug)]
 pub struct Subscription {
-    receiver: broadcast::Receiver<Event>,
-    ready: tokio::sync::watch::Receiver<bool>,
+    receiver: broadcast::Receiver<Signal>,
+    ticket: u64,
+    placed: bool,
 }
 
 impl Subscription {
-    /// Waits until the reader has taken its place at the end of every open shard: changes
-    /// written after this returns are delivered. Returns at once for a reader already running.
+    /// Waits until the reader has ended a round of reads that started after this subscriber
+    /// joined: changes written after this returns are delivered, and none read before it. (A
+    /// reader starting anew first takes its place at the end of every open shard.) Returns at
+    /// once when the reader stopped for good; [`Subscription::next`] then reports it.
     pub async fn ready(&mut self) {
-        // A reader that stopped (its table has no stream) leaves the flag false; its
-        // subscribers then get nothing, which `next` reports.
-        let _ = self.ready.wait_for(|ready| *ready).await;
+        while !self.placed {
+            match self.receiver.recv().await {
+                Ok(Signal::Mark(mark)) => self.placed = mark >= self.ticket,
+                Ok(Signal::Event(_)) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Err(broadcast::error::RecvError::Closed) => return,
+            }
+        }
     }
 
-    /// The next event; `None` once the reader has stopped for good.
+    /// The next event after [`Subscription::ready`] (waited for here if need be); `None` once
+    /// the reader has stopped for good.
     pub async fn next(&mut self) -> Option<Event> {
-        match self.receiver.recv().await {
-            Ok(event) => Some(event),
-            Err(broadcast::error::RecvError::Lagged(_)) => Some(Event::Gap),
-            Err(broadcast::error::RecvError::Closed) => None,
+        self.ready().await;
+        loop {
+            match self.receiver.recv().await {
+                Ok(Signal::Event(event)) => return Some(event),
+                Ok(Signal::Mark(_)) => {}
+                Err(broadcast::error::RecvError::Lagged(_)) => return Some(Event::Gap),
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
         }
     }
 }

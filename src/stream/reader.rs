@@ -22,7 +22,7 @@
 
 use std::{
     collections::{BTreeMap, HashMap},
-    sync::{Arc, Mutex},
+    sync::{Arc, Mutex, atomic::Ordering},
     time::{Duration, SystemTime},
 };
 
@@ -34,9 +34,8 @@ use aws_sdk_dynamodbstreams::{
     },
     types::{Record, ShardIteratorType},
 };
-use tokio::sync::{broadcast, watch};
 
-use super::{Change, Event, StreamSettings, convert};
+use super::{Change, Event, Shared, Signal, StreamSettings, convert};
 use crate::metrics::Metrics;
 
 /// Most records one `GetRecords` call returns.
@@ -51,9 +50,8 @@ pub(super) struct Reader {
     pub(super) settings: StreamSettings,
     pub(super) metrics: Arc<Metrics>,
     pub(super) table: Arc<str>,
-    pub(super) sender: broadcast::Sender<Event>,
-    pub(super) ready: watch::Sender<bool>,
-    pub(super) readers: Arc<Mutex<HashMap<Arc<str>, broadcast::Sender<Event>>>>,
+    pub(super) shared: Arc<Shared>,
+    pub(super) readers: Arc<Mutex<HashMap<Arc<str>, Arc<Shared>>>>,
     /// When the reader started.
     pub(super) started: SystemTime,
 }
@@ -148,7 +146,7 @@ impl Reader {
         let mut readers = self.readers.lock().unwrap_or_else(|e| e.into_inner());
         if readers
             .get(&self.table)
-            .is_some_and(|sender| sender.same_channel(&self.sender))
+            .is_some_and(|shared| Arc::ptr_eq(shared, &self.shared))
         {
             readers.remove(&self.table);
         }
@@ -157,16 +155,16 @@ impl Reader {
     /// True when nobody listens; then this reader is removed from the process's readers while
     /// the lock is held, so that no subscriber joins a reader that is stopping.
     fn unsubscribed(&self) -> bool {
-        if self.sender.receiver_count() > 0 {
+        if self.shared.sender.receiver_count() > 0 {
             return false;
         }
         let mut readers = self.readers.lock().unwrap_or_else(|e| e.into_inner());
-        if self.sender.receiver_count() > 0 {
+        if self.shared.sender.receiver_count() > 0 {
             return false;
         }
         if readers
             .get(&self.table)
-            .is_some_and(|sender| sender.same_channel(&self.sender))
+            .is_some_and(|shared| Arc::ptr_eq(shared, &self.shared))
         {
             readers.remove(&self.table);
         }
@@ -242,7 +240,7 @@ impl Reader {
         let mut backoff = Backoff::new(self.settings);
         let mut shards: BTreeMap<String, Shard> = BTreeMap::new();
         // The first description, with every open shard's first iterator taken, before the
-        // reader says it is ready.
+        // first round of reads.
         loop {
             if self.unsubscribed() {
                 return Ended::Unsubscribed;
@@ -292,14 +290,19 @@ impl Reader {
                 }
             }
         }
-        let _ = self.ready.send(true);
         backoff.reset();
 
         let mut described = tokio::time::Instant::now();
+        // The last ticket marked: subscribers up to it have their place.
+        let mut marked = 0;
         loop {
             if self.unsubscribed() {
                 return Ended::Unsubscribed;
             }
+            // Subscribers that joined before this round get their place after it, if it reads
+            // every shard to where it stands.
+            let asked = self.shared.asked.load(Ordering::Acquire);
+            let mut complete = true;
             let mut read_any = false;
             let mut shard_closed = false;
             let mut failed = false;
@@ -320,7 +323,10 @@ impl Reader {
                         shard_closed |= shard.finished;
                     }
                     Err(Failure::Gone) => return Ended::StreamGone,
-                    Err(Failure::Expired) => shard.iterator = None,
+                    Err(Failure::Expired) => {
+                        shard.iterator = None;
+                        complete = false;
+                    }
                     Err(Failure::Trimmed) => {
                         // Records after the last one read are gone: start again from the oldest
                         // kept, and tell subscribers. (A shard read from `LATEST` or from an
@@ -332,6 +338,7 @@ impl Reader {
                         shard.iterator = None;
                         shard.last = None;
                         shard.start = Start::Oldest;
+                        complete = false;
                     }
                     Err(Failure::Retry) => failed = true,
                 }
@@ -354,6 +361,11 @@ impl Reader {
                     Err(Failure::Gone) => return Ended::StreamGone,
                     Err(_) => failed = true,
                 }
+            }
+            // New shards found in this round are read in the next one.
+            if complete && !failed && !shard_closed && asked > marked {
+                let _ = self.shared.sender.send(Signal::Mark(asked));
+                marked = asked;
             }
             if failed {
                 backoff.wait().await;
@@ -463,7 +475,10 @@ impl Reader {
                 && !old
             {
                 // No receiver is not an error: `unsubscribed` stops the reader next round.
-                let _ = self.sender.send(Event::Change(Arc::new(change)));
+                let _ = self
+                    .shared
+                    .sender
+                    .send(Signal::Event(Event::Change(Arc::new(change))));
                 self.metrics.stream_record(&self.table);
             }
             if let Some(sequence) = record.dynamodb().and_then(|r| r.sequence_number()) {
@@ -503,7 +518,7 @@ impl Reader {
 
     /// Tells subscribers that changes were lost.
     fn gap(&self) {
-        let _ = self.sender.send(Event::Gap);
+        let _ = self.shared.sender.send(Signal::Event(Event::Gap));
         self.metrics.stream_gap(&self.table);
     }
 

@@ -42,7 +42,10 @@ pub use dynamo::{
 };
 pub use generated::check_generated;
 pub use lambda::LambdaFunction;
-pub use live::{auth_live_router, live_router, warm_up};
+pub use live::{
+    Received, auth_live_router, live_router, next_event, received_within, refusal, subscribe,
+    subscribe_as, warm_up,
+};
 pub use node::{LOCAL_AWS, NodeRun, read_back, run_node, written_by, written_with};
 pub use paging::{all_nodes, merge, walk_matches, walk_pages};
 pub use requests::{

@@ -50,6 +50,7 @@ mod policy;
 mod purchases;
 mod rate_limits;
 mod relay;
+mod resume;
 mod rolling_rotation;
 mod rules;
 mod schema;

@@ -5,29 +5,17 @@
 //! on in the connection exactly as DynamoDB orders it; and what cannot be a subscription is
 //! refused with a code.
 
-use std::time::Duration;
-
 use aws_sdk_dynamodb::types::AttributeValue;
-use axum::{
-    Router,
-    body::Body,
-    http::{Request, header},
-};
+use axum::Router;
 use dynarelay::dynamo::Item;
-use http_body_util::BodyExt;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
-use tower::ServiceExt;
 
 use crate::helpers::{
-    GroundQuery, LOCAL_AWS, ModelApp, Running, TestIssuer, auth_live_router, endpoint,
-    graphql_with_token, live_router, model_app_from, model_claims, post_graphql, put_plain,
-    query_all, run_node, warm_up,
+    GroundQuery, LOCAL_AWS, ModelApp, Received, Running, TestIssuer, auth_live_router, endpoint,
+    graphql_with_token, live_router, model_app_from, model_claims, next_event, post_graphql,
+    put_plain, query_all, received_within, refusal, run_node, subscribe, subscribe_as, warm_up,
 };
-
-/// Longest wait for one event: far beyond what DynamoDB Local takes, so that a slow machine
-/// never fails the test; a missing event still fails it.
-const WAIT: Duration = Duration::from_secs(60);
 
 pub const MODEL: &str = r#"version = 1
 
@@ -53,93 +41,6 @@ partition = { argument = "owner" }
 filters.state = { field = "state", op = "=" }
 subscription = "notesChanged"
 "#;
-
-/// One server-sent event: its name and its data as JSON (`Null` when empty).
-type Received = (String, Value);
-
-/// POSTs `query` with `Accept: text/event-stream` and parses the events as they come.
-async fn subscribe(router: &Router, query: &str, variables: Value) -> mpsc::Receiver<Received> {
-    subscribe_as(router, None, query, variables).await
-}
-
-/// [`subscribe`], with `Authorization: Bearer <token>` when there is a token.
-async fn subscribe_as(
-    router: &Router,
-    token: Option<&str>,
-    query: &str,
-    variables: Value,
-) -> mpsc::Receiver<Received> {
-    let mut request = Request::post("/graphql")
-        .header(header::CONTENT_TYPE, "application/json")
-        .header(header::ACCEPT, "text/event-stream");
-    if let Some(token) = token {
-        request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
-    }
-    let request = request
-        .body(Body::from(
-            json!({ "query": query, "variables": variables }).to_string(),
-        ))
-        .unwrap();
-    let response = router.clone().oneshot(request).await.unwrap();
-    assert_eq!(response.status(), 200);
-    assert_eq!(
-        response.headers()[header::CONTENT_TYPE],
-        "text/event-stream"
-    );
-    let (tx, rx) = mpsc::channel(1024);
-    let mut body = response.into_body();
-    tokio::spawn(async move {
-        let mut text = String::new();
-        while let Some(Ok(frame)) = body.frame().await {
-            let Ok(data) = frame.into_data() else {
-                continue;
-            };
-            text.push_str(std::str::from_utf8(&data).unwrap());
-            while let Some(end) = text.find("\n\n") {
-                let block: String = text.drain(..end + 2).collect();
-                let mut name = String::new();
-                let mut data = String::new();
-                for line in block.lines() {
-                    if let Some(n) = line.strip_prefix("event: ") {
-                        name = n.to_owned();
-                    } else if let Some(d) = line.strip_prefix("data: ") {
-                        data.push_str(d);
-                    }
-                }
-                if name.is_empty() {
-                    continue; // a keep-alive comment
-                }
-                let data = if data.is_empty() {
-                    Value::Null
-                } else {
-                    serde_json::from_str(&data).unwrap()
-                };
-                if tx.send((name, data)).await.is_err() {
-                    return;
-                }
-            }
-        }
-    });
-    rx
-}
-
-/// Whether an event arrives within `wait`; it must be a `next`.
-pub async fn received_within(events: &mut mpsc::Receiver<Received>, wait: Duration) -> bool {
-    match tokio::time::timeout(wait, events.recv()).await {
-        Ok(Some(event)) => {
-            assert_eq!(event.0, "next", "{event:?}");
-            true
-        }
-        _ => false,
-    }
-}
-
-async fn next(events: &mut mpsc::Receiver<Received>) -> Received {
-    tokio::time::timeout(WAIT, events.recv())
-        .await
-        .expect("an event in time")
-        .expect("the stream goes on")
-}
 
 pub fn note(owner: &str, at: i64, text: &str, state: &str) -> Item {
     Item::from([
@@ -185,7 +86,7 @@ async fn follow(app: &ModelApp, router: &Router, variables: Value) -> mpsc::Rece
 /// Skips a warm-up note's events, up to its removal.
 async fn drain_warm_up(events: &mut mpsc::Receiver<Received>) {
     loop {
-        let event = next(events).await;
+        let event = next_event(events).await;
         if change(&event)["kind"] == "REMOVED" {
             return;
         }
@@ -238,7 +139,7 @@ async fn writes_by_any_program_reach_subscribers_as_edges_of_their_connection() 
     ];
     let mut cursors = Vec::new();
     for (kind, text) in expected_all {
-        let event = next(&mut all).await;
+        let event = next_event(&mut all).await;
         let change = change(&event);
         assert_eq!(change["kind"], kind, "{change}");
         assert_eq!(change["edge"]["node"]["text"].as_str(), text, "{change}");
@@ -261,7 +162,7 @@ async fn writes_by_any_program_reach_subscribers_as_edges_of_their_connection() 
     ];
     let mut removed = Vec::new();
     for (kind, text) in expected_open {
-        let event = next(&mut open).await;
+        let event = next_event(&mut open).await;
         let change = change(&event);
         assert_eq!(change["kind"], kind, "{change}");
         assert_eq!(change["edge"]["node"]["text"].as_str(), text, "{change}");
@@ -344,20 +245,14 @@ async fn what_cannot_be_a_subscription_is_refused_with_a_code() {
         json!({}),
     )
     .await;
-    let (name, data) = next(&mut events).await;
+    let (name, data) = next_event(&mut events).await;
     assert_eq!(name, "next");
     assert!(data["errors"][0]["message"].is_string(), "{data}");
     assert_eq!(data.get("data"), None, "{data}");
-    assert_eq!(next(&mut events).await.0, "complete");
+    assert_eq!(next_event(&mut events).await.0, "complete");
     // A server without stream readers (as the Lambda function is) says so, as events.
     let mut events = subscribe(&app.router, FOLLOW, json!({ "owner": "alice" })).await;
-    let (name, data) = next(&mut events).await;
-    assert_eq!(name, "next");
-    assert_eq!(
-        data["errors"][0]["extensions"]["code"], "SUBSCRIPTIONS_UNAVAILABLE",
-        "{data}"
-    );
-    assert_eq!(next(&mut events).await.0, "complete");
+    assert_eq!(refusal(&mut events).await.0, "SUBSCRIPTIONS_UNAVAILABLE");
     // A query over events: its one result, then `complete`.
     let mut events = subscribe(
         &router,
@@ -365,10 +260,10 @@ async fn what_cannot_be_a_subscription_is_refused_with_a_code() {
         json!({}),
     )
     .await;
-    let (name, data) = next(&mut events).await;
+    let (name, data) = next_event(&mut events).await;
     assert_eq!(name, "next");
     assert_eq!(data["data"]["notes"]["edges"], json!([]), "{data}");
-    assert_eq!(next(&mut events).await.0, "complete");
+    assert_eq!(next_event(&mut events).await.0, "complete");
 }
 
 /// Serves [`MODEL`] live on a real socket and runs the Node client `script` against it
@@ -513,17 +408,13 @@ async fn a_nested_subscription_names_its_parent_by_id_and_keeps_to_what_the_call
     // Another owner's cards, or anyone's without a token: refused alike, before any change.
     for (token, owner) in [(Some(alice.as_str()), &bob_id), (None, &alice_id)] {
         let mut events = subscribe_as(&router, token, CARDS, json!({ "owner": owner })).await;
-        let (name, data) = next(&mut events).await;
-        assert_eq!(name, "next");
         assert_eq!(
-            data["errors"][0]["extensions"]["code"], "BAD_USER_INPUT",
-            "{data}"
+            refusal(&mut events).await,
+            (
+                "BAD_USER_INPUT".to_owned(),
+                "`owner` names no `Owner` you may see.".to_owned()
+            )
         );
-        assert_eq!(
-            data["errors"][0]["message"],
-            "`owner` names no `Owner` you may see."
-        );
-        assert_eq!(next(&mut events).await.0, "complete");
     }
 
     // Alice's own: warm-up cards until one comes through, then a fence card that everything
@@ -539,7 +430,7 @@ async fn a_nested_subscription_names_its_parent_by_id_and_keeps_to_what_the_call
     .await;
     put_plain(client, &cards, [card("alice", "fence", "fence")]).await;
     loop {
-        let event = next(&mut events).await;
+        let event = next_event(&mut events).await;
         let change = &event.1["data"]["cardsChanged"];
         if change["edge"]["node"]["cardId"] == "fence" {
             break;
@@ -548,7 +439,7 @@ async fn a_nested_subscription_names_its_parent_by_id_and_keeps_to_what_the_call
     // Bob's card is in another partition: never sent to Alice.
     put_plain(client, &cards, [card("bob", "b1", "bob's")]).await;
     put_plain(client, &cards, [card("alice", "a1", "alice's")]).await;
-    let event = next(&mut events).await;
+    let event = next_event(&mut events).await;
     assert_eq!(
         event.1["data"]["cardsChanged"],
         json!({ "kind": "ADDED", "edge": { "node": {
@@ -586,7 +477,7 @@ async fn a_node_is_followed_by_its_id() {
     .await;
     put_plain(client, &table, [note("fay", 1, "fence", "OPEN")]).await;
     loop {
-        let (_, data) = next(&mut events).await;
+        let (_, data) = next_event(&mut events).await;
         if data["data"]["nodeChanged"]["node"]["text"] == "fence" {
             break;
         }
@@ -602,19 +493,19 @@ async fn a_node_is_followed_by_its_id() {
         .send()
         .await
         .unwrap();
-    let (_, data) = next(&mut events).await;
+    let (_, data) = next_event(&mut events).await;
     assert_eq!(
         data["data"]["nodeChanged"],
         json!({ "kind": "UPDATED", "id": id, "node": { "id": id, "text": "edited" } })
     );
-    let (_, data) = next(&mut events).await;
+    let (_, data) = next_event(&mut events).await;
     assert_eq!(
         data["data"]["nodeChanged"],
         json!({ "kind": "REMOVED", "id": id, "node": null })
     );
     // Not a node id: refused with a code.
     let mut events = subscribe(&router, NODE, json!({ "id": "nonsense" })).await;
-    let (_, data) = next(&mut events).await;
+    let (_, data) = next_event(&mut events).await;
     assert_eq!(
         data["errors"][0]["extensions"]["code"], "BAD_USER_INPUT",
         "{data}"

@@ -1,9 +1,13 @@
-//! Live data: a model served with a stream reader of its own, with or without bearer tokens, and
-//! waiting for a subscription to reach its table's stream.
+//! Live data: a model served with a stream reader of its own, with or without bearer tokens,
+//! waiting for a subscription to reach its table's stream, and a server-sent events client.
 
 use std::{sync::Arc, time::Duration};
 
-use axum::Router;
+use axum::{
+    Router,
+    body::Body,
+    http::{Request, header},
+};
 use dynarelay::{
     dynamo,
     http::{HttpSettings, router},
@@ -11,12 +15,20 @@ use dynarelay::{
     pagination::PageLimits,
     stream::{StreamSettings, Streams},
 };
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tower::ServiceExt;
 
 use super::{ModelApp, TestIssuer, endpoint, model_auth_settings, model_state, test_ring};
 
 /// Longest wait for a subscription to start: far beyond what DynamoDB Local takes, so that a
 /// slow machine never fails a test; one that never starts still fails it.
 const START: Duration = Duration::from_secs(60);
+
+/// Longest wait for one event: far beyond what DynamoDB Local takes, so that a slow machine
+/// never fails a test; a missing event still fails it.
+pub const WAIT: Duration = Duration::from_secs(60);
 
 /// `app` served with a stream reader of its own that polls often, and `http` settings.
 fn live_router_with(app: &ModelApp, http: HttpSettings) -> Router {
@@ -79,4 +91,105 @@ pub async fn warm_up(
     tokio::time::timeout(START, started)
         .await
         .expect("the subscription starts");
+}
+
+/// One server-sent event: its name and its data as JSON (`Null` when empty).
+pub type Received = (String, Value);
+
+/// POSTs `query` with `Accept: text/event-stream` and parses the events as they come.
+pub async fn subscribe(router: &Router, query: &str, variables: Value) -> mpsc::Receiver<Received> {
+    subscribe_as(router, None, query, variables).await
+}
+
+/// [`subscribe`], with `Authorization: Bearer <token>` when there is a token.
+pub async fn subscribe_as(
+    router: &Router,
+    token: Option<&str>,
+    query: &str,
+    variables: Value,
+) -> mpsc::Receiver<Received> {
+    let mut request = Request::post("/graphql")
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::ACCEPT, "text/event-stream");
+    if let Some(token) = token {
+        request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
+    }
+    let request = request
+        .body(Body::from(
+            json!({ "query": query, "variables": variables }).to_string(),
+        ))
+        .unwrap();
+    let response = router.clone().oneshot(request).await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers()[header::CONTENT_TYPE],
+        "text/event-stream"
+    );
+    let (tx, rx) = mpsc::channel(1024);
+    let mut body = response.into_body();
+    tokio::spawn(async move {
+        let mut text = String::new();
+        while let Some(Ok(frame)) = body.frame().await {
+            let Ok(data) = frame.into_data() else {
+                continue;
+            };
+            text.push_str(std::str::from_utf8(&data).unwrap());
+            while let Some(end) = text.find("\n\n") {
+                let block: String = text.drain(..end + 2).collect();
+                let mut name = String::new();
+                let mut data = String::new();
+                for line in block.lines() {
+                    if let Some(n) = line.strip_prefix("event: ") {
+                        name = n.to_owned();
+                    } else if let Some(d) = line.strip_prefix("data: ") {
+                        data.push_str(d);
+                    }
+                }
+                if name.is_empty() {
+                    continue; // a keep-alive comment
+                }
+                let data = if data.is_empty() {
+                    Value::Null
+                } else {
+                    serde_json::from_str(&data).unwrap()
+                };
+                if tx.send((name, data)).await.is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    rx
+}
+
+/// Whether an event arrives within `wait`; it must be a `next`.
+pub async fn received_within(events: &mut mpsc::Receiver<Received>, wait: Duration) -> bool {
+    match tokio::time::timeout(wait, events.recv()).await {
+        Ok(Some(event)) => {
+            assert_eq!(event.0, "next", "{event:?}");
+            true
+        }
+        _ => false,
+    }
+}
+
+/// The next event, which must come within [`WAIT`] (a missing one fails the test).
+pub async fn next_event(events: &mut mpsc::Receiver<Received>) -> Received {
+    tokio::time::timeout(WAIT, events.recv())
+        .await
+        .expect("an event in time")
+        .expect("the stream goes on")
+}
+
+/// The one error a refused subscription sends, as `(code, message)`: a `next` event with errors
+/// and no data (none before execution, `null` from the field), then `complete`.
+pub async fn refusal(events: &mut mpsc::Receiver<Received>) -> (String, String) {
+    let (name, data) = next_event(events).await;
+    assert_eq!(name, "next", "{data}");
+    assert!(data.get("data").is_none_or(Value::is_null), "{data}");
+    let error = &data["errors"][0];
+    let text = |v: &Value| v.as_str().unwrap_or_else(|| panic!("{data}")).to_owned();
+    let refused = (text(&error["extensions"]["code"]), text(&error["message"]));
+    assert_eq!(next_event(events).await.0, "complete");
+    refused
 }

@@ -1,0 +1,380 @@
+//! Resuming a subscription from a cursor against DynamoDB Local's streams: the items after the
+//! cursor come first, then the live changes, with no change missed and none sent twice across
+//! the seam, even when writes race the subscription's start; and a cursor that is not the
+//! connection's is refused before anything is read.
+
+use std::collections::BTreeMap;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use axum::Router;
+use rand_chacha::ChaCha8Rng;
+use rand_core::{RngCore, SeedableRng};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::{
+    helpers::{
+        GroundQuery, ModelApp, Received, live_router, model_app_from, next_event, post_graphql,
+        put_plain, query_all, refusal, subscribe,
+    },
+    subscriptions::{MODEL, note},
+};
+
+const RESUME: &str = "subscription($owner: String!, $after: String) {
+  notesChanged(owner: $owner, after: $after) {
+    kind id edge { cursor node { id at text } } } }";
+
+/// What a client holds of a connection: each node's `at` and `text`, by id.
+type Held = BTreeMap<String, (i64, String)>;
+
+/// Pages `owner`'s notes to the end: what the client holds, and the last edge's cursor.
+async fn page(router: &Router, owner: &str) -> (Held, Option<String>) {
+    let page = post_graphql(
+        router,
+        "query($owner: String!) { notes(owner: $owner, first: 100) {
+           edges { cursor node { id at text } } pageInfo { hasNextPage } } }",
+        json!({ "owner": owner }),
+    )
+    .await;
+    let notes = &page["data"]["notes"];
+    assert_eq!(notes["pageInfo"]["hasNextPage"], false, "{page}");
+    let edges = notes["edges"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{page}"));
+    let held = edges.iter().map(|e| node(&e["node"])).collect();
+    let cursor = edges
+        .last()
+        .map(|e| e["cursor"].as_str().unwrap().to_owned());
+    (held, cursor)
+}
+
+fn node(node: &Value) -> (String, (i64, String)) {
+    (
+        node["id"].as_str().unwrap().to_owned(),
+        (
+            node["at"].as_i64().unwrap(),
+            node["text"].as_str().unwrap().to_owned(),
+        ),
+    )
+}
+
+/// What DynamoDB holds of `owner`'s notes, as `at` and `text`.
+async fn truth(app: &ModelApp, owner: &str) -> Vec<(i64, String)> {
+    let items = query_all(
+        app.client(),
+        &GroundQuery {
+            table: &app.table("Notes"),
+            index: None,
+            condition: "#k = :v",
+            names: &[("#k", "owner")],
+            values: &[(":v", AttributeValue::S(owner.to_owned()))],
+            forward: true,
+        },
+    )
+    .await;
+    items
+        .iter()
+        .map(|item| {
+            let (AttributeValue::N(at), AttributeValue::S(text)) = (&item["at"], &item["text"])
+            else {
+                panic!("{item:?}")
+            };
+            (at.parse().unwrap(), text.clone())
+        })
+        .collect()
+}
+
+/// How a client's copy went wrong while it applied changes.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Misapplied {
+    /// `ADDED` for a node it held already, or `UPDATED` to what it held: sent twice.
+    twice: Vec<Value>,
+    /// `UPDATED` for a node it never received: its `ADDED` was missed.
+    unknown: Vec<Value>,
+}
+
+/// Applies one change to what the client holds, as Relay's and Apollo's stores do; returns the
+/// node's text.
+fn apply(held: &mut Held, change: &Value, wrong: &mut Misapplied) -> Option<String> {
+    let id = change["id"].as_str().unwrap().to_owned();
+    match change["kind"].as_str().unwrap() {
+        "ADDED" => {
+            let (id, value) = node(&change["edge"]["node"]);
+            if held.insert(id, value.clone()).is_some() {
+                wrong.twice.push(change.clone());
+            }
+            Some(value.1)
+        }
+        "UPDATED" => {
+            let (id, value) = node(&change["edge"]["node"]);
+            match held.insert(id, value.clone()) {
+                None => wrong.unknown.push(change.clone()),
+                Some(before) if before == value => wrong.twice.push(change.clone()),
+                Some(_) => {}
+            }
+            Some(value.1)
+        }
+        "REMOVED" => {
+            // Removing a node the client never received is a no-op for Relay's `@deleteEdge`
+            // and Apollo's cache: it was written and deleted before the resumed read.
+            held.remove(&id);
+            None
+        }
+        other => panic!("{other}"),
+    }
+}
+
+/// The change an event carries.
+fn change(event: &Received) -> &Value {
+    assert_eq!(event.0, "next", "{event:?}");
+    assert!(event.1.get("errors").is_none(), "{event:?}");
+    &event.1["data"]["notesChanged"]
+}
+
+/// Applies changes until the note whose text is `last` arrives.
+async fn apply_until(
+    events: &mut mpsc::Receiver<Received>,
+    held: &mut Held,
+    last: &str,
+    wrong: &mut Misapplied,
+) -> Vec<String> {
+    let mut cursors = Vec::new();
+    loop {
+        let event = next_event(events).await;
+        let change = change(&event);
+        if let Some(cursor) = change["edge"]["cursor"].as_str() {
+            cursors.push(cursor.to_owned());
+        }
+        if apply(held, change, wrong).as_deref() == Some(last) {
+            return cursors;
+        }
+    }
+}
+
+fn remove(owner: &str, at: i64) -> (String, i64) {
+    (owner.to_owned(), at)
+}
+
+async fn delete(app: &ModelApp, (owner, at): (String, i64)) {
+    app.client()
+        .delete_item()
+        .table_name(app.table("Notes"))
+        .key("owner", AttributeValue::S(owner))
+        .key("at", AttributeValue::N(at.to_string()))
+        .send()
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_resumed_subscription_sends_what_follows_its_cursor_then_every_change() {
+    let app = model_app_from(MODEL).await;
+    let router = live_router(&app);
+    let table = app.table("Notes");
+    put_plain(
+        app.client(),
+        &table,
+        (1..=3).map(|at| note("ann", at, &format!("note {at}"), "OPEN")),
+    )
+    .await;
+    let (mut held, cursor) = page(&router, "ann").await;
+    // Written while the client was away: two after its cursor, one changed before it.
+    put_plain(app.client(), &table, [note("ann", 4, "note 4", "OPEN")]).await;
+    put_plain(app.client(), &table, [note("ann", 5, "note 5", "DONE")]).await;
+
+    let mut events = subscribe(&router, RESUME, json!({ "owner": "ann", "after": cursor })).await;
+    let mut wrong = Misapplied::default();
+    // The items after the cursor come first, in the connection's order, as `ADDED` edges.
+    for at in [4, 5] {
+        let event = next_event(&mut events).await;
+        let change = change(&event);
+        assert_eq!(change["kind"], "ADDED", "{change}");
+        assert_eq!(change["edge"]["node"]["at"], at, "{change}");
+        apply(&mut held, change, &mut wrong);
+    }
+    // Then the live changes.
+    put_plain(
+        app.client(),
+        &table,
+        [note("ann", 5, "note 5, edited", "DONE")],
+    )
+    .await;
+    delete(&app, remove("ann", 1)).await;
+    put_plain(app.client(), &table, [note("ann", 6, "the end", "OPEN")]).await;
+    let cursors = apply_until(&mut events, &mut held, "the end", &mut wrong).await;
+    assert_eq!(wrong, Misapplied::default());
+    let mut got: Vec<(i64, String)> = held.into_values().collect();
+    got.sort();
+    assert_eq!(got, truth(&app, "ann").await);
+    // The last pushed cursor is the connection's end.
+    let after = post_graphql(
+        &router,
+        "query($after: String) { notes(owner: \"ann\", first: 10, after: $after) {
+           edges { node { at } } pageInfo { hasNextPage } } }",
+        json!({ "after": cursors.last() }),
+    )
+    .await;
+    assert_eq!(
+        after["data"]["notes"],
+        json!({ "edges": [], "pageInfo": { "hasNextPage": false } }),
+        "{after}"
+    );
+}
+
+/// The server's reads so far, as its metrics count them.
+fn reads(app: &ModelApp) -> Vec<String> {
+    app.store
+        .metrics()
+        .render()
+        .lines()
+        .filter(|line| {
+            ["Query", "Scan", "GetItem", "BatchGetItem"]
+                .iter()
+                .any(|op| {
+                    line.starts_with(&format!(
+                        "dynarelay_dynamodb_calls_total{{operation=\"{op}\""
+                    ))
+                })
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+#[tokio::test]
+async fn a_resume_cursor_that_is_not_the_connections_or_too_far_behind_is_refused() {
+    let app = model_app_from(MODEL).await;
+    let router = live_router(&app);
+    let table = app.table("Notes");
+    put_plain(app.client(), &table, [note("bea", 1, "hers", "OPEN")]).await;
+    put_plain(app.client(), &table, [note("cal", 1, "his", "OPEN")]).await;
+    let (_, cals) = page(&router, "cal").await;
+    for cursor in [cals.unwrap(), "bm90IGEgY3Vyc29y".to_owned(), String::new()] {
+        let before = reads(&app);
+        let mut events =
+            subscribe(&router, RESUME, json!({ "owner": "bea", "after": cursor })).await;
+        assert_eq!(
+            refusal(&mut events).await,
+            (
+                "BAD_USER_INPUT".to_owned(),
+                "The cursor is not valid for this connection.".to_owned()
+            )
+        );
+        assert_eq!(reads(&app), before, "nothing was read for a refused cursor");
+    }
+    // More items after the cursor than the largest page: refused, to page on first.
+    let (_, beas) = page(&router, "bea").await;
+    put_plain(
+        app.client(),
+        &table,
+        (2..=102).map(|at| note("bea", at, "later", "OPEN")),
+    )
+    .await;
+    let mut events = subscribe(&router, RESUME, json!({ "owner": "bea", "after": beas })).await;
+    let (_, data) = next_event(&mut events).await;
+    assert_eq!(
+        data["errors"][0]["extensions"]["code"], "BAD_USER_INPUT",
+        "{data}"
+    );
+    assert_eq!(
+        data["errors"][0]["message"],
+        "More than 100 items follow `after`: page on with `after` first, then subscribe with the \
+         last cursor.",
+        "{data}"
+    );
+}
+
+/// One round of the race: a client pages `owner`'s notes, then resumes from its last cursor
+/// while a writer adds, changes and deletes notes after that cursor; it subscribes after a
+/// random delay, before, during or after the writes. Once the writer's last note arrives, the
+/// client holds exactly what DynamoDB holds, and no change came twice.
+async fn race(app: &ModelApp, router: &Router, rng: &mut ChaCha8Rng, round: u32) -> Misapplied {
+    let owner = format!("race-{round}");
+    let table = app.table("Notes");
+    put_plain(
+        app.client(),
+        &table,
+        (1..=3).map(|at| note(&owner, at, &format!("{round}: note {at}"), "OPEN")),
+    )
+    .await;
+    let (mut held, cursor) = page(router, &owner).await;
+    let count = 1 + rng.next_u32() % 9;
+    let writes: Vec<(u32, u64)> = (0..count)
+        .map(|_| (rng.next_u32() % 3, u64::from(rng.next_u32() % 4)))
+        .collect();
+    let writer = {
+        let app_client = app.client().clone();
+        let table = table.clone();
+        let owner = owner.clone();
+        async move {
+            let mut written: Vec<i64> = Vec::new();
+            for (n, (op, pause)) in writes.into_iter().enumerate() {
+                let text = format!("{round}: write {n}");
+                match (op, written.len()) {
+                    (0, _) | (_, 0) => {
+                        let at = 10 + n as i64;
+                        written.push(at);
+                        put_plain(&app_client, &table, [note(&owner, at, &text, "OPEN")]).await;
+                    }
+                    (1, len) => {
+                        let at = written[n % len];
+                        put_plain(&app_client, &table, [note(&owner, at, &text, "OPEN")]).await;
+                    }
+                    (_, len) => {
+                        let at = written.remove(n % len);
+                        app_client
+                            .delete_item()
+                            .table_name(&table)
+                            .key("owner", AttributeValue::S(owner.clone()))
+                            .key("at", AttributeValue::N(at.to_string()))
+                            .send()
+                            .await
+                            .unwrap();
+                    }
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
+            }
+            let last = format!("{round}: last");
+            put_plain(&app_client, &table, [note(&owner, 99, &last, "OPEN")]).await;
+        }
+    };
+    let delay = std::time::Duration::from_millis(u64::from(rng.next_u32() % 25));
+    let subscriber = async {
+        tokio::time::sleep(delay).await;
+        subscribe(router, RESUME, json!({ "owner": owner, "after": cursor })).await
+    };
+    let ((), mut events) = tokio::join!(writer, subscriber);
+    let mut wrong = Misapplied::default();
+    apply_until(
+        &mut events,
+        &mut held,
+        &format!("{round}: last"),
+        &mut wrong,
+    )
+    .await;
+    let mut got: Vec<(i64, String)> = held.into_values().collect();
+    got.sort();
+    assert_eq!(got, truth(app, &owner).await, "round {round}");
+    wrong
+}
+
+#[tokio::test]
+async fn writes_racing_a_resumed_subscription_are_neither_missed_nor_sent_twice() {
+    let app = model_app_from(MODEL).await;
+    let router = live_router(&app);
+    let mut rng = ChaCha8Rng::seed_from_u64(44);
+    let mut wrong = Misapplied::default();
+    // The first half with the table's reader kept running by another subscriber, the second
+    // with each round's subscription starting it anew.
+    let mut keeper = Some(subscribe(&router, RESUME, json!({ "owner": "keeper" })).await);
+    let rounds = 200;
+    for round in 0..rounds {
+        if round == rounds / 2 {
+            keeper = None;
+        }
+        let round_wrong = race(&app, &router, &mut rng, round).await;
+        wrong.twice.extend(round_wrong.twice);
+        wrong.unknown.extend(round_wrong.unknown);
+    }
+    assert!(keeper.is_none());
+    assert_eq!(wrong, Misapplied::default());
+}
