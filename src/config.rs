@@ -288,6 +288,19 @@ pub struct ServeArgs {
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
     pub max_connections: usize,
 
+    /// Most subscriptions running at once in the process (over WebSocket and server-sent
+    /// events); past it, a new subscription is refused with TOO_MANY_SUBSCRIPTIONS.
+    #[arg(long, env = "DYNARELAY_MAX_SUBSCRIPTIONS", default_value_t = 10_000,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
+    pub max_subscriptions: usize,
+
+    /// Most subscriptions one caller (a token's subject) runs at once; past it, a new one is
+    /// refused with TOO_MANY_SUBSCRIPTIONS. Anonymous callers are held to --max-subscriptions
+    /// only.
+    #[arg(long, env = "DYNARELAY_MAX_SUBSCRIPTIONS_PER_CALLER", default_value_t = 100,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
+    pub max_subscriptions_per_caller: usize,
+
     /// Threads serving client connections, each with a single-threaded runtime and a DynamoDB
     /// connection pool of its own; every connection, with its requests and their DynamoDB calls,
     /// stays on the thread it was given to. Default: one per CPU the process may use.

@@ -197,9 +197,17 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         let streams = dynarelay::stream::Streams::new(
             state.store.client().clone(),
             dynamo::streams_client_from_env_with(&args.api.sdk()).await,
-            dynarelay::stream::StreamSettings::default(),
+            dynarelay::stream::StreamSettings {
+                max_subscriptions: args.max_subscriptions,
+                max_subscriptions_per_caller: args.max_subscriptions_per_caller,
+                ..dynarelay::stream::StreamSettings::default()
+            },
             state.store.metrics().clone(),
-        );
+        )
+        .recognising(dynarelay::graphql::subscription::recogniser(
+            state.api.model,
+            state.store.tables(),
+        ));
         state = state.with_streams(streams);
     }
     let listener = tokio::net::TcpListener::bind(args.listen)

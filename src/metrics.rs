@@ -45,6 +45,12 @@ pub struct Metrics {
     stream_records: Family<TableLabels, Counter>,
     stream_gaps: Family<TableLabels, Counter>,
     stream_call_failures: Family<StreamCallLabels, Counter>,
+    stream_lag: Family<TableLabels, Gauge>,
+    stream_unmatched: Family<TableLabels, Counter>,
+    subscriptions: Gauge,
+    subscriptions_refused: Family<ReasonLabels, Counter>,
+    subscription_events: Counter,
+    subscriptions_lost: Counter,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -330,6 +336,47 @@ impl Metrics {
              reader, by call",
             stream_call_failures.clone(),
         );
+        let stream_lag = Family::<TableLabels, Gauge>::default();
+        registry.register(
+            "stream_lag_seconds",
+            "Age of the last stream record read, by table, when it was read: how far the reader \
+             is behind the table's writes (records' times are rounded to the second, by DynamoDB \
+             Local to the minute)",
+            stream_lag.clone(),
+        );
+        let stream_unmatched = Family::<TableLabels, Counter>::default();
+        registry.register(
+            "stream_changes_unmatched",
+            "Stream records of items that are no entity of the model (no entity's rule tells \
+             them), skipped by every subscriber, by table",
+            stream_unmatched.clone(),
+        );
+        let subscriptions = Gauge::default();
+        registry.register(
+            "subscriptions",
+            "Subscriptions running now, over WebSocket and server-sent events",
+            subscriptions.clone(),
+        );
+        let subscriptions_refused = Family::<ReasonLabels, Counter>::default();
+        registry.register(
+            "subscriptions_refused",
+            "Subscriptions refused by a cap, by reason: `server` (--max-subscriptions) or \
+             `caller` (--max-subscriptions-per-caller)",
+            subscriptions_refused.clone(),
+        );
+        let subscription_events = Counter::default();
+        registry.register(
+            "subscription_events",
+            "Changes sent to subscribers (one per subscriber that receives it)",
+            subscription_events.clone(),
+        );
+        let subscriptions_lost = Counter::default();
+        registry.register(
+            "subscriptions_lost",
+            "Subscriptions ended with CHANGES_LOST: their subscriber fell too far behind, or the \
+             stream lost records",
+            subscriptions_lost.clone(),
+        );
         Self {
             registry,
             http_requests,
@@ -352,6 +399,12 @@ impl Metrics {
             stream_records,
             stream_gaps,
             stream_call_failures,
+            stream_lag,
+            stream_unmatched,
+            subscriptions,
+            subscriptions_refused,
+            subscription_events,
+            subscriptions_lost,
         }
     }
 
@@ -371,6 +424,51 @@ impl Metrics {
                 table: table.to_owned(),
             })
             .inc();
+    }
+
+    /// Records how old the last record read of `table`'s stream was when it was read.
+    pub fn stream_lag(&self, table: &str, lag: Duration) {
+        self.stream_lag
+            .get_or_create(&TableLabels {
+                table: table.to_owned(),
+            })
+            .set(i64::try_from(lag.as_secs()).unwrap_or(i64::MAX));
+    }
+
+    /// Records a stream record of `table` whose item is no entity of the model.
+    pub fn stream_unmatched(&self, table: &str) {
+        self.stream_unmatched
+            .get_or_create(&TableLabels {
+                table: table.to_owned(),
+            })
+            .inc();
+    }
+
+    /// Records a subscription started (`1`) or ended (`-1`).
+    pub fn subscriptions_running(&self, delta: i64) {
+        self.subscriptions.inc_by(delta);
+    }
+
+    /// Subscriptions running now.
+    pub fn subscriptions(&self) -> i64 {
+        self.subscriptions.get()
+    }
+
+    /// Records a subscription refused by a cap: `server` or `caller`.
+    pub fn subscription_refused(&self, reason: &'static str) {
+        self.subscriptions_refused
+            .get_or_create(&ReasonLabels { reason })
+            .inc();
+    }
+
+    /// Records a change sent to a subscriber.
+    pub fn subscription_event(&self) {
+        self.subscription_events.inc();
+    }
+
+    /// Records a subscription ended because changes were lost.
+    pub fn subscription_lost(&self) {
+        self.subscriptions_lost.inc();
     }
 
     /// Records a failed DynamoDB Streams call.

@@ -172,6 +172,12 @@ pub enum Caller {
 }
 
 impl Caller {
+    /// When the caller's token expires, in seconds since the Unix epoch; `None` for an
+    /// anonymous caller.
+    pub fn expires(&self) -> Option<u64> {
+        self.principal()?.expires()
+    }
+
     /// The verified principal, if any.
     pub fn principal(&self) -> Option<&Principal> {
         match self {
@@ -218,6 +224,11 @@ impl Principal {
             groups,
             claims,
         })
+    }
+
+    /// When the token expires: its `exp` claim, in seconds since the Unix epoch.
+    pub fn expires(&self) -> Option<u64> {
+        self.claims.get("exp")?.as_u64()
     }
 
     /// A claim as text: a string as is, an integer as its decimal digits; anything else `None`.

@@ -9,11 +9,19 @@ use async_graphql::{
     futures_util::{Stream, StreamExt, stream},
 };
 
-use super::{error::ApiError, nullability};
-use crate::stream::{Change, Event, Subscription};
+use super::{
+    error::{ApiError, UNAUTHENTICATED},
+    nullability,
+};
+use crate::{
+    auth::Caller,
+    stream::{Change, Event, Full, Seat, Streams, Subscription},
+};
 
 /// The enum of what happened to an item.
 pub const CHANGE_KIND: &str = "ChangeKind";
+/// The code of the error that refuses a subscription past a cap.
+const TOO_MANY_SUBSCRIPTIONS: &str = "TOO_MANY_SUBSCRIPTIONS";
 /// The code of the error that ends a subscription whose changes were lost.
 const CHANGES_LOST: &str = "CHANGES_LOST";
 
@@ -75,11 +83,56 @@ pub fn changes_lost() -> async_graphql::Error {
     .extend_with(|_, ext| ext.set("code", CHANGES_LOST))
 }
 
-/// The changes a subscriber is sent: first `caught_up` (what a resumed subscription missed),
-/// then each of the table's changes that `judge` makes something of, in order; the end, with
-/// `CHANGES_LOST`, when changes were lost; or with `UNAVAILABLE` when the table's reader stopped.
+/// The error that ends a subscription when its caller's token expires.
+pub fn token_expired() -> async_graphql::Error {
+    async_graphql::Error::new(
+        "Your token expired: subscribe again with a fresh one (from the cursor of the last edge \
+         you hold, to miss nothing).",
+    )
+    .extend_with(|_, ext| ext.set("code", UNAUTHENTICATED))
+}
+
+/// A seat for one more subscription of `caller`, or the coded error that refuses it.
+pub fn seat(streams: &Streams, caller: &Caller) -> async_graphql::Result<Seat> {
+    streams
+        .seat(caller.principal().map(|p| p.subject.as_str()))
+        .map_err(|full| {
+            let message = match full {
+                Full::Server => "The server runs its most subscriptions: try again later.",
+                Full::Caller => "You run your most subscriptions: complete one first.",
+            };
+            async_graphql::Error::new(message)
+                .extend_with(|_, ext| ext.set("code", TOO_MANY_SUBSCRIPTIONS))
+        })
+}
+
+/// What a subscriber is sent, besides each change, and its seat.
+#[derive(Debug)]
+pub struct Following<T> {
+    /// The subscription's seat, held while it runs; it counts what is sent.
+    pub seat: Seat,
+    /// What a resumed subscription missed, sent first.
+    pub caught_up: Vec<T>,
+    /// When the caller's token expires (seconds since the Unix epoch): the subscription then
+    /// ends with `UNAUTHENTICATED`.
+    pub expires: Option<u64>,
+}
+
+/// The instant a token expiring at `expires` (Unix seconds) expires, on the runtime's clock.
+fn deadline(expires: u64) -> tokio::time::Instant {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let left = std::time::Duration::from_secs(expires).saturating_sub(now);
+    tokio::time::Instant::now() + left
+}
+
+/// The changes a subscriber is sent: first `following.caught_up`, then each of the table's
+/// changes that `judge` makes something of, in order; the end, with `CHANGES_LOST`, when
+/// changes were lost; with `UNAUTHENTICATED` when the caller's token expires; or with
+/// `UNAVAILABLE` when the table's reader stopped.
 pub fn followed<'a, J, T>(
-    caught_up: Vec<T>,
+    following: Following<T>,
     subscription: Subscription,
     judge: J,
 ) -> impl Stream<Item = async_graphql::Result<FieldValue<'a>>> + Send + 'a
@@ -87,24 +140,48 @@ where
     J: FnMut(&Change) -> Option<T> + Send + 'a,
     T: Any + Send + Sync,
 {
+    let Following {
+        seat,
+        caught_up,
+        expires,
+    } = following;
+    let deadline = expires.map(deadline);
+    for _ in &caught_up {
+        seat.sent();
+    }
     let caught_up = stream::iter(
         caught_up
             .into_iter()
             .map(|value| Ok(FieldValue::owned_any(value))),
     );
-    let live = stream::unfold(Some((subscription, judge)), |state| async move {
-        let (mut subscription, mut judge) = state?;
+    let live = stream::unfold(Some((subscription, judge, seat)), move |state| async move {
+        let (mut subscription, mut judge, seat) = state?;
         loop {
-            match subscription.next().await {
+            let expired = async {
+                match deadline {
+                    Some(deadline) => tokio::time::sleep_until(deadline).await,
+                    None => std::future::pending().await,
+                }
+            };
+            let event = tokio::select! {
+                biased;
+                () = expired => return Some((Err(token_expired()), None)),
+                event = subscription.next() => event,
+            };
+            match event {
                 Some(Event::Change(change)) => {
                     if let Some(value) = judge(&change) {
+                        seat.sent();
                         return Some((
                             Ok(FieldValue::owned_any(value)),
-                            Some((subscription, judge)),
+                            Some((subscription, judge, seat)),
                         ));
                     }
                 }
-                Some(Event::Gap) => return Some((Err(changes_lost()), None)),
+                Some(Event::Gap) => {
+                    seat.lost();
+                    return Some((Err(changes_lost()), None));
+                }
                 None => return Some((Err(ApiError::Unavailable.into()), None)),
             }
         }

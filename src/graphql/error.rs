@@ -16,6 +16,8 @@ pub const INTERNAL_SERVER_ERROR: &str = "INTERNAL_SERVER_ERROR";
 /// the same request may succeed later.
 pub const SERVICE_UNAVAILABLE: &str = "SERVICE_UNAVAILABLE";
 
+/// `extensions.code` when the caller's credentials are missing, invalid or expired.
+pub const UNAUTHENTICATED: &str = "UNAUTHENTICATED";
 /// `extensions.code` when the caller may not do what it asked (the model's `allow` rules).
 pub const FORBIDDEN: &str = "FORBIDDEN";
 

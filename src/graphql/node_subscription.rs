@@ -15,7 +15,7 @@ use async_graphql::dynamic::{
 use super::{
     access,
     change::{self, Kind},
-    error::{ApiError, ApiResult},
+    error::ApiError,
     node::parse_node_id,
     nullability, resolve, values,
 };
@@ -75,11 +75,7 @@ pub fn change_type(model: &'static Model) -> Object {
 /// `nodeChanged(id: ID!): NodeChange!`.
 pub fn field(model: &'static Model) -> SubscriptionField {
     SubscriptionField::new("nodeChanged", TypeRef::named_nn(NODE_CHANGE), move |ctx| {
-        SubscriptionFieldFuture::new(async move {
-            changes(&ctx, model)
-                .await
-                .map_err(async_graphql::Error::from)
-        })
+        SubscriptionFieldFuture::new(async move { changes(&ctx, model).await })
     })
     .description(
         "The changes of one node as they happen, whoever makes them: `UPDATED` with the node as it \
@@ -97,15 +93,16 @@ pub fn field(model: &'static Model) -> SubscriptionField {
 async fn changes<'a>(
     ctx: &async_graphql::dynamic::ResolverContext<'a>,
     model: &'static Model,
-) -> ApiResult<
+) -> async_graphql::Result<
     impl async_graphql::futures_util::Stream<Item = async_graphql::Result<FieldValue<'a>>> + use<'a>,
 > {
     let store: &'a Store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
     let streams: &'a Streams = ctx.data::<Streams>().map_err(|_| ApiError::Internal)?;
     let caller = access::caller(ctx).into_owned();
+    let seat = change::seat(streams, &caller)?;
     let id = match ctx.args.get("id").map(|v| v.string()) {
         Some(Ok(id)) => id.to_owned(),
-        _ => return Err(ApiError::BadUserInput("`id` must be a string.".to_owned())),
+        _ => return Err(ApiError::BadUserInput("`id` must be a string.".to_owned()).into()),
     };
     let (entity, key) = parse_node_id(model, &id)
         .ok_or_else(|| ApiError::BadUserInput("`id` is not a node id.".to_owned()))?;
@@ -115,10 +112,12 @@ async fn changes<'a>(
             "Changes of `{}` nodes cannot be followed: their table has no stream of old and new \
              images.",
             model.entities[entity].name
-        )));
+        ))
+        .into());
     }
     let mut subscription = streams.subscribe(store.tables().name(model.entities[entity].table));
     subscription.ready().await;
+    let expires = caller.expires();
     let follower = Follower {
         model,
         entity,
@@ -126,9 +125,15 @@ async fn changes<'a>(
         id,
         caller,
     };
-    Ok(change::followed(Vec::new(), subscription, move |change| {
-        follower.judge(change)
-    }))
+    Ok(change::followed(
+        change::Following {
+            seat,
+            caught_up: Vec::new(),
+            expires,
+        },
+        subscription,
+        move |change| follower.judge(change),
+    ))
 }
 
 /// One subscriber of a node.

@@ -10,6 +10,8 @@
 //! When records were lost (trimmed, or the reader fell behind) the subscription ends with a
 //! coded error: the client pages again.
 
+use std::{collections::HashMap, sync::Arc};
+
 use async_graphql::{
     Name, Value,
     dynamic::{
@@ -27,14 +29,15 @@ use super::{
     node_subscription, nullability,
     resolve::{self, Args, Env, Site},
     resume::Seam,
+    values,
 };
 use crate::{
     auth::Caller,
     cursor::{Binding, CursorCodec, Key},
-    dynamo::{Item, ReadSpec, Store},
+    dynamo::{Item, ReadSpec, Store, Tables},
     model::{Connection, EntityId, Model},
     pagination::PageLimits,
-    stream::{Change, Streams},
+    stream::{Change, Recognise, Streams},
 };
 
 /// One change as a `…Change` object resolves it.
@@ -70,6 +73,23 @@ fn subscribed(model: &'static Model) -> impl Iterator<Item = Site> {
 /// connection that declares one, or a table whose stream `nodeChanged` can follow.
 pub fn any(model: &'static Model) -> bool {
     subscribed(model).next().is_some() || node_subscription::any_followed(model)
+}
+
+/// Which items of each table (by full name) are an entity of the model, by the one entity rule
+/// every read applies: what a table's stream reader passes on to subscribers.
+pub fn recogniser(model: &'static Model, tables: &Tables) -> Recognise {
+    let mut by_table: HashMap<String, Vec<EntityId>> = HashMap::new();
+    for (e, entity) in model.entities.iter().enumerate() {
+        by_table
+            .entry(tables.name(entity.table).to_owned())
+            .or_default()
+            .push(e);
+    }
+    Arc::new(move |table: &str, item: &Item| {
+        by_table
+            .get(table)
+            .is_some_and(|entities| values::entity_of(model, entities, item).is_some())
+    })
 }
 
 /// The type name of a connection's nodes: its entity's, or its collection's union.
@@ -158,13 +178,7 @@ fn field(site: Site, node: &str, arguments: Vec<InputValue>) -> SubscriptionFiel
     let mut field = SubscriptionField::new(
         &declared.name,
         TypeRef::named_nn(format!("{node}Change")),
-        move |ctx| {
-            SubscriptionFieldFuture::new(async move {
-                changes(&ctx, site)
-                    .await
-                    .map_err(async_graphql::Error::from)
-            })
-        },
+        move |ctx| SubscriptionFieldFuture::new(async move { changes(&ctx, site).await }),
     );
     let description = declared.description.clone().unwrap_or_else(|| {
         format!(
@@ -208,7 +222,7 @@ struct Follower<'a> {
 async fn changes<'a>(
     ctx: &ResolverContext<'a>,
     site: Site,
-) -> ApiResult<
+) -> async_graphql::Result<
     impl async_graphql::futures_util::Stream<Item = async_graphql::Result<FieldValue<'a>>> + use<'a>,
 > {
     let store: &'a Store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
@@ -222,6 +236,7 @@ async fn changes<'a>(
         )
     })?;
     let caller = access::caller(ctx).into_owned();
+    let seat = change::seat(streams, &caller)?;
     let mut args: Args = ctx.args.as_index_map().clone();
     let parent = match site.parent {
         Some(parent) => Some(parent_item(store, site.model, parent, &args, &caller).await?),
@@ -268,7 +283,8 @@ async fn changes<'a>(
             return Err(ApiError::BadUserInput(format!(
                 "More than {max} items follow `after`: page on with `after` first, then \
                  subscribe with the last cursor."
-            )));
+            ))
+            .into());
         }
         let key = site.model.tables[entity.table].key;
         follower.seam = Seam::new(key, page.edges.iter().map(|edge| &edge.item));
@@ -278,7 +294,12 @@ async fn changes<'a>(
             .filter_map(|edge| follower.caught_up(edge))
             .collect();
     }
-    Ok(change::followed(caught_up, subscription, move |change| {
+    let following = change::Following {
+        seat,
+        caught_up,
+        expires: caller.expires(),
+    };
+    Ok(change::followed(following, subscription, move |change| {
         follower
             .seam
             .follows(change)

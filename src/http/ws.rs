@@ -350,6 +350,19 @@ async fn operate(
             return;
         }
     };
+    // The token was verified at `connection_init`; an operation started after it expired is
+    // refused (a subscription running when it expires ends with the same code).
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    if caller.expires().is_some_and(|expires| expires <= now) {
+        let error = coded(
+            "Your token expired: connect again with a fresh one.",
+            graphql::error::UNAUTHENTICATED,
+        );
+        let _ = outbox.send(refuse(json!([error]))).await;
+        return;
+    }
     let mut results = None;
     let response = {
         let admission = match state.rate_limiter.admit(&caller, &headers, peer) {

@@ -9,6 +9,9 @@
 
 mod convert;
 pub mod reader;
+mod seats;
+
+pub use seats::{Full, Seat, Seats};
 
 use std::{
     collections::HashMap,
@@ -83,6 +86,10 @@ pub struct StreamSettings {
     /// Events held for each subscriber: one that falls this far behind loses the oldest and is
     /// told so ([`Event::Gap`]).
     pub buffer: usize,
+    /// Most subscriptions running in the process.
+    pub max_subscriptions: usize,
+    /// Most subscriptions one verified caller runs.
+    pub max_subscriptions_per_caller: usize,
 }
 
 impl Default for StreamSettings {
@@ -92,11 +99,16 @@ impl Default for StreamSettings {
             initial_backoff: Duration::from_millis(100),
             max_backoff: Duration::from_secs(5),
             buffer: 1024,
+            max_subscriptions: 10_000,
+            max_subscriptions_per_caller: 100,
         }
     }
 }
 
-/// The tables' stream readers of one process.
+/// Which items of a table (its full name) are anything to subscribers: an entity of the model.
+pub type Recognise = Arc<dyn Fn(&str, &Item) -> bool + Send + Sync>;
+
+/// The tables' stream readers of one process, and its subscriptions' seats.
 #[derive(Clone)]
 pub struct Streams {
     dynamodb: aws_sdk_dynamodb::Client,
@@ -104,6 +116,8 @@ pub struct Streams {
     settings: StreamSettings,
     metrics: Arc<Metrics>,
     readers: Arc<Mutex<HashMap<Arc<str>, Arc<Shared>>>>,
+    seats: Seats,
+    recognise: Option<Recognise>,
 }
 
 impl std::fmt::Debug for Streams {
@@ -120,13 +134,33 @@ impl Streams {
         settings: StreamSettings,
         metrics: Arc<Metrics>,
     ) -> Self {
+        let seats = Seats::new(
+            settings.max_subscriptions,
+            settings.max_subscriptions_per_caller,
+            Arc::clone(&metrics),
+        );
         Self {
             dynamodb,
             streams,
             settings,
             metrics,
             readers: Arc::default(),
+            seats,
+            recognise: None,
         }
+    }
+
+    /// The same readers, passing on only records whose old or new image `recognise` knows;
+    /// the others are counted (`stream_changes_unmatched`) and skipped.
+    pub fn recognising(mut self, recognise: Recognise) -> Self {
+        self.recognise = Some(recognise);
+        self
+    }
+
+    /// A seat for one more subscription of `caller` (a token's subject; `None` when anonymous),
+    /// within the caps of [`StreamSettings`].
+    pub fn seat(&self, caller: Option<&str>) -> Result<Seat, Full> {
+        self.seats.take(caller)
     }
 
     /// The changes of `table` (its full name) from now on: joins the table's reader, starting
@@ -154,6 +188,7 @@ impl Streams {
                     table,
                     shared: Arc::clone(&shared),
                     readers: Arc::clone(&self.readers),
+                    recognise: self.recognise.clone(),
                     started: std::time::SystemTime::now(),
                 };
                 tokio::spawn(reader.run());

@@ -35,7 +35,7 @@ use aws_sdk_dynamodbstreams::{
     types::{Record, ShardIteratorType},
 };
 
-use super::{Change, Event, Shared, Signal, StreamSettings, convert};
+use super::{Change, Event, Recognise, Shared, Signal, StreamSettings, convert};
 use crate::metrics::Metrics;
 
 /// Most records one `GetRecords` call returns.
@@ -52,6 +52,8 @@ pub(super) struct Reader {
     pub(super) table: Arc<str>,
     pub(super) shared: Arc<Shared>,
     pub(super) readers: Arc<Mutex<HashMap<Arc<str>, Arc<Shared>>>>,
+    /// Which items are anything to subscribers; `None`: all.
+    pub(super) recognise: Option<Recognise>,
     /// When the reader started.
     pub(super) started: SystemTime,
 }
@@ -471,8 +473,19 @@ impl Reader {
                     .and_then(|r| r.approximate_creation_date_time())
                     .and_then(|t| SystemTime::try_from(*t).ok())
                     .is_some_and(|t| t + EMPTY_START_SLACK < self.started);
+            if let Some(created) = record
+                .dynamodb()
+                .and_then(|r| r.approximate_creation_date_time())
+                .and_then(|t| SystemTime::try_from(*t).ok())
+            {
+                let lag = SystemTime::now()
+                    .duration_since(created)
+                    .unwrap_or_default();
+                self.metrics.stream_lag(&self.table, lag);
+            }
             if let Some(change) = self.change(record)
                 && !old
+                && self.recognised(&change)
             {
                 // No receiver is not an error: `unsubscribed` stops the reader next round.
                 let _ = self
@@ -490,6 +503,21 @@ impl Reader {
             shard.finished = true;
         }
         Ok(records.len())
+    }
+
+    /// Whether a change is of an item subscribers may want (counted when not).
+    fn recognised(&self, change: &Change) -> bool {
+        let Some(recognise) = &self.recognise else {
+            return true;
+        };
+        let known = [&change.old, &change.new]
+            .into_iter()
+            .flatten()
+            .any(|image| recognise(&self.table, image));
+        if !known {
+            self.metrics.stream_unmatched(&self.table);
+        }
+        known
     }
 
     /// What a failed `GetRecords` means.

@@ -58,6 +58,7 @@ mod seed;
 #[path = "../../examples/shop/data.rs"]
 mod shop_data;
 mod streams;
+mod subscription_limits;
 mod subscriptions;
 mod tables;
 mod text_ranges;

@@ -5,6 +5,8 @@
 use std::time::Duration;
 
 use async_graphql::futures_util::{SinkExt, StreamExt};
+use aws_sdk_dynamodb::types::AttributeValue;
+use dynarelay::dynamo::Item;
 use serde_json::{Value, json};
 use tokio_tungstenite::{
     MaybeTlsStream, WebSocketStream, connect_async,
@@ -13,8 +15,8 @@ use tokio_tungstenite::{
 
 use crate::{
     helpers::{
-        Running, TestIssuer, auth_live_router, live_router, model_app_from, model_claims,
-        put_plain, warm_up,
+        Running, TestIssuer, auth_live_router, graphql_with_token, live_router, model_app_from,
+        model_claims, now, put_plain, warm_up, with,
     },
     subscriptions::{MODEL, OWNED, note, run_notes_client},
 };
@@ -285,6 +287,86 @@ async fn connection_init_carries_the_bearer_token() {
     )
     .await;
     assert_eq!(closed_with(&mut socket).await.0, 4403);
+}
+
+#[tokio::test]
+async fn a_subscription_ends_when_its_token_expires_and_none_starts_after() {
+    let issuer = TestIssuer::start().await;
+    let app = model_app_from(OWNED).await;
+    let router = auth_live_router(&app, &issuer).await;
+    let server = Running::serve(router.clone()).await;
+    let url = server.url("/graphql");
+    put_plain(
+        app.client(),
+        &app.table("Owners"),
+        [Item::from([(
+            "ownerId".to_owned(),
+            AttributeValue::S("alice".to_owned()),
+        )])],
+    )
+    .await;
+    let lasting = issuer.mint(&model_claims(app.model, "alice", &[]));
+    let answer = graphql_with_token(
+        &router,
+        Some(&lasting),
+        "{ owner(ownerId: \"alice\") { id } }",
+        json!({}),
+    )
+    .await
+    .body;
+    let owner = answer["data"]["owner"]["id"].clone();
+    assert!(owner.is_string(), "{answer}");
+    // A token valid for a few seconds more. (Started late on a slow machine, the subscription
+    // still ends as asserted: at once, its token having expired.)
+    let expires = now() + 4;
+    let claims = with(
+        model_claims(app.model, "alice", &[]),
+        json!({ "exp": expires }),
+    );
+    let token = issuer.mint(&claims);
+    let mut socket = open(&url, Some("graphql-transport-ws")).await;
+    send(
+        &mut socket,
+        json!({ "type": "connection_init", "payload": { "Authorization": format!("Bearer {token}") } }),
+    )
+    .await;
+    assert_eq!(
+        receive_json(&mut socket).await,
+        json!({ "type": "connection_ack" })
+    );
+    send(
+        &mut socket,
+        json!({ "id": "s", "type": "subscribe",
+            "payload": { "query": "subscription($o: ID!) { cardsChanged(owner: $o) { kind } }",
+                "variables": { "o": owner } } }),
+    )
+    .await;
+    // The subscription ends with `UNAUTHENTICATED`, not before the token's `exp`.
+    let ended = receive_json(&mut socket).await;
+    assert!(now() >= expires, "ended early: {ended}");
+    assert_eq!(ended["id"], "s", "{ended}");
+    assert_eq!(ended["type"], "next", "{ended}");
+    assert_eq!(
+        ended["payload"]["errors"][0]["extensions"]["code"], "UNAUTHENTICATED",
+        "{ended}"
+    );
+    assert_eq!(
+        receive_json(&mut socket).await,
+        json!({ "id": "s", "type": "complete" })
+    );
+    // An operation started on the socket after that is refused alike.
+    send(
+        &mut socket,
+        json!({ "id": "t", "type": "subscribe",
+            "payload": { "query": "{ owner(ownerId: \"alice\") { id } }" } }),
+    )
+    .await;
+    let refused = receive_json(&mut socket).await;
+    assert_eq!(refused["type"], "error", "{refused}");
+    assert_eq!(
+        refused["payload"][0]["extensions"]["code"], "UNAUTHENTICATED",
+        "{refused}"
+    );
 }
 
 #[tokio::test]

@@ -11,7 +11,6 @@ use axum::{
 use dynarelay::{
     dynamo,
     http::{HttpSettings, router},
-    metrics::Metrics,
     pagination::PageLimits,
     stream::{StreamSettings, Streams},
 };
@@ -30,17 +29,36 @@ const START: Duration = Duration::from_secs(60);
 /// never fails a test; a missing event still fails it.
 pub const WAIT: Duration = Duration::from_secs(60);
 
+/// Stream settings for tests: the defaults, polling often.
+pub fn test_stream_settings() -> StreamSettings {
+    StreamSettings {
+        poll_interval: Duration::from_millis(50),
+        ..StreamSettings::default()
+    }
+}
+
 /// `app` served with a stream reader of its own that polls often, and `http` settings.
 fn live_router_with(app: &ModelApp, http: HttpSettings) -> Router {
+    live_router_with_streams(app, http, test_stream_settings())
+}
+
+/// `app` served with a stream reader of its own with `settings` (recognising the model's
+/// entities, and counting in the app's metrics), and `http` settings.
+pub fn live_router_with_streams(
+    app: &ModelApp,
+    http: HttpSettings,
+    settings: StreamSettings,
+) -> Router {
     let streams = Streams::new(
         dynamo::client_for_local(&endpoint()),
         dynamo::streams_client_for_local(&endpoint()),
-        StreamSettings {
-            poll_interval: Duration::from_millis(50),
-            ..StreamSettings::default()
-        },
-        Arc::new(Metrics::new()),
-    );
+        settings,
+        Arc::clone(app.store.metrics()),
+    )
+    .recognising(dynarelay::graphql::subscription::recogniser(
+        app.model,
+        app.store.tables(),
+    ));
     router(
         model_state(
             app.model,
@@ -108,6 +126,18 @@ pub async fn subscribe_as(
     query: &str,
     variables: Value,
 ) -> mpsc::Receiver<Received> {
+    subscribe_reading(router, token, query, variables, 1024).await
+}
+
+/// [`subscribe_as`], reading the response only while fewer than `ahead` events wait to be
+/// received: a client that stops receiving stops reading, as a slow one does.
+pub async fn subscribe_reading(
+    router: &Router,
+    token: Option<&str>,
+    query: &str,
+    variables: Value,
+    ahead: usize,
+) -> mpsc::Receiver<Received> {
     let mut request = Request::post("/graphql")
         .header(header::CONTENT_TYPE, "application/json")
         .header(header::ACCEPT, "text/event-stream");
@@ -125,7 +155,7 @@ pub async fn subscribe_as(
         response.headers()[header::CONTENT_TYPE],
         "text/event-stream"
     );
-    let (tx, rx) = mpsc::channel(1024);
+    let (tx, rx) = mpsc::channel(ahead);
     let mut body = response.into_body();
     tokio::spawn(async move {
         let mut text = String::new();

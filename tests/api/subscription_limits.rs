@@ -1,0 +1,237 @@
+//! Subscriptions' caps and metrics against DynamoDB Local's streams: a caller past its cap, and
+//! the server past its own, refused with `TOO_MANY_SUBSCRIPTIONS` before anything is read; items
+//! of no entity of the model skipped by the reader and counted; and the running subscriptions,
+//! the changes sent and the stream's lag in `/metrics`.
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use dynarelay::{dynamo::Item, http::HttpSettings, stream::StreamSettings};
+use serde_json::json;
+use tokio::sync::mpsc;
+
+use crate::{
+    helpers::{
+        ModelApp, Received, TestIssuer, WAIT, graphql_with_token, live_router_with_streams,
+        model_app_from, model_auth_settings, model_claims, next_event, put_plain, received_within,
+        refusal, subscribe, subscribe_as, subscribe_reading, test_stream_settings, warm_up,
+    },
+    subscriptions::OWNED,
+};
+
+const THINGS: &str = r#"version = 1
+
+[tables.Things]
+partition_key = "PK"
+sort_key = "SK"
+attributes = { PK = "S", SK = "S" }
+type_attribute = "_type"
+stream = "NEW_AND_OLD_IMAGES"
+
+[entities.Note]
+table = "Things"
+keys = { PK = "USER#{owner}", SK = "NOTE#{noteId}" }
+escape_keys = false
+fields.owner = "String!"
+fields.noteId = "String!"
+fields.text = "String!"
+
+[connections.notes]
+entity = "Note"
+partition = { argument = "owner" }
+subscription = "notesChanged"
+"#;
+
+fn thing(kind: &str, note: &str, text: &str) -> Item {
+    let s = |v: &str| AttributeValue::S(v.to_owned());
+    Item::from([
+        ("PK".to_owned(), s("USER#ann")),
+        ("SK".to_owned(), s(&format!("NOTE#{note}"))),
+        ("_type".to_owned(), s(kind)),
+        ("owner".to_owned(), s("ann")),
+        ("noteId".to_owned(), s(note)),
+        ("text".to_owned(), s(text)),
+    ])
+}
+
+/// Waits until a subscription to ann's notes is placed in the stream (warm-up notes until one
+/// arrives), then drains the warm-up's events, fenced by a last note.
+async fn placed(app: &ModelApp, events: &mut mpsc::Receiver<Received>) {
+    let table = app.table("Things");
+    warm_up(
+        async |round| {
+            let warm = thing("Note", "warm", &format!("warm-up {round}"));
+            put_plain(app.client(), &table, [warm]).await;
+        },
+        async |wait| received_within(events, wait).await,
+    )
+    .await;
+    put_plain(app.client(), &table, [thing("Note", "fence", "fence")]).await;
+    while next_event(events).await.1["data"]["notesChanged"]["edge"]["node"]["text"] != "fence" {}
+}
+
+/// The value of the metric line starting with `name` (labels included), 0 when absent.
+fn metric(rendered: &str, name: &str) -> f64 {
+    rendered
+        .lines()
+        .find_map(|line| line.strip_prefix(name)?.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+#[tokio::test]
+async fn items_of_no_entity_are_skipped_and_counted_and_what_is_sent_is_measured() {
+    let app = model_app_from(THINGS).await;
+    let router = live_router_with_streams(&app, HttpSettings::default(), test_stream_settings());
+    let table = app.table("Things");
+    let query = "subscription { notesChanged(owner: \"ann\") { kind edge { node { text } } } }";
+    let mut events = subscribe(&router, query, json!({})).await;
+    placed(&app, &mut events).await;
+    let before = app.store.metrics().render();
+
+    // In the connection's partition, with keys a note's would have, but of another type: no
+    // entity of the model, so no subscriber hears of it.
+    put_plain(app.client(), &table, [thing("Mystery", "m", "not a note")]).await;
+    put_plain(app.client(), &table, [thing("Note", "n", "a note")]).await;
+    let (_, data) = next_event(&mut events).await;
+    assert_eq!(
+        data["data"]["notesChanged"],
+        json!({ "kind": "ADDED", "edge": { "node": { "text": "a note" } } })
+    );
+
+    let after = app.store.metrics().render();
+    let unmatched = format!("dynarelay_stream_changes_unmatched_total{{table=\"{table}\"}}");
+    assert_eq!(
+        metric(&after, &unmatched) - metric(&before, &unmatched),
+        1.0,
+        "{after}"
+    );
+    let sent = "dynarelay_subscription_events_total";
+    assert_eq!(metric(&after, sent) - metric(&before, sent), 1.0, "{after}");
+    assert_eq!(metric(&after, "dynarelay_subscriptions "), 1.0, "{after}");
+    let lag = format!("dynarelay_stream_lag_seconds{{table=\"{table}\"}}");
+    assert!(after.contains(&lag), "{after}");
+}
+
+#[tokio::test]
+async fn callers_and_the_server_are_held_to_their_caps() {
+    let issuer = TestIssuer::start().await;
+    let app = model_app_from(OWNED).await;
+    let auth = dynarelay::auth::Authenticator::new(model_auth_settings(app.model, &issuer.url()))
+        .await
+        .unwrap();
+    let router = live_router_with_streams(
+        &app,
+        HttpSettings {
+            auth: Some(auth),
+            ..HttpSettings::default()
+        },
+        StreamSettings {
+            max_subscriptions: 3,
+            max_subscriptions_per_caller: 2,
+            ..test_stream_settings()
+        },
+    );
+    let token = |sub: &str| issuer.mint(&model_claims(app.model, sub, &[]));
+    let (alice, bob) = (token("alice"), token("bob"));
+    let mut ids = Vec::new();
+    for (owner, token) in [("alice", &alice), ("bob", &bob)] {
+        let item = Item::from([("ownerId".to_owned(), AttributeValue::S(owner.to_owned()))]);
+        put_plain(app.client(), &app.table("Owners"), [item]).await;
+        let answer = graphql_with_token(
+            &router,
+            Some(token),
+            "query($o: ID!) { owner(ownerId: $o) { id } }",
+            json!({ "o": owner }),
+        )
+        .await;
+        ids.push(answer.body["data"]["owner"]["id"].clone());
+    }
+    let cards = "subscription($o: ID!) { cardsChanged(owner: $o) { kind } }";
+    let too_many = |message: &str| ("TOO_MANY_SUBSCRIPTIONS".to_owned(), message.to_owned());
+    // Each running subscription holds its seat once the server has started it.
+    let seated = async |count: f64| {
+        let started = std::time::Instant::now();
+        while metric(&app.store.metrics().render(), "dynarelay_subscriptions ") != count {
+            assert!(started.elapsed() < WAIT, "{count} subscriptions never ran");
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    };
+
+    let mut running = Vec::new();
+    for n in 1..=2 {
+        running.push(subscribe_as(&router, Some(&alice), cards, json!({ "o": ids[0] })).await);
+        seated(f64::from(n)).await;
+    }
+    // Alice's third: past her cap.
+    let mut refused = subscribe_as(&router, Some(&alice), cards, json!({ "o": ids[0] })).await;
+    assert_eq!(
+        refusal(&mut refused).await,
+        too_many("You run your most subscriptions: complete one first.")
+    );
+    // Bob's first fills the server; anyone's next is past the server's cap.
+    running.push(subscribe_as(&router, Some(&bob), cards, json!({ "o": ids[1] })).await);
+    seated(3.0).await;
+    for token in [Some(bob.as_str()), None] {
+        let mut refused = subscribe_as(&router, token, cards, json!({ "o": ids[1] })).await;
+        assert_eq!(
+            refusal(&mut refused).await,
+            too_many("The server runs its most subscriptions: try again later.")
+        );
+    }
+    let rendered = app.store.metrics().render();
+    assert_eq!(metric(&rendered, "dynarelay_subscriptions "), 3.0);
+    assert_eq!(
+        metric(
+            &rendered,
+            "dynarelay_subscriptions_refused_total{reason=\"caller\"}"
+        ),
+        1.0
+    );
+    assert_eq!(
+        metric(
+            &rendered,
+            "dynarelay_subscriptions_refused_total{reason=\"server\"}"
+        ),
+        2.0
+    );
+}
+
+#[tokio::test]
+async fn a_subscriber_that_stops_reading_is_ended_with_changes_lost() {
+    let app = model_app_from(THINGS).await;
+    let router = live_router_with_streams(
+        &app,
+        HttpSettings::default(),
+        StreamSettings {
+            buffer: 4,
+            ..test_stream_settings()
+        },
+    );
+    let table = app.table("Things");
+    let query = "subscription { notesChanged(owner: \"ann\") { kind edge { node { text } } } }";
+    // The client takes one event at a time: while it takes none, nothing more is read.
+    let mut events = subscribe_reading(&router, None, query, json!({}), 1).await;
+    placed(&app, &mut events).await;
+    // The client stops taking events while 20 changes are written: more than the 4 it may
+    // fall behind by.
+    for n in 0..20 {
+        put_plain(
+            app.client(),
+            &table,
+            [thing("Note", &format!("n{n}"), "burst")],
+        )
+        .await;
+    }
+    // What it held before it stopped, then the end: more changes than it may be held back by
+    // were lost to it.
+    let mut ended = None;
+    while ended.is_none() {
+        let (name, data) = next_event(&mut events).await;
+        assert_eq!(name, "next", "{data}");
+        if let Some(errors) = data.get("errors") {
+            ended = Some(errors[0]["extensions"]["code"].clone());
+        }
+    }
+    assert_eq!(ended, Some(json!("CHANGES_LOST")));
+    assert_eq!(next_event(&mut events).await.0, "complete");
+    let lost = "dynarelay_subscriptions_lost_total";
+    assert_eq!(metric(&app.store.metrics().render(), lost), 1.0);
+}
