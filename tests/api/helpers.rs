@@ -43,9 +43,9 @@ pub use dynamo::{
 pub use generated::check_generated;
 pub use lambda::LambdaFunction;
 pub use live::{
-    Received, WAIT, auth_live_router, live_router, live_router_with_streams, next_event,
-    received_within, refusal, subscribe, subscribe_as, subscribe_reading, test_stream_settings,
-    warm_up,
+    Received, WAIT, auth_live_router, live_router, live_router_logged, live_router_with_streams,
+    next_event, received_within, refusal, subscribe, subscribe_as, subscribe_reading,
+    test_stream_settings, warm_up,
 };
 pub use node::{LOCAL_AWS, NodeRun, read_back, run_node, written_by, written_with};
 pub use paging::{all_nodes, merge, walk_matches, walk_pages};

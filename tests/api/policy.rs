@@ -20,7 +20,8 @@ use serde_json::{Value, json};
 use crate::{
     helpers::{
         POLICY_USES, PolicyAudit, PolicyUses, allowed, answer, example_models, lint,
-        logged_model_app, model_state, post_graphql, shop, test_ring,
+        live_router_logged, logged_model_app, model_state, post_graphql, received_within, shop,
+        subscribe, test_ring, warm_up,
     },
     shop_data::{self, SeedSpec, ShopTables},
 };
@@ -88,11 +89,12 @@ async fn the_shop_policy_allows_every_call_the_shop_makes_and_nothing_else() {
         json!({ "a": user_id, "b": product_id, "c": purchase_id }),
     )
     .await;
-    ask(
+    let policy_user = ask(
         r#"mutation { createUser(input: { userId: "policy-user", name: "P", email: "p@example.com" }) { user { id } } }"#,
         json!({}),
     )
-    .await;
+    .await["data"]["createUser"]["user"]["id"]
+        .clone();
     ask(
         r#"mutation { createProduct(input: { sku: "POLICY-1", name: "P", category: "c", price: "1.00" }) { product { id } } }"#,
         json!({}),
@@ -106,6 +108,25 @@ async fn the_shop_policy_allows_every_call_the_shop_makes_and_nothing_else() {
     ask(
         "mutation($id: ID!) { deletePurchase(input: { id: $id }) { deletedPurchaseId } }",
         json!({ "id": created["data"]["createPurchase"]["purchase"]["id"] }),
+    )
+    .await;
+    // A subscription, until a purchase it follows arrives: its stream reader's calls.
+    let live = live_router_logged(&app, &log);
+    let mut events = subscribe(
+        &live,
+        "subscription($u: ID!) { purchasesChanged(user: $u) { kind } }",
+        json!({ "u": policy_user }),
+    )
+    .await;
+    warm_up(
+        async |_| {
+            ask(
+                r#"mutation { createPurchase(input: { userId: "policy-user", sku: "POLICY-1", quantity: 1, amount: "2.00" }) { purchase { id } } }"#,
+                json!({}),
+            )
+            .await;
+        },
+        async |wait| received_within(&mut events, wait).await,
     )
     .await;
 
@@ -129,10 +150,13 @@ async fn the_shop_policy_allows_every_call_the_shop_makes_and_nothing_else() {
     let mut made = BTreeSet::new();
     for call in log.since(mark) {
         for table in &call.tables {
-            let used = (
-                format!("dynamodb:{}", call.operation),
-                arn(table, call.index.as_deref()),
-            );
+            let resource = match call.operation {
+                "DescribeStream" | "GetShardIterator" | "GetRecords" => {
+                    format!("{}/stream/*", arn(table, None))
+                }
+                _ => arn(table, call.index.as_deref()),
+            };
+            let used = (format!("dynamodb:{}", call.operation), resource);
             assert!(
                 allowed.contains(&used),
                 "not allowed: {used:?}\n{document:#}"
@@ -365,8 +389,9 @@ fn the_policy_coverage_check_reports_an_allowance_no_call_used() {
     assert_eq!(unused.len(), example_models().len(), "{unused:#?}");
 }
 
-/// A Lambda function with the table check off (its default) sends no `DescribeTable`: its policy
-/// (`--check-tables false`) is `serve`'s without that action, and without nothing else.
+/// A Lambda function with the table check off (its default) sends no `DescribeTable` and holds
+/// no subscription: its policy (`--check-tables false`) is `serve`'s without `DescribeTable`
+/// and the stream actions, and without nothing else.
 #[test]
 fn without_the_table_check_the_policy_drops_describe_table_and_nothing_else() {
     for path in example_models() {
@@ -383,7 +408,9 @@ fn without_the_table_check_the_policy_drops_describe_table_and_nothing_else() {
             ))
         };
         let (checked, unchecked) = (pairs(true), pairs(false));
-        let dropped: Vec<_> = checked.difference(&unchecked).collect();
+        let (streams, dropped): (Vec<_>, Vec<_>) = checked
+            .difference(&unchecked)
+            .partition(|(_, resource)| resource.ends_with("/stream/*"));
         assert_eq!(
             dropped.len(),
             model.tables.len(),
@@ -395,6 +422,20 @@ fn without_the_table_check_the_policy_drops_describe_table_and_nothing_else() {
                 .all(|(action, _)| action == "dynamodb:DescribeTable"),
             "{path}: {dropped:?}"
         );
+        // The three stream actions on each subscribed table's stream.
+        let subscribed = model
+            .tables
+            .iter()
+            .enumerate()
+            .filter(|(t, _)| {
+                model
+                    .connections
+                    .iter()
+                    .chain(model.entities.iter().flat_map(|e| e.connections.iter()))
+                    .any(|c| c.subscription.is_some() && model.entities[c.entity].table == *t)
+            })
+            .count();
+        assert_eq!(streams.len(), 3 * subscribed, "{path}: {streams:?}");
         assert!(unchecked.is_subset(&checked), "{path}");
         assert!(
             unchecked

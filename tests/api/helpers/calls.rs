@@ -13,6 +13,11 @@ use dynarelay::{
 };
 use serde_json::Value;
 
+use aws_sdk_dynamodbstreams::operation::{
+    describe_stream::DescribeStreamInput, get_records::GetRecordsInput,
+    get_shard_iterator::GetShardIteratorInput,
+};
+
 use aws_sdk_dynamodb::{
     config::{ConfigBag, Intercept, interceptors::BeforeSerializationInterceptorContextRef},
     error::BoxError,
@@ -80,8 +85,9 @@ impl LoggedCall {
     }
 }
 
-/// Records every call a DynamoDB client sends, with its tables and key values, at the SDK
-/// boundary (so nothing the server sends is missed, whatever its own metrics say).
+/// Records every call a DynamoDB (or DynamoDB Streams) client sends, with its tables and key
+/// values, at the SDK boundary (so nothing the server sends is missed, whatever its own metrics
+/// say).
 #[derive(Debug, Clone, Default)]
 pub struct CallLog(Arc<Mutex<Vec<LoggedCall>>>);
 
@@ -220,9 +226,32 @@ fn logged_call(context: &BeforeSerializationInterceptorContextRef<'_>) -> Logged
             index: None,
             values,
         }
+    } else if let Some(i) = input.downcast_ref::<DescribeStreamInput>() {
+        one(
+            "DescribeStream",
+            i.stream_arn().and_then(stream_table),
+            Vec::new(),
+        )
+    } else if let Some(i) = input.downcast_ref::<GetShardIteratorInput>() {
+        one(
+            "GetShardIterator",
+            i.stream_arn().and_then(stream_table),
+            Vec::new(),
+        )
+    } else if input.downcast_ref::<GetRecordsInput>().is_some() {
+        // Its shard iterator is opaque: `CallLog` gives it the table of the iterator taken last.
+        one("GetRecords", None, Vec::new())
     } else {
         one("other", None, Vec::new())
     }
+}
+
+/// The table of a stream's ARN (`arn:aws:dynamodb:…:table/<name>/stream/<label>`).
+fn stream_table(arn: &str) -> Option<&str> {
+    arn.split_once(":table/")?
+        .1
+        .split_once("/stream/")
+        .map(|(table, _)| table)
 }
 
 impl Intercept for CallLog {
@@ -235,8 +264,17 @@ impl Intercept for CallLog {
         context: &BeforeSerializationInterceptorContextRef<'_>,
         _cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
-        let call = logged_call(context);
-        self.0.lock().expect("log lock").push(call);
+        let mut call = logged_call(context);
+        let mut log = self.0.lock().expect("log lock");
+        if call.operation == "GetRecords" {
+            call.tables = log
+                .iter()
+                .rev()
+                .find(|c| c.operation == "GetShardIterator")
+                .map(|c| c.tables.clone())
+                .unwrap_or_default();
+        }
+        log.push(call);
         Ok(())
     }
 }

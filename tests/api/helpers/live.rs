@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tower::ServiceExt;
 
-use super::{ModelApp, TestIssuer, endpoint, model_auth_settings, model_state, test_ring};
+use super::{CallLog, ModelApp, TestIssuer, endpoint, model_auth_settings, model_state, test_ring};
 
 /// Longest wait for a subscription to start: far beyond what DynamoDB Local takes, so that a
 /// slow machine never fails a test; one that never starts still fails it.
@@ -49,16 +49,46 @@ pub fn live_router_with_streams(
     http: HttpSettings,
     settings: StreamSettings,
 ) -> Router {
-    let streams = Streams::new(
+    live_router_over(
+        app,
+        http,
+        settings,
         dynamo::client_for_local(&endpoint()),
         dynamo::streams_client_for_local(&endpoint()),
-        settings,
-        Arc::clone(app.store.metrics()),
     )
-    .recognising(dynarelay::graphql::subscription::recogniser(
-        app.model,
-        app.store.tables(),
-    ));
+}
+
+/// [`live_router`], its stream reader's calls (to DynamoDB through the app's own client, and to
+/// DynamoDB Streams) recorded in `log`.
+pub fn live_router_logged(app: &ModelApp, log: &CallLog) -> Router {
+    let streams = dynamo::streams_client_for_local(&endpoint());
+    let streams = aws_sdk_dynamodbstreams::Client::from_conf(
+        streams
+            .config()
+            .to_builder()
+            .interceptor(log.clone())
+            .build(),
+    );
+    live_router_over(
+        app,
+        HttpSettings::default(),
+        test_stream_settings(),
+        app.store.client().clone(),
+        streams,
+    )
+}
+
+fn live_router_over(
+    app: &ModelApp,
+    http: HttpSettings,
+    settings: StreamSettings,
+    dynamodb: aws_sdk_dynamodb::Client,
+    streams: aws_sdk_dynamodbstreams::Client,
+) -> Router {
+    let streams =
+        Streams::new(dynamodb, streams, settings, Arc::clone(app.store.metrics())).recognising(
+            dynarelay::graphql::subscription::recogniser(app.model, app.store.tables()),
+        );
     router(
         model_state(
             app.model,

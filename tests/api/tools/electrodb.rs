@@ -4,6 +4,7 @@
 //! middle of a migration of `loan` to version 2 (`migration`): the version-1 model's answers
 //! below are ElectroDB's version 1's, beside the version-2 loans.
 
+mod live;
 mod migration;
 
 use serde_json::{Value, json};
@@ -11,7 +12,7 @@ use serde_json::{Value, json};
 use super::{pick, refetch_all, scanned, text, texts};
 use crate::helpers::{ModelApp, merge, model_app, read_back, walk_matches, written_with};
 
-const MODEL: &str = "examples/electrodb/dynarelay.toml";
+pub(super) const MODEL: &str = "examples/electrodb/dynarelay.toml";
 
 const LOAN_FIELDS: [&str; 5] = ["memberId", "loanId", "title", "loanedAt", "status"];
 

@@ -9,7 +9,7 @@
 // ground truth adds `v2: { loansByMember, loansByStatus }`. ElectroDB tells the versions apart by
 // `__edb_v__` as well as by the keys: each version's queries read its own items only.
 //
-//   node writers/electrodb.mjs <endpoint> <tableName> [--create] [--migration]
+//   node writers/electrodb.mjs <endpoint> <tableName> [--create] [--migration | --changes]
 //   node writers/electrodb.mjs <endpoint> <tableName> --read   < request.json
 //
 // Read mode (request and answer: common.mjs) writes nothing. Gets: `member` {memberId}, `loan`
@@ -215,7 +215,41 @@ function open({ ddb, tableName }) {
   return { doc, ...entities(doc, tableName) };
 }
 
+// `--changes`: instead of the data set, one member's loans changed through ElectroDB, in this
+// order (for the subscriptions' test, tests/api/tools/electrodb/live.rs): loans `L-1` and
+// `L-2` created (OUT), `L-1` retitled, `L-1` returned (it moves from `OUT` to `RETURNED` in
+// `byStatus`), `L-2` deleted, an item of no entity put in the member's partition, and `L-3`
+// created (OUT), the last. Prints the steps.
+const CHANGES_MEMBER = "M09 Live";
+async function changes(model, tableName) {
+  const { doc, loan } = model;
+  const key = (loanId, loanedAt) => ({ memberId: CHANGES_MEMBER, loanId, loanedAt });
+  const at = (day) => `2026-06-0${day}T10:00:00.000Z`;
+  const create = (loanId, day, title) =>
+    loan.create({ ...key(loanId, at(day)), title, status: "OUT" }).go();
+  const steps = [];
+  await create("L-1", 1, "First");
+  steps.push("create L-1");
+  await create("L-2", 2, "Second");
+  steps.push("create L-2");
+  await loan.patch(key("L-1", at(1))).set({ title: "First, retitled" }).go();
+  steps.push("retitle L-1");
+  await loan.patch(key("L-1", at(1))).set({ status: "RETURNED" }).go();
+  steps.push("return L-1");
+  await loan.delete(key("L-2", at(2))).go();
+  steps.push("delete L-2");
+  const pk = loan.create({ ...key("X", at(3)), title: "x", status: "OUT" }).params().Item.pk;
+  await doc.send(
+    new PutCommand({ TableName: tableName, Item: { pk, sk: "$loan_1#not-electrodb", note: "no entity" } }),
+  );
+  steps.push("put an item of no entity");
+  await create("L-3", 4, "Last");
+  steps.push("create L-3");
+  return { steps };
+}
+
 async function seed(model, { ddb, tableName, log, chosen }) {
+  if (chosen.includes("--changes")) return changes(model, tableName);
   const { doc, member, loan, loanV2 } = model;
   const { members, loans, ...data } = buildData();
   const loansV2 = chosen.includes("--migration") ? data.loansV2 : [];
@@ -278,5 +312,5 @@ runWriter("electrodb", LAYOUT, {
   seed,
   gets: GETS,
   queries: QUERIES,
-  options: ["--migration"],
+  options: ["--migration", "--changes"],
 });
