@@ -16,7 +16,14 @@
   ].join('\n');
   // A user of the quick start's demo data (seed 1) with 21 purchases: five pages of five.
   var defaultVariables = JSON.stringify({ userId: '069ff468-add7-47d9-9c2a-bc4a234c6702', after: null }, null, 2);
-  var fetcher = GraphiQL.createFetcher({ url: window.location.origin + '/graphql' });
+  // Queries and mutations over HTTP; subscriptions over a WebSocket to the same endpoint
+  // (`graphql-transport-ws`), whose `connection_init` carries the Headers tab (a token in
+  // `Authorization`).
+  var socketUrl = (window.location.protocol === 'https:' ? 'wss://' : 'ws://') + window.location.host + '/graphql';
+  var fetcher = GraphiQL.createFetcher({
+    url: window.location.origin + '/graphql',
+    subscriptionUrl: socketUrl,
+  });
   var root = ReactDOM.createRoot(document.getElementById('graphiql'));
   root.render(
     React.createElement(GraphiQL, {

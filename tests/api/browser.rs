@@ -1,12 +1,16 @@
 //! GraphiQL in a real browser: headless Chromium (Debian's `chromium` package, or `$CHROMIUM`)
 //! loads the playground from a local server with nothing but loopback to talk to, runs a
 //! connection query typed into its editors, and renders the result. Driven by
-//! `tests/clients/graphiql.mjs` through playwright-core.
+//! `tests/clients/graphiql.mjs` through playwright-core; and a subscription, run over GraphiQL's
+//! WebSocket fetcher.
 
 use dynarelay::http::HttpSettings;
 use serde_json::{Value, json};
 
-use crate::helpers::{Running, TestApp, run_node};
+use crate::{
+    helpers::{Running, TestApp, live_router, model_app_from, put_plain, run_node},
+    subscriptions::{MODEL as NOTES, note},
+};
 
 /// Where the browser test leaves its screenshot of GraphiQL showing the result.
 const SCREENSHOT: &str = concat!(
@@ -412,5 +416,96 @@ async fn graphiql_sends_the_authorization_header_typed_into_its_headers_editor()
     eprintln!(
         "GraphiQL with bearer tokens: {elapsed:?} in all (load {} ms, first query {} ms)",
         report["loadMs"], report["queryMs"]
+    );
+}
+
+#[tokio::test]
+async fn graphiql_runs_a_subscription_over_its_websocket_fetcher() {
+    let app = model_app_from(NOTES).await;
+    let server = Running::serve(live_router(&app)).await;
+    // Another program writes one note again and again (a new text each time), until the
+    // browser has shown a change.
+    let writing = tokio::spawn({
+        let client = app.client().clone();
+        let table = app.table("Notes");
+        async move {
+            for n in 0.. {
+                put_plain(
+                    &client,
+                    &table,
+                    [note("gia", 1, &format!("write {n}"), "OPEN")],
+                )
+                .await;
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            }
+        }
+    });
+    let run = run_node(
+        "graphiql.mjs",
+        &[
+            "--url",
+            &server.url("/"),
+            "--query",
+            "subscription { notesChanged(owner: \"gia\") { kind edge { node { owner text } } } }",
+            "--subscription",
+        ],
+        &[],
+    )
+    .await;
+    writing.abort();
+    run.assert_success();
+    let report: Value = serde_json::from_str(run.stdout.trim()).unwrap_or_else(|err| {
+        panic!(
+            "graphiql.mjs printed no JSON report ({err}):\n{}",
+            run.stdout
+        )
+    });
+
+    // The result pane shows a change of gia's notes, as the server pushed it.
+    let rendered = report["runs"][0]["rendered"].as_str().unwrap();
+    let shown: Value = serde_json::from_str(rendered).unwrap();
+    let change = &shown["data"]["notesChanged"];
+    assert!(
+        ["ADDED", "UPDATED"].contains(&change["kind"].as_str().unwrap_or_default()),
+        "{rendered}"
+    );
+    assert_eq!(change["edge"]["node"]["owner"], "gia", "{rendered}");
+    assert!(
+        change["edge"]["node"]["text"]
+            .as_str()
+            .is_some_and(|text| text.starts_with("write ")),
+        "{rendered}"
+    );
+    // Over one WebSocket to the server's own /graphql, in the `graphql-transport-ws` protocol.
+    let sockets = report["websockets"].as_array().unwrap();
+    assert_eq!(sockets.len(), 1, "{sockets:?}");
+    let socket = &sockets[0];
+    let origin = server.url("/graphql").replacen("http://", "ws://", 1);
+    assert_eq!(socket["url"], origin.as_str());
+    let types = |frames: &Value| -> Vec<String> {
+        frames
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                let message: Value = serde_json::from_str(f.as_str().unwrap()).unwrap();
+                message["type"].as_str().unwrap().to_owned()
+            })
+            .collect()
+    };
+    let sent = types(&socket["sent"]);
+    assert_eq!(sent[..2], ["connection_init", "subscribe"], "{sent:?}");
+    let received = types(&socket["received"]);
+    assert_eq!(received[0], "connection_ack", "{received:?}");
+    assert!(received.iter().any(|t| t == "next"), "{received:?}");
+    // The query went over the socket, not over HTTP (only the schema was fetched so).
+    assert!(
+        report["graphqlResponses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["introspection"] == true),
+        "{}",
+        report["graphqlResponses"]
     );
 }

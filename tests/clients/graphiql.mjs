@@ -10,7 +10,7 @@
 // Content-Security-Policy.
 //
 //   node graphiql.mjs --url http://127.0.0.1:PORT/ --query Q --variables JSON
-//                     [--schema-headers TEXT] [--headers TEXT]...
+//                     [--schema-headers TEXT] [--headers TEXT]... [--subscription]
 //                     [--screenshot PATH] [--sabotage bundle|foreign-image|foreign-image-no-csp]
 //
 // --headers (repeatable) types TEXT into GraphiQL's Headers editor (an empty TEXT clears it) and
@@ -19,6 +19,10 @@
 // --schema-headers types TEXT into the Headers editor first and clicks "Re-fetch GraphQL schema",
 // as someone whose token may introspect would; the answer is reported as `schemaRefetch`.
 // A run ends when the result pane shows exactly the JSON the server answered.
+//
+// --subscription runs Q as a subscription: GraphiQL sends it over its WebSocket fetcher, and the
+// run ends when the result pane shows a change (`data` with a `kind`); the report adds the
+// page's `websockets` (url, frames sent and received). Something must write meanwhile.
 //
 // --sabotage breaks the page on purpose, to show that the checks notice: `bundle` aborts the
 // download of GraphiQL's script; `foreign-image` adds an image from another host to the page,
@@ -41,6 +45,7 @@ const { values: opts } = parseArgs({
     'schema-headers': { type: 'string' },
     screenshot: { type: 'string' },
     sabotage: { type: 'string' },
+    subscription: { type: 'boolean', default: false },
   },
 });
 if (!opts.url || !opts.query) {
@@ -65,6 +70,7 @@ const problems = [];
 const requests = [];
 const foreignRequests = [];
 const graphqlResponses = [];
+const websockets = [];
 // Reading a response's headers and body is asynchronous: the report waits for all of them.
 const responseDetails = [];
 
@@ -132,6 +138,12 @@ try {
       pageError ??= error;
       resolve();
     });
+  });
+  page.on('websocket', (socket) => {
+    const entry = { url: socket.url(), sent: [], received: [] };
+    websockets.push(entry);
+    socket.on('framesent', (frame) => entry.sent.push(String(frame.payload)));
+    socket.on('framereceived', (frame) => entry.received.push(String(frame.payload)));
   });
   page.on('response', async (response) => {
     if (new URL(response.url()).pathname !== '/graphql') return;
@@ -207,7 +219,8 @@ try {
 
   // One run per --headers (after typing them into the Headers editor), or one run as it is.
   const runs = [];
-  for (const headers of opts.headers ?? [undefined]) {
+  if (opts.subscription) runs.push({ headers: null, ...(await runSubscription(page)) });
+  for (const headers of opts.subscription ? [] : (opts.headers ?? [undefined])) {
     if (headers !== undefined) await enterHeaders(page, headers);
     runs.push({ headers: headers ?? null, ...(await runQuery(page)) });
     if (runs.length === 1 && opts.screenshot) {
@@ -233,6 +246,7 @@ try {
       runs,
       schemaRefetch,
       graphqlResponses,
+      websockets,
       requests,
     })}\n`,
   );
@@ -319,6 +333,36 @@ async function runQuery(page) {
     throw new Failure(`the result (${lineCount} lines) does not fit on the screen: ${rendered}`);
   }
   return { rendered, queryMs, authorization };
+}
+
+// Clicks the run button for a subscription and waits until the result pane shows a change
+// pushed over the WebSocket. Returns the text the pane rendered and how long it took.
+async function runSubscription(page) {
+  const started = Date.now();
+  await page.locator('button.graphiql-execute-button').click();
+  await page
+    .waitForFunction(
+      () => {
+        const shown = document.querySelector('.result-window .CodeMirror')?.CodeMirror?.getValue();
+        try {
+          const data = JSON.parse(shown).data;
+          return data != null && Object.values(data).some((change) => change?.kind != null);
+        } catch {
+          return false;
+        }
+      },
+      undefined,
+      { timeout: STEP_TIMEOUT_MS },
+    )
+    .catch((error) => {
+      throw new Failure(`no change shown within ${STEP_TIMEOUT_MS / 1000} s: ${error.message}`);
+    });
+  const rendered = await page.evaluate(
+    () => document.querySelector('.result-window .CodeMirror').CodeMirror.getValue(),
+  );
+  // Stop it, as a user would, with the same button.
+  await page.locator('button.graphiql-execute-button').click();
+  return { rendered, queryMs: Date.now() - started, authorization: null };
 }
 
 // The errors of a GraphQL response as `{ code, message }`, or null when it has none.
