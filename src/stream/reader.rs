@@ -11,8 +11,9 @@
 //!   oldest record kept, and subscribers are told of the gap;
 //! - throttling (`LimitExceededException`), internal errors and broken connections: backed off,
 //!   exponentially up to [`StreamSettings::max_backoff`];
-//! - a stream disabled and enabled again (a new ARN): found again through `DescribeTable`, with a
-//!   gap reported, since writes in between were never recorded.
+//! - a stream disabled and enabled again (a new ARN): the old one described as disabled (or
+//!   gone), the new one found through `DescribeTable`, with a gap reported, since writes in
+//!   between were never recorded.
 //!
 //! DynamoDB Local, as observed: one shard per table; a record readable a few milliseconds after
 //! its write; no record for a write that changes nothing; and a `LATEST` iterator taken on a
@@ -32,7 +33,7 @@ use aws_sdk_dynamodbstreams::{
         describe_stream::DescribeStreamError, get_records::GetRecordsError,
         get_shard_iterator::GetShardIteratorError,
     },
-    types::{Record, ShardIteratorType},
+    types::{Record, ShardIteratorType, StreamStatus},
 };
 
 use super::{Change, Event, Recognise, Shared, Signal, StreamSettings, convert};
@@ -66,6 +67,9 @@ struct Shard {
     iterator: Option<String>,
     /// The last record read.
     last: Option<String>,
+    /// After a shard is read again from its oldest record (its records were trimmed): the last
+    /// record passed on before, through which records are not passed on again.
+    read_through: Option<String>,
     /// How to take the first iterator, before any record was read.
     start: Start,
     /// Read to its end: it is closed and every record was read.
@@ -88,6 +92,12 @@ enum Start {
 /// created and still be delivered: approximate creation times are rounded (DynamoDB Local's down
 /// to the minute).
 const EMPTY_START_SLACK: Duration = Duration::from_secs(60);
+
+/// Whether sequence number `a` comes after `b`: both are decimal digits, up to 40 of them, with
+/// no leading zeros.
+fn sequence_after(a: &str, b: &str) -> bool {
+    (a.len(), a) > (b.len(), b)
+}
 
 /// Why a walk of one stream ended.
 enum Ended {
@@ -114,14 +124,24 @@ impl Reader {
     pub(super) async fn run(self) {
         let mut generation = 0u32;
         let mut backoff = Backoff::new(self.settings);
+        // The stream last found gone: the table may still name it for a moment.
+        let mut gone: Option<String> = None;
         loop {
             if self.unsubscribed() {
                 break;
             }
             let arn = match self.find_stream().await {
+                Ok(Some(arn)) if gone.as_ref() == Some(&arn) => {
+                    backoff.wait().await;
+                    continue;
+                }
                 Ok(Some(arn)) => arn,
                 Ok(None) => {
                     tracing::warn!(table = %self.table, "the table has no stream: its subscribers get no changes");
+                    if generation > 0 {
+                        // Its stream was disabled while followed: what was written since is lost.
+                        self.gap();
+                    }
                     break;
                 }
                 Err(()) => {
@@ -136,7 +156,10 @@ impl Reader {
             }
             match self.walk(&arn, generation == 0).await {
                 Ended::Unsubscribed => break,
-                Ended::StreamGone => generation += 1,
+                Ended::StreamGone => {
+                    generation += 1;
+                    gone = Some(arn);
+                }
             }
         }
         self.leave();
@@ -217,6 +240,14 @@ impl Reader {
             let Some(description) = out.stream_description() else {
                 return Err(Failure::Retry);
             };
+            // A disabled stream records nothing more: the table's next stream, if it gets one,
+            // is another (and changes between the two were never recorded).
+            if matches!(
+                description.stream_status(),
+                Some(StreamStatus::Disabled | StreamStatus::Disabling)
+            ) {
+                return Err(Failure::Gone);
+            }
             for shard in description.shards() {
                 let Some(id) = shard.shard_id() else { continue };
                 let closed = shard
@@ -331,14 +362,14 @@ impl Reader {
                     }
                     Err(Failure::Trimmed) => {
                         // Records after the last one read are gone: start again from the oldest
-                        // kept, and tell subscribers. (A shard read from `LATEST` or from an
-                        // empty start, with nothing read yet, lost nothing: see the module's note
-                        // on DynamoDB Local.)
+                        // kept (passing on none of those passed on before), and tell subscribers.
+                        // (A shard read from `LATEST` or from an empty start, with nothing read
+                        // yet, lost nothing: see the module's note on DynamoDB Local.)
                         if shard.last.is_some() || shard.start == Start::Oldest {
                             self.gap();
                         }
                         shard.iterator = None;
-                        shard.last = None;
+                        shard.read_through = shard.last.take().or(shard.read_through.take());
                         shard.start = Start::Oldest;
                         complete = false;
                     }
@@ -483,8 +514,17 @@ impl Reader {
                     .unwrap_or_default();
                 self.metrics.stream_lag(&self.table, lag);
             }
+            let sequence = record.dynamodb().and_then(|r| r.sequence_number());
+            let again = match (&shard.read_through, sequence) {
+                (Some(through), Some(sequence)) => !sequence_after(sequence, through),
+                _ => false,
+            };
+            if !again {
+                shard.read_through = None;
+            }
             if let Some(change) = self.change(record)
                 && !old
+                && !again
                 && self.recognised(&change)
             {
                 // No receiver is not an error: `unsubscribed` stops the reader next round.
@@ -586,5 +626,21 @@ impl Backoff {
 
     fn reset(&mut self) {
         self.next = self.settings.initial_backoff;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sequence_after;
+
+    #[test]
+    fn sequence_numbers_compare_as_numbers() {
+        assert!(sequence_after("100", "99"));
+        assert!(!sequence_after("99", "100"));
+        assert!(!sequence_after("42", "42"));
+        assert!(sequence_after(
+            "4900000000000000000000000000000000002",
+            "4900000000000000000000000000000000001"
+        ));
     }
 }

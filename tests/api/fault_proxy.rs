@@ -1,8 +1,10 @@
 //! A loopback HTTP proxy between the server and DynamoDB Local that injects faults on demand:
 //! added latency, throttling answers, connections reset without an answer, answers whose body
 //! stops half way, access denied on chosen tables (as IAM answers; DynamoDB Local has no
-//! IAM), and chosen tables described as still being created (DynamoDB Local creates at once). Faults change at
-//! run time through its methods, and it counts what it did. It stops when dropped.
+//! IAM), chosen tables described as still being created (DynamoDB Local creates at once), and
+//! chosen errors for the next calls of one operation (such as DynamoDB Streams' `GetRecords`).
+//! Faults change at run time through its methods, and it counts what it did. It stops when
+//! dropped.
 //!
 //! It also records, and can hold to a model's IAM policy ([`FaultProxy::auditing`]), the calls of
 //! servers that run as processes of their own, whose SDK clients a test cannot intercept: a call
@@ -105,6 +107,8 @@ struct Faults {
     denied_tables: Vec<String>,
     /// Tables DescribeTable says are still being created.
     creating_tables: Vec<String>,
+    /// Errors for the next requests of an operation: `(operation, error code, how many more)`.
+    failing: Vec<(String, String, u64)>,
 }
 
 enum Action {
@@ -328,6 +332,20 @@ impl FaultProxy {
         self.faults().creating_tables.push(name.to_owned());
     }
 
+    /// Answers the next `n` requests of `operation` (the last part of their `X-Amz-Target`, such
+    /// as `GetRecords` of DynamoDB Streams) with the error `code` (such as
+    /// `ExpiredIteratorException`), as DynamoDB would; other requests go on as they are.
+    pub fn fail_next(&self, operation: &str, code: &str, n: u64) {
+        self.faults()
+            .failing
+            .push((operation.to_owned(), code.to_owned(), n));
+    }
+
+    /// How many of the errors [`fail_next`](Self::fail_next) asked for are still to be given.
+    pub fn failures_left(&self) -> u64 {
+        self.faults().failing.iter().map(|(_, _, n)| n).sum()
+    }
+
     /// Draws a fault for every request from `mix` (after any scripted faults).
     pub fn chaos(&self, mix: ChaosMix) {
         self.faults().chaos = Some((mix, mix.seed));
@@ -413,6 +431,29 @@ async fn handle(
     request: Request<Incoming>,
 ) -> Result<Response<ProxyBody>, ResetConnection> {
     shared.received.fetch_add(1, Ordering::SeqCst);
+    let operation = request
+        .headers()
+        .get("x-amz-target")
+        .and_then(|t| t.to_str().ok())
+        .and_then(|t| t.rsplit('.').next())
+        .unwrap_or_default()
+        .to_owned();
+    let failure = {
+        let mut faults = shared.faults.lock().unwrap();
+        let failing = faults
+            .failing
+            .iter_mut()
+            .find(|(op, _, n)| *op == operation && *n > 0);
+        failing.map(|(_, code, n)| {
+            *n -= 1;
+            code.clone()
+        })
+    };
+    if let Some(code) = failure {
+        shared.throttled.fetch_add(1, Ordering::SeqCst);
+        return Ok(dynamodb_error(&code, "Injected by the fault proxy.")
+            .map(|body| Either::Left(Full::new(body))));
+    }
     // Decided on arrival, so that "the next n" means the next n to arrive.
     let (action, delay) = shared.faults.lock().unwrap().decide();
     if !delay.is_zero() {

@@ -43,15 +43,15 @@ pub use dynamo::{
 pub use generated::check_generated;
 pub use lambda::LambdaFunction;
 pub use live::{
-    Received, WAIT, auth_live_router, live_router, live_router_logged, live_router_with_streams,
-    next_event, received_within, refusal, subscribe, subscribe_as, subscribe_reading,
-    test_stream_settings, warm_up,
+    Received, WAIT, auth_live_router, live_router, live_router_logged, live_router_streams_at,
+    live_router_with_streams, next_event, received_within, refusal, subscribe, subscribe_as,
+    subscribe_reading, test_stream_settings, warm_up,
 };
 pub use node::{LOCAL_AWS, NodeRun, read_back, run_node, written_by, written_with};
 pub use paging::{all_nodes, merge, walk_matches, walk_pages};
 pub use requests::{
     Answer, Origin, answer, error_code, graphql_from, graphql_request, graphql_with_authorization,
-    metric_sum, metrics_of, post_graphql, post_graphql_text,
+    metric, metric_sum, metrics_of, post_graphql, post_graphql_text,
 };
 pub use servers::{
     APOLLO_ACCEPT, Exchange, GQL, JSON, RoundRobin, Running, dynarelay_command,

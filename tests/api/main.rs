@@ -57,6 +57,7 @@ mod schema;
 mod seed;
 #[path = "../../examples/shop/data.rs"]
 mod shop_data;
+mod stream_faults;
 mod streams;
 mod subscription_limits;
 mod subscriptions;

@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 
 use crate::{
     helpers::{
-        ModelApp, Received, TestIssuer, WAIT, graphql_with_token, live_router_with_streams,
+        ModelApp, Received, TestIssuer, WAIT, graphql_with_token, live_router_with_streams, metric,
         model_app_from, model_auth_settings, model_claims, next_event, put_plain, received_within,
         refusal, subscribe, subscribe_as, subscribe_reading, test_stream_settings, warm_up,
     },
@@ -66,14 +66,6 @@ async fn placed(app: &ModelApp, events: &mut mpsc::Receiver<Received>) {
     .await;
     put_plain(app.client(), &table, [thing("Note", "fence", "fence")]).await;
     while next_event(events).await.1["data"]["notesChanged"]["edge"]["node"]["text"] != "fence" {}
-}
-
-/// The value of the metric line starting with `name` (labels included), 0 when absent.
-fn metric(rendered: &str, name: &str) -> f64 {
-    rendered
-        .lines()
-        .find_map(|line| line.strip_prefix(name)?.trim().parse().ok())
-        .unwrap_or(0.0)
 }
 
 #[tokio::test]

@@ -59,7 +59,7 @@ const FOLLOW: &str = "subscription($owner: String!, $state: State) {
 /// leaves no record) until one arrives: the reader has then reached the stream's end, and every
 /// later write is delivered. The warm-up note is deleted again and its events drained, up to its
 /// removal.
-async fn follow(app: &ModelApp, router: &Router, variables: Value) -> mpsc::Receiver<Received> {
+pub async fn follow(app: &ModelApp, router: &Router, variables: Value) -> mpsc::Receiver<Received> {
     let mut events = subscribe(router, FOLLOW, variables).await;
     let table = app.table("Notes");
     let owner = "alice";
@@ -94,7 +94,7 @@ async fn drain_warm_up(events: &mut mpsc::Receiver<Received>) {
 }
 
 /// The change an event carries.
-fn change(event: &Received) -> &Value {
+pub fn change(event: &Received) -> &Value {
     assert_eq!(event.0, "next", "{event:?}");
     &event.1["data"]["notesChanged"]
 }

@@ -58,6 +58,17 @@ pub fn live_router_with_streams(
     )
 }
 
+/// [`live_router`], its stream reader reading DynamoDB Streams at `endpoint` (a fault proxy's).
+pub fn live_router_streams_at(app: &ModelApp, endpoint: &str) -> Router {
+    live_router_over(
+        app,
+        HttpSettings::default(),
+        test_stream_settings(),
+        dynamo::client_for_local(&self::endpoint()),
+        dynamo::streams_client_for_local(endpoint),
+    )
+}
+
 /// [`live_router`], its stream reader's calls (to DynamoDB through the app's own client, and to
 /// DynamoDB Streams) recorded in `log`.
 pub fn live_router_logged(app: &ModelApp, log: &CallLog) -> Router {

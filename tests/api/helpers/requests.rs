@@ -197,6 +197,15 @@ pub fn metric_sum(exposition: &str, name: &str) -> Option<f64> {
         .reduce(|a, b| a + b)
 }
 
+/// The value of the metric line starting with `name` (its labels included) in `rendered`
+/// (`/metrics`' text), 0 when absent.
+pub fn metric(rendered: &str, name: &str) -> f64 {
+    rendered
+        .lines()
+        .find_map(|line| line.strip_prefix(name)?.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
 /// The `extensions.code` of the first error, if any.
 pub fn error_code(response: &Value) -> Option<&str> {
     response["errors"][0]["extensions"]["code"].as_str()

@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 
 use super::MODEL;
 use crate::helpers::{
-    ModelApp, Received, live_router, model_app, next_event, post_graphql, received_within,
+    ModelApp, Received, live_router, metric, model_app, next_event, post_graphql, received_within,
     subscribe, warm_up, written_with,
 };
 
@@ -150,13 +150,11 @@ async fn electrodbs_own_writes_reach_the_subscriptions_whose_connections_hold_th
         ("ADDED".to_owned(), Some("L-1".to_owned()))
     );
     let after = app.store.metrics().render();
-    let count = |rendered: &str| -> f64 {
-        rendered
-            .lines()
-            .find_map(|line| line.strip_prefix(&unmatched)?.trim().parse().ok())
-            .unwrap_or(0.0)
-    };
-    assert_eq!(count(&after) - count(&before), 1.0, "{after}");
+    assert_eq!(
+        metric(&after, &unmatched) - metric(&before, &unmatched),
+        1.0,
+        "{after}"
+    );
 
     // Each pushed cursor pages on in `Member.loans` from its loan, as the connection orders them.
     let truth: Vec<String> = post_graphql(
