@@ -143,6 +143,19 @@ fn change_type(node: &str) -> Object {
             "The node's global id: for `REMOVED`, the node to take out of the connection.",
         ))
         .field(
+            nullability::field("removedId", TypeRef::named(TypeRef::ID), |ctx| {
+                FieldFuture::Value(
+                    ctx.parent_value
+                        .downcast_ref::<ChangeValue>()
+                        .filter(|c| c.kind == Kind::Removed)
+                        .map(|c| FieldValue::value(c.id.clone())),
+                )
+            })
+            .description(
+                "The node's global id when it was `REMOVED`; null otherwise. For Relay's\n`@deleteEdge`, beside `edge @appendEdge`: each takes effect only when it is not null.",
+            ),
+        )
+        .field(
             nullability::field("edge", TypeRef::named(edge), |ctx| {
                 FieldFuture::Value(
                     ctx.parent_value

@@ -1,5 +1,6 @@
-//! Relay: relay-compiler (from npm) compiles `@connection` and `@refetchable` fragments against
-//! `schema.graphql`, so the schema meets Relay's connection and object identification
+//! Relay: relay-compiler (from npm) compiles `@connection` and `@refetchable` fragments, and a
+//! subscription whose changes go into the connection with `@appendEdge` and `@deleteEdge`,
+//! against `schema.graphql`, so the schema meets Relay's connection and object identification
 //! requirements; and the queries Relay generates from them page through a running server.
 //!
 //! The documents are in `tests/clients/relay/src`; `tests/clients/relay-compile.mjs` compiles
@@ -89,6 +90,7 @@ async fn relay_compiles_connection_and_refetchable_fragments_and_pages_with_thei
             "ProductPurchases_product",
             "PurchaseStatusRefetchQuery",
             "PurchaseStatus_purchase",
+            "UserPurchasesChangedSubscription",
             "UserPurchasesCreateMutation",
             "UserPurchasesDeleteMutation",
             "UserPurchasesPageQuery",

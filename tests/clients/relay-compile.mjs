@@ -95,6 +95,7 @@ const expectedArtifacts = [
   'ProductPurchases_product',
   'PurchaseStatusRefetchQuery',
   'PurchaseStatus_purchase',
+  'UserPurchasesChangedSubscription',
   'UserPurchasesCreateMutation',
   'UserPurchasesDeleteMutation',
   'UserPurchasesPageQuery',
@@ -115,7 +116,7 @@ function operationText(name) {
 
 const schema = buildSchema(schemaText);
 const texts = {};
-for (const name of expectedArtifacts.filter((n) => /(Query|Mutation)$/.test(n))) {
+for (const name of expectedArtifacts.filter((n) => /(Query|Mutation|Subscription)$/.test(n))) {
   texts[name] = operationText(name);
   const errors = validate(schema, parse(texts[name]));
   if (errors.length > 0) {
@@ -141,6 +142,13 @@ expectIn('CategoryProductsPaginationQuery', 'before: $cursor', 'startCursor', 'h
 // @appendEdge and @deleteEdge are client-side: the server sees plain mutations.
 expectIn('UserPurchasesCreateMutation', 'purchaseEdge {', 'cursor');
 expectIn('UserPurchasesDeleteMutation', 'deletedPurchaseId');
+// So are they on a subscription: the server sees the change's fields.
+expectIn('UserPurchasesChangedSubscription', 'purchasesChanged(user: $user, after: $after)', 'removedId', 'edge {', 'cursor');
+for (const handle of ['deleteEdge', 'appendEdge']) {
+  if (!artifacts.get('UserPurchasesChangedSubscription').includes(`"handle": "${handle}"`)) {
+    fail(`UserPurchasesChangedSubscription has no ${handle} handle:\n${artifacts.get('UserPurchasesChangedSubscription')}`);
+  }
+}
 // Custom scalars are typed as the strings the server sends.
 if (!/readonly amount: string;/.test(artifacts.get('UserPurchases_user'))) {
   fail(`UserPurchases_user does not type amount as a string:\n${artifacts.get('UserPurchases_user')}`);

@@ -66,3 +66,24 @@ export const deletePurchaseMutation = graphql`
     }
   }
 `;
+
+// A user's purchases as they change, whoever writes them: an added or updated purchase's edge
+// goes in (an edge already there only has its node updated), a removed one leaves by its id.
+export const purchasesChangedSubscription = graphql`
+  subscription UserPurchasesChangedSubscription($user: ID!, $after: String, $connections: [ID!]!) {
+    purchasesChanged(user: $user, after: $after) {
+      kind
+      removedId @deleteEdge(connections: $connections)
+      edge @appendEdge(connections: $connections) {
+        cursor
+        node {
+          id
+          purchasedAt
+          amount
+          quantity
+          status
+        }
+      }
+    }
+  }
+`;
