@@ -9,8 +9,8 @@ use serde_json::json;
 use crate::{
     fault_proxy::FaultProxy,
     helpers::{
-        endpoint, live_router_streams_at, metric, model_app_from, next_event, put_plain,
-        received_within, subscribe, warm_up,
+        control_client, endpoint, live_router_streams_at, metric, model_app_from, next_event,
+        put_plain, received_within, subscribe, warm_up,
     },
     subscriptions::{MODEL, change, follow, note},
 };
@@ -129,7 +129,7 @@ async fn a_stream_disabled_and_enabled_again_is_found_again_after_changes_lost()
         if enabled {
             spec = spec.stream_view_type(StreamViewType::NewAndOldImages);
         }
-        app.client()
+        control_client()
             .update_table()
             .table_name(&table)
             .stream_specification(spec.build().unwrap())

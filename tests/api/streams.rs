@@ -21,7 +21,7 @@ use dynarelay::{
     stream::{Change, Event, StreamSettings, Streams, Subscription},
 };
 
-use crate::helpers::{endpoint, put_plain, unique_prefix};
+use crate::helpers::{control_client, endpoint, put_plain, unique_prefix};
 
 /// Longest wait for one record: far beyond DynamoDB Local's few milliseconds, so that a slow
 /// machine never fails the test; a missing record still fails it.
@@ -38,9 +38,10 @@ static KEY: [KeyAttr; 2] = [
     },
 ];
 
-/// A table keyed `pk`/`sk` (strings), with a stream of both images when `stream`.
-async fn create_table(client: &Client, name: &str, stream: bool) {
-    let mut request = client
+/// A table keyed `pk`/`sk` (strings), with a stream of both images when `stream`, created
+/// through [`control_client`] (DynamoDB Local can take seconds under a loaded suite).
+async fn create_table(name: &str, stream: bool) {
+    let mut request = control_client()
         .create_table()
         .table_name(name)
         .billing_mode(BillingMode::PayPerRequest)
@@ -133,7 +134,7 @@ fn sequence_order(a: &str, b: &str) -> std::cmp::Ordering {
 async fn every_write_that_changes_an_item_arrives_once_in_order_with_both_images() {
     let client = dynamo::client_for_local(&endpoint());
     let table = format!("{}Live", unique_prefix());
-    create_table(&client, &table, true).await;
+    create_table(&table, true).await;
     // Written before the subscription: never delivered.
     put(&client, &table, item("p", "before", &[("v", n("0"))])).await;
     let streams = streams(&client);
@@ -221,8 +222,8 @@ async fn an_empty_shard_read_from_its_end_survives_writes_to_other_tables() {
     let client = dynamo::client_for_local(&endpoint());
     let prefix = unique_prefix();
     let (quiet, busy) = (format!("{prefix}Quiet"), format!("{prefix}Busy"));
-    create_table(&client, &quiet, true).await;
-    create_table(&client, &busy, true).await;
+    create_table(&quiet, true).await;
+    create_table(&busy, true).await;
     let streams = streams(&client);
     let mut subscription = streams.subscribe(&quiet);
     tokio::time::timeout(WAIT, subscription.ready())
@@ -249,7 +250,7 @@ async fn an_empty_shard_read_from_its_end_survives_writes_to_other_tables() {
 async fn a_table_without_a_stream_ends_its_subscriptions() {
     let client = dynamo::client_for_local(&endpoint());
     let table = format!("{}Still", unique_prefix());
-    create_table(&client, &table, false).await;
+    create_table(&table, false).await;
     let streams = streams(&client);
     let mut subscription = streams.subscribe(&table);
     let end = tokio::time::timeout(WAIT, subscription.next())
@@ -314,7 +315,7 @@ fn sort_key(item: &Item) -> String {
 async fn a_read_decided_in_memory_holds_what_dynamodb_returns() {
     let client = dynamo::client_for_local(&endpoint());
     let table = format!("{}Holds", unique_prefix());
-    create_table(&client, &table, false).await;
+    create_table(&table, false).await;
     let items = varied_items();
     for it in &items {
         put(&client, &table, it.clone()).await;

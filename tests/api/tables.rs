@@ -6,13 +6,13 @@ use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
 };
 use dynarelay::dynamo::{
-    self, Store, Tables,
+    Store, Tables,
     tables::{TableOutcome, create_missing},
 };
 use serde_json::json;
 
 use crate::{
-    helpers::{ShopTables, TestApp, endpoint, shop, unique_prefix},
+    helpers::{ShopTables, TestApp, control_client, shop, unique_prefix},
     shop_data,
 };
 
@@ -27,7 +27,7 @@ fn fresh_tables() -> (Tables, ShopTables) {
 
 #[tokio::test]
 async fn creating_tables_twice_is_safe_and_builds_every_index() {
-    let client = dynamo::client_for_local(&endpoint());
+    let client = control_client();
     let (names, tables) = fresh_tables();
     let first = create_missing(&client, shop(), &names, Duration::from_secs(30))
         .await
@@ -67,7 +67,7 @@ async fn creating_tables_twice_is_safe_and_builds_every_index() {
 
 #[tokio::test]
 async fn a_missing_index_is_added_to_an_existing_table() {
-    let client = dynamo::client_for_local(&endpoint());
+    let client = control_client();
     let (names, tables) = fresh_tables();
     client
         .create_table()
@@ -104,7 +104,7 @@ async fn a_missing_index_is_added_to_an_existing_table() {
 
 #[tokio::test]
 async fn a_table_with_another_key_schema_is_reported_not_reused() {
-    let client = dynamo::client_for_local(&endpoint());
+    let client = control_client();
     let (names, tables) = fresh_tables();
     client
         .create_table()
@@ -306,7 +306,7 @@ attributes = { id = "S" }
     let model: &'static model::Model =
         Box::leak(Box::new(model::parse("live.toml", text).unwrap()));
     let prefix = unique_prefix();
-    let client = dynamo::client_for_local(&endpoint());
+    let client = control_client();
     let t = |name: &str| format!("{prefix}{name}");
     live_table(&client, &t("OtherKey"), &[("key", S)], &[]).await;
     live_table(&client, &t("OtherType"), &[("id", N)], &[]).await;

@@ -7,8 +7,10 @@
 
 pub(crate) mod amplify;
 mod books;
+mod changes;
 mod electrodb;
 mod onetable;
+mod onetable_live;
 mod toolbox;
 
 use std::collections::HashMap;

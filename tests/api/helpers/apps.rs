@@ -90,6 +90,20 @@ pub fn endpoint() -> String {
     )
 }
 
+/// A client of DynamoDB Local for creating and changing tables: each call may take a minute,
+/// since DynamoDB Local answers `UpdateTable` slowly while the suite loads it (the server's own
+/// settings allow 3 seconds a call).
+pub fn control_client() -> Client {
+    dynamo::client_for_local_with(
+        &endpoint(),
+        &dynamo::SdkSettings {
+            attempt_timeout: Duration::from_secs(60),
+            operation_timeout: Duration::from_secs(120),
+            ..dynamo::SdkSettings::default()
+        },
+    )
+}
+
 /// A Python tool `scripts/test` installed from `tests/tools/requirements.txt` (cargo-lambda,
 /// parliament, cfn-lint, hadolint).
 pub fn tool(name: &str) -> std::path::PathBuf {

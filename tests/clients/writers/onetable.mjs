@@ -2,7 +2,7 @@
 // the ground truth back through OneTable's own find/scan APIs and prints it as one JSON object on
 // stdout.
 //
-//   node writers/onetable.mjs <endpoint> <tableName> [--create]
+//   node writers/onetable.mjs <endpoint> <tableName> [--create] [--changes]
 //   node writers/onetable.mjs <endpoint> <tableName> --read   < request.json
 //
 // Table: pk (S) / sk (S), GSI gs1: gs1pk (S) / gs1sk (S), projection ALL.
@@ -158,7 +158,33 @@ const QUERIES = {
 const projectView = (p) => ({ id: p.id, name: p.name });
 const issueView = (i) => ({ projectId: i.projectId, seq: i.seq, title: i.title, state: i.state });
 
-async function seed(model, { ddb: client, tableName, log }) {
+// `--changes`: instead of the data set, one project's issues changed through OneTable, in this
+// order (for the subscriptions' test, tests/api/tools/onetable_live.rs): the project created
+// (with OneTable's `_unique#` item, of no entity), issues 1 and 2 opened, 1 retitled, 1 closed
+// (it moves from `state#open` to `state#closed` in `gs1`), 2 removed, 3 opened, the last.
+// Prints the steps.
+async function changes({ Project, Issue }) {
+  const projectId = "P09 Live";
+  const steps = [];
+  await Project.create({ id: projectId, name: "Live" });
+  steps.push("create the project");
+  for (const seq of [1, 2]) {
+    await Issue.create({ projectId, seq, title: `Issue ${seq}`, state: "open" });
+    steps.push(`open ${seq}`);
+  }
+  await Issue.update({ projectId, seq: 1, title: "Issue 1, retitled" });
+  steps.push("retitle 1");
+  await Issue.update({ projectId, seq: 1, state: "closed" });
+  steps.push("close 1");
+  await Issue.remove({ projectId, seq: 2 });
+  steps.push("remove 2");
+  await Issue.create({ projectId, seq: 3, title: "Issue 3", state: "open" });
+  steps.push("open 3");
+  return { steps };
+}
+
+async function seed(model, { ddb: client, tableName, log, chosen }) {
+  if (chosen.includes("--changes")) return changes(model);
   const { Project, Issue } = model;
   const { projects, issues } = buildData();
 
@@ -205,4 +231,11 @@ function isoDates(item) {
   return out;
 }
 
-runWriter("onetable", LAYOUT, { open, seed, gets: GETS, queries: QUERIES, present: isoDates });
+runWriter("onetable", LAYOUT, {
+  open,
+  seed,
+  gets: GETS,
+  queries: QUERIES,
+  present: isoDates,
+  options: ["--changes"],
+});

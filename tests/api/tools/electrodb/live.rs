@@ -5,12 +5,14 @@
 //! entity skipped and counted; and each pushed cursor paging on as the connection does.
 
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 
 use super::MODEL;
-use crate::helpers::{
-    ModelApp, Received, live_router, metric, model_app, next_event, post_graphql, received_within,
-    subscribe, warm_up, written_with,
+use crate::{
+    helpers::{
+        ModelApp, live_router, metric, model_app, next_event, post_graphql, received_within,
+        subscribe, warm_up, written_with,
+    },
+    tools::changes::{kinds, seen, until},
 };
 
 const MEMBER: &str = "M09 Live";
@@ -31,44 +33,6 @@ async fn loan(app: &ModelApp, id: &str, status: &str) {
         )
         .await;
     assert!(answer.get("errors").is_none(), "{answer}");
-}
-
-/// A change as `(kind, loanId or None)`.
-fn seen(event: &Received, field: &str) -> (String, Option<String>) {
-    assert_eq!(event.0, "next", "{event:?}");
-    let change = &event.1["data"][field];
-    assert!(change.is_object(), "{event:?}");
-    (
-        change["kind"].as_str().unwrap().to_owned(),
-        change["edge"]["node"]["loanId"].as_str().map(str::to_owned),
-    )
-}
-
-/// The changes up to (and with) the one of loan `last`, each with its cursor if any.
-async fn until(
-    events: &mut mpsc::Receiver<Received>,
-    field: &str,
-    last: &str,
-) -> Vec<(String, Option<String>, Option<String>)> {
-    let mut got = Vec::new();
-    loop {
-        let event = next_event(events).await;
-        let (kind, loan) = seen(&event, field);
-        let cursor = event.1["data"][field]["edge"]["cursor"]
-            .as_str()
-            .map(str::to_owned);
-        let done = loan.as_deref() == Some(last);
-        got.push((kind, loan, cursor));
-        if done {
-            return got;
-        }
-    }
-}
-
-fn kinds(got: &[(String, Option<String>, Option<String>)]) -> Vec<(&str, Option<&str>)> {
-    got.iter()
-        .map(|(kind, loan, _)| (kind.as_str(), loan.as_deref()))
-        .collect()
 }
 
 #[tokio::test]
@@ -107,9 +71,15 @@ async fn electrodbs_own_writes_reach_the_subscriptions_whose_connections_hold_th
     .await;
     loan(&app, "fence-out", "OUT").await;
     loan(&app, "fence-returned", "RETURNED").await;
-    until(&mut by_member, "loansChanged", "fence-returned").await;
-    until(&mut out, "loansByStatusChanged", "fence-out").await;
-    until(&mut returned, "loansByStatusChanged", "fence-returned").await;
+    until(&mut by_member, "loansChanged", "loanId", "fence-returned").await;
+    until(&mut out, "loansByStatusChanged", "loanId", "fence-out").await;
+    until(
+        &mut returned,
+        "loansByStatusChanged",
+        "loanId",
+        "fence-returned",
+    )
+    .await;
 
     let unmatched = format!("dynarelay_stream_changes_unmatched_total{{table=\"{table}\"}}");
     let before = app.store.metrics().render();
@@ -120,7 +90,7 @@ async fn electrodbs_own_writes_reach_the_subscriptions_whose_connections_hold_th
         "{written}"
     );
 
-    let member_changes = until(&mut by_member, "loansChanged", "L-3").await;
+    let member_changes = until(&mut by_member, "loansChanged", "loanId", "L-3").await;
     assert_eq!(
         kinds(&member_changes),
         [
@@ -133,7 +103,7 @@ async fn electrodbs_own_writes_reach_the_subscriptions_whose_connections_hold_th
         ]
     );
     assert_eq!(
-        kinds(&until(&mut out, "loansByStatusChanged", "L-3").await),
+        kinds(&until(&mut out, "loansByStatusChanged", "loanId", "L-3").await),
         [
             ("ADDED", Some("L-1")),
             ("ADDED", Some("L-2")),
@@ -145,10 +115,8 @@ async fn electrodbs_own_writes_reach_the_subscriptions_whose_connections_hold_th
     );
     // The returned loan enters `RETURNED`; nothing else there changed.
     let event = next_event(&mut returned).await;
-    assert_eq!(
-        seen(&event, "loansByStatusChanged"),
-        ("ADDED".to_owned(), Some("L-1".to_owned()))
-    );
+    let (kind, loan, _) = seen(&event, "loansByStatusChanged", "loanId");
+    assert_eq!((kind.as_str(), loan.as_deref()), ("ADDED", Some("L-1")));
     let after = app.store.metrics().render();
     assert_eq!(
         metric(&after, &unmatched) - metric(&before, &unmatched),

@@ -1,0 +1,52 @@
+//! Following a subscription's changes in the writers' live tests: each change as its kind and
+//! the key of its node, read up to a last one.
+
+use tokio::sync::mpsc;
+
+use crate::helpers::{Received, next_event};
+
+/// A change: its kind, its node's key (none when `REMOVED`) and its edge's cursor.
+pub type Changed = (String, Option<String>, Option<String>);
+
+/// The change an event carries for subscription `field`, its node keyed by `key`.
+pub fn seen(event: &Received, field: &str, key: &str) -> Changed {
+    assert_eq!(event.0, "next", "{event:?}");
+    let change = &event.1["data"][field];
+    assert!(change.is_object(), "{event:?}");
+    let text = |v: &serde_json::Value| match v {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Null => None,
+        other => Some(other.to_string()),
+    };
+    (
+        change["kind"].as_str().unwrap().to_owned(),
+        text(&change["edge"]["node"][key]),
+        text(&change["edge"]["cursor"]),
+    )
+}
+
+/// The changes of `field` up to (and with) the one of the node whose `key` is `last`.
+pub async fn until(
+    events: &mut mpsc::Receiver<Received>,
+    field: &str,
+    key: &str,
+    last: &str,
+) -> Vec<Changed> {
+    let mut got = Vec::new();
+    loop {
+        let change = seen(&next_event(events).await, field, key);
+        let done = change.1.as_deref() == Some(last);
+        got.push(change);
+        if done {
+            return got;
+        }
+    }
+}
+
+/// The kinds and keys of `changes`, to compare with what a writer did.
+pub fn kinds(changes: &[Changed]) -> Vec<(&str, Option<&str>)> {
+    changes
+        .iter()
+        .map(|(kind, key, _)| (kind.as_str(), key.as_deref()))
+        .collect()
+}
