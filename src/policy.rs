@@ -13,7 +13,8 @@
 //!   lookup or relation goes through;
 //! - `PutItem`, `UpdateItem`, `DeleteItem` for the entity's mutations;
 //! - `DescribeStream`, `GetShardIterator` and `GetRecords` on the stream of each table a
-//!   subscription follows, where the server checks the live tables (`serve`, which reads the
+//!   subscription can follow (every table whose stream holds old and new images: its
+//!   connections' subscriptions, and `nodeChanged`), where the server checks the live tables (`serve`, which reads the
 //!   streams; `lambda` holds no subscription open), with `DescribeTable` on the table, which
 //!   finds its stream.
 //!
@@ -116,10 +117,18 @@ fn actions(model: &Model, check_tables: bool) -> BTreeMap<Resource, BTreeSet<&'s
         };
         let part = connection.index.map_or(Part::Table, Part::Index);
         allow((t, part), action);
-        if check_tables && connection.subscription.is_some() {
-            allow((t, Part::Table), "DescribeTable");
-            for action in ["DescribeStream", "GetShardIterator", "GetRecords"] {
-                allow((t, Part::Stream), action);
+    }
+    // The streams subscriptions follow: a connection's, or `nodeChanged`'s on any table whose
+    // stream holds old and new images.
+    if check_tables {
+        for (t, table) in model.tables.iter().enumerate() {
+            if table.stream == Some(crate::model::StreamView::NewAndOldImages)
+                && model.entities.iter().any(|e| e.table == t)
+            {
+                allow((t, Part::Table), "DescribeTable");
+                for action in ["DescribeStream", "GetShardIterator", "GetRecords"] {
+                    allow((t, Part::Stream), action);
+                }
             }
         }
     }

@@ -307,7 +307,13 @@ fn any_arn(table: &str, index: Option<&str>) -> String {
 /// The `(action, resource ARN)` pair a DynamoDB `operation` on `table` (and `index`) uses, in any
 /// region and account.
 pub fn used_pair(operation: &str, table: &str, index: Option<&str>) -> (String, String) {
-    (format!("dynamodb:{operation}"), any_arn(table, index))
+    let resource = match operation {
+        "DescribeStream" | "GetShardIterator" | "GetRecords" => {
+            format!("{}/stream/*", any_arn(table, None))
+        }
+        _ => any_arn(table, index),
+    };
+    (format!("dynamodb:{operation}"), resource)
 }
 
 /// The policy `dynarelay policy` prints for a model and table prefix, in any region and account,
@@ -359,6 +365,9 @@ impl PolicyCheck {
 pub struct PolicyAudit {
     check: PolicyCheck,
     refused: Arc<Mutex<Vec<String>>>,
+    /// The table of the stream an iterator was taken on last: `GetRecords` names only its
+    /// opaque iterator. (Each model the suite serves live follows one table's stream.)
+    stream_table: Arc<Mutex<Vec<String>>>,
 }
 
 impl PolicyAudit {
@@ -381,6 +390,7 @@ impl PolicyAudit {
         Self {
             check: PolicyCheck::new(model, prefix, true),
             refused: Arc::default(),
+            stream_table: Arc::default(),
         }
     }
 
@@ -400,7 +410,15 @@ impl Intercept for PolicyAudit {
         context: &BeforeSerializationInterceptorContextRef<'_>,
         _cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
-        let call = logged_call(context);
+        let mut call = logged_call(context);
+        {
+            let mut stream_table = self.stream_table.lock().expect("audit lock");
+            match call.operation {
+                "GetShardIterator" => stream_table.clone_from(&call.tables),
+                "GetRecords" => call.tables.clone_from(&stream_table),
+                _ => {}
+            }
+        }
         let used: Vec<_> = call
             .tables
             .iter()

@@ -96,6 +96,11 @@ fn live_router_over(
     dynamodb: aws_sdk_dynamodb::Client,
     streams: aws_sdk_dynamodbstreams::Client,
 ) -> Router {
+    // Its calls held to the model's policy, as the app's DynamoDB calls are.
+    let audit = super::PolicyAudit::of(app.model, &app.prefix);
+    let streams = aws_sdk_dynamodbstreams::Client::from_conf(
+        streams.config().to_builder().interceptor(audit).build(),
+    );
     let streams =
         Streams::new(dynamodb, streams, settings, Arc::clone(app.store.metrics())).recognising(
             dynarelay::graphql::subscription::recogniser(app.model, app.store.tables()),
