@@ -494,26 +494,19 @@ impl Reader {
             .await
             .map_err(|err| self.records_failed(&err))?;
         let records = out.records();
+        // When the newest record read was created: the reader's lag, measured once a call.
+        let mut newest = None;
         for record in records {
             // A shard read from an empty start holds only newer records, unless DynamoDB
             // answered its first read empty although it held some: those older than the
             // reader (give or take the rounding of their times) are not news.
-            let old = shard.start == Start::Empty
-                && record
-                    .dynamodb()
-                    .and_then(|r| r.approximate_creation_date_time())
-                    .and_then(|t| SystemTime::try_from(*t).ok())
-                    .is_some_and(|t| t + EMPTY_START_SLACK < self.started);
-            if let Some(created) = record
+            let created = record
                 .dynamodb()
                 .and_then(|r| r.approximate_creation_date_time())
-                .and_then(|t| SystemTime::try_from(*t).ok())
-            {
-                let lag = SystemTime::now()
-                    .duration_since(created)
-                    .unwrap_or_default();
-                self.metrics.stream_lag(&self.table, lag);
-            }
+                .and_then(|t| SystemTime::try_from(*t).ok());
+            let old = shard.start == Start::Empty
+                && created.is_some_and(|t| t + EMPTY_START_SLACK < self.started);
+            newest = created.or(newest);
             let sequence = record.dynamodb().and_then(|r| r.sequence_number());
             let again = match (&shard.read_through, sequence) {
                 (Some(through), Some(sequence)) => !sequence_after(sequence, through),
@@ -537,6 +530,12 @@ impl Reader {
             if let Some(sequence) = record.dynamodb().and_then(|r| r.sequence_number()) {
                 shard.last = Some(sequence.to_owned());
             }
+        }
+        if let Some(created) = newest {
+            let lag = SystemTime::now()
+                .duration_since(created)
+                .unwrap_or_default();
+            self.metrics.stream_lag(&self.table, lag);
         }
         shard.iterator = out.next_shard_iterator().map(str::to_owned);
         if shard.iterator.is_none() {
