@@ -224,12 +224,12 @@ impl Fleet {
         panic!("the walker made no progress");
     }
 
-    /// A rolling deploy of `ring`: each instance in turn is taken out of the balancer, stopped
-    /// (it drains its requests), started with `ring` and put back, once the walker has made its
+    /// A rolling deploy of `ring`: each instance in turn is taken out of the balancer (once the
+    /// requests it was given have ended), stopped, started with `ring` and put back, once the walker has made its
     /// pages since the previous restart.
     async fn roll(&mut self, ring: &str) {
         for i in 0..INSTANCES {
-            self.balancer.set(i, None);
+            self.balancer.take_out(i).await;
             let prefix = self.prefix.clone();
             let dynamodb = self.dynamodb.url();
             let (child, addr) = tokio::task::block_in_place(|| {
@@ -237,7 +237,7 @@ impl Fleet {
                 start_instance(&dynamodb, &prefix, ring)
             });
             self.instances[i] = child;
-            self.balancer.set(i, Some(addr));
+            self.balancer.put_in(i, addr);
             self.pages(PAGES_BETWEEN_RESTARTS).await;
         }
     }

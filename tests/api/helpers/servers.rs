@@ -94,36 +94,71 @@ pub fn stop(server: &mut std::process::Child) -> std::process::ExitStatus {
 
 /// A load balancer on loopback, at the TCP level: each new connection goes to the next backend
 /// in turn, skipping a backend taken out of rotation (while it restarts) or refusing
-/// connections, as a balancer's health checks would. Stops when dropped.
+/// connections, as a balancer's health checks would. A backend is taken out as a balancer
+/// deregisters a target: no new connection goes to it, and [`take_out`](Self::take_out) returns
+/// once the connections already sent to it have ended (its deregistration delay). Stops when
+/// dropped.
 pub struct RoundRobin {
     pub addr: SocketAddr,
-    backends: Arc<std::sync::Mutex<Vec<Option<SocketAddr>>>>,
+    pool: Arc<std::sync::Mutex<Pool>>,
     task: tokio::task::JoinHandle<()>,
+}
+
+/// The balancer's backends, and how many connections each has been given that have not ended.
+struct Pool {
+    backends: Vec<Option<SocketAddr>>,
+    open: Vec<usize>,
+}
+
+/// One connection given to backend `slot`: counted in its pool until dropped.
+struct Given {
+    pool: Arc<std::sync::Mutex<Pool>>,
+    slot: usize,
+}
+
+impl Drop for Given {
+    fn drop(&mut self) {
+        self.pool.lock().unwrap().open[self.slot] -= 1;
+    }
 }
 
 impl RoundRobin {
     pub fn start(backends: Vec<SocketAddr>) -> Self {
         let listener = loopback_listener();
         let addr = listener.local_addr().unwrap();
-        let backends = Arc::new(std::sync::Mutex::new(
-            backends.into_iter().map(Some).collect::<Vec<_>>(),
-        ));
-        let pool = Arc::clone(&backends);
+        let pool = Arc::new(std::sync::Mutex::new(Pool {
+            open: vec![0; backends.len()],
+            backends: backends.into_iter().map(Some).collect(),
+        }));
+        let shared = Arc::clone(&pool);
         let task = tokio::spawn(async move {
             let mut turn = 0usize;
             loop {
                 let Ok((mut client, _)) = listener.accept().await else {
                     continue;
                 };
-                let order: Vec<Option<SocketAddr>> = {
-                    let pool = pool.lock().unwrap();
-                    (0..pool.len())
-                        .map(|i| pool[(turn + i) % pool.len()])
-                        .collect()
+                // The backends in the order this connection tries them, the first in rotation
+                // counted as given the connection, in the same lock that read the rotation.
+                let (order, given) = {
+                    let mut pool = shared.lock().unwrap();
+                    let n = pool.backends.len();
+                    let order: Vec<(usize, SocketAddr)> = (0..n)
+                        .map(|i| (turn + i) % n)
+                        .filter_map(|slot| pool.backends[slot].map(|backend| (slot, backend)))
+                        .collect();
+                    let given = order.first().map(|&(slot, _)| {
+                        pool.open[slot] += 1;
+                        Given {
+                            pool: Arc::clone(&shared),
+                            slot,
+                        }
+                    });
+                    (order, given)
                 };
                 turn += 1;
                 tokio::spawn(async move {
-                    for backend in order.into_iter().flatten() {
+                    let _given = given;
+                    for (_, backend) in order {
                         if let Ok(mut server) = tokio::net::TcpStream::connect(backend).await {
                             let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
                             return;
@@ -132,16 +167,26 @@ impl RoundRobin {
                 });
             }
         });
-        Self {
-            addr,
-            backends,
-            task,
-        }
+        Self { addr, pool, task }
     }
 
-    /// Puts `backend` in rotation as backend `i`, or takes backend `i` out with `None`.
-    pub fn set(&self, i: usize, backend: Option<SocketAddr>) {
-        self.backends.lock().unwrap()[i] = backend;
+    /// Puts `backend` in rotation as backend `i`.
+    pub fn put_in(&self, i: usize, backend: SocketAddr) {
+        self.pool.lock().unwrap().backends[i] = Some(backend);
+    }
+
+    /// Takes backend `i` out of rotation and waits until every connection given to it has ended,
+    /// as a balancer's deregistration delay does before the target is stopped.
+    pub async fn take_out(&self, i: usize) {
+        self.pool.lock().unwrap().backends[i] = None;
+        // Bounded: connections that outlive a minute are a failure of the test, not a wait.
+        for _ in 0..6_000 {
+            if self.pool.lock().unwrap().open[i] == 0 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("connections to backend {i} did not end");
     }
 
     /// `http://127.0.0.1:PORT` followed by `path`.
