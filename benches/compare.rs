@@ -77,9 +77,9 @@
 //! This file holds the run, measure by measure; its parts are in `compare/`: the seeded tables
 //! (`seed.rs`), the single-table examples' servers and pages (`examples.rs`), the servers
 //! (`server.rs`), their `/graphql` and `/metrics` (`api.rs`), the same calls sent directly
-//! (`direct.rs`), the range page (`range.rs`), the delaying proxy (`proxy.rs`), CPU and RSS (`cpu.rs`), the SDK floor
-//! (`floor.rs`), the Node reference (`peer.rs`), statistics (`stats.rs`) and the table
-//! (`table.rs`).
+//! (`direct.rs`), the range page (`range.rs`), the delaying proxy (`proxy.rs`), the CPU load
+//! (`cpu.rs`), CPU and RSS from `/proc` (`procfs.rs`), the SDK floor (`floor.rs`), the Node
+//! reference (`peer.rs`), statistics (`stats.rs`) and the table (`table.rs`).
 
 /// The tests' token issuer: test-only RSA keys and a JWKS served on loopback, for the shop's
 /// secure model (`examples/shop/secure.toml`) beside the open one.
@@ -102,6 +102,8 @@ mod examples;
 mod floor;
 #[path = "compare/peer.rs"]
 mod peer;
+#[path = "compare/procfs.rs"]
+mod procfs;
 #[path = "compare/proxy.rs"]
 mod proxy;
 #[path = "compare/range.rs"]
@@ -129,11 +131,12 @@ use dynarelay::{
 use serde_json::json;
 
 use api::{Api, PageShape, Timers, calls_text};
-use cpu::{cpu_rounds, rss_kib, ticks_to_duration};
+use cpu::cpu_rounds;
 use direct::Direct;
 use examples::{Examples, to_shop};
 use floor::{FloorRuntime, sdk_floor};
 use peer::{Peer, peer_failed, peer_row};
+use procfs::{rss_kib, ticks_to_duration};
 use proxy::DelayProxy;
 use seed::{ShopNames, seed};
 use server::{Binary, Server};

@@ -301,6 +301,14 @@ pub struct ServeArgs {
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
     pub max_subscriptions_per_caller: usize,
 
+    /// Wait, in milliseconds, before reading again a stream shard that had nothing new: the
+    /// most a change waits before its subscribers get it. DynamoDB Streams allows five reads per
+    /// second per shard, shared by at most two readers: the default, 250, keeps one reader to
+    /// half of that; lower it only for a stream no other reader shares.
+    #[arg(long, env = "DYNARELAY_STREAM_POLL_INTERVAL_MS", default_value_t = 250,
+          value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    pub stream_poll_interval_ms: u64,
+
     /// Threads serving client connections, each with a single-threaded runtime and a DynamoDB
     /// connection pool of its own; every connection, with its requests and their DynamoDB calls,
     /// stays on the thread it was given to. Default: one per CPU the process may use.

@@ -200,6 +200,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             dynarelay::stream::StreamSettings {
                 max_subscriptions: args.max_subscriptions,
                 max_subscriptions_per_caller: args.max_subscriptions_per_caller,
+                poll_interval: std::time::Duration::from_millis(args.stream_poll_interval_ms),
                 ..dynarelay::stream::StreamSettings::default()
             },
             state.store.metrics().clone(),

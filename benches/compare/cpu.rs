@@ -1,44 +1,15 @@
-//! What a process costs, read from `/proc` (RSS, CPU ticks), and the CPU load: pages from many
-//! clients at once, in rounds that alternate between the pages.
+//! The CPU load: pages from many clients at once, in rounds that alternate between the pages,
+//! the server's CPU read from `/proc` (`procfs.rs`).
 
 use std::{
-    process::Command,
     sync::Arc,
     time::{Duration, Instant},
 };
 
-use anyhow::Context;
-
-use super::{CONCURRENT_PAGES, CPU_ROUNDS, api::Api, peer::peer_failed, stats::interleaved};
-
-pub(super) fn rss_kib(pid: u32) -> anyhow::Result<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let line = status
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .context("no VmRSS")?;
-    Ok(line
-        .split_whitespace()
-        .nth(1)
-        .context("no VmRSS value")?
-        .parse()?)
-}
-
-/// User plus system CPU time of a process, in clock ticks (fields 14 and 15 of
-/// `/proc/<pid>/stat`, counted after the parenthesised command name).
-pub(super) fn cpu_ticks(pid: u32) -> anyhow::Result<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    let after_name = stat.rsplit_once(')').context("odd stat")?.1;
-    let fields: Vec<&str> = after_name.split_whitespace().collect();
-    // After the name: state is field 3, so utime (14) and stime (15) are at 11 and 12.
-    Ok(fields[11].parse::<u64>()? + fields[12].parse::<u64>()?)
-}
-
-pub(super) fn ticks_to_duration(ticks: u64) -> anyhow::Result<Duration> {
-    let out = Command::new("getconf").arg("CLK_TCK").output()?;
-    let per_second: u64 = String::from_utf8(out.stdout)?.trim().parse()?;
-    Ok(Duration::from_secs_f64(ticks as f64 / per_second as f64))
-}
+use super::{
+    CONCURRENT_PAGES, CPU_ROUNDS, api::Api, peer::peer_failed, procfs::cpu_ticks,
+    stats::interleaved,
+};
 
 /// `pages` requests of `owner`'s first page (the long partition's) from `clients` clients at
 /// once; the wall time they took.

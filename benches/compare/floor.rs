@@ -6,7 +6,8 @@ use std::sync::Arc;
 use dynarelay::dynamo;
 
 use super::{
-    CONCURRENCY, FLOOR_PAGES, LONG_USER, WARM_UP, cpu::cpu_ticks, direct::Direct, seed::ShopNames,
+    CONCURRENCY, FLOOR_PAGES, LONG_USER, WARM_UP, direct::Direct, procfs::cpu_ticks,
+    seed::ShopNames,
 };
 
 /// The runtime the SDK floor runs on.

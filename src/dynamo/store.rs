@@ -148,6 +148,9 @@ pub struct ReadSpec<'a> {
     /// read: cursors are made from them); `None` reads whole items. Fewer attributes cost less
     /// to send and to parse; DynamoDB's read units do not change.
     pub projection: Option<Vec<&'a str>>,
+    /// Read with strong consistency (twice the read units): every write acknowledged before the
+    /// read is in it. Only the table and its local indexes have such reads.
+    pub consistent: bool,
 }
 
 /// A test on each item read, after DynamoDB's filters.
@@ -323,6 +326,7 @@ impl ReadSpec<'_> {
                 .set_projection_expression(projection)
                 .set_expression_attribute_names((!names.is_empty()).then_some(names))
                 .set_expression_attribute_values((!values.is_empty()).then_some(values))
+                .set_consistent_read(self.consistent.then_some(true))
                 .return_consumed_capacity(ReturnConsumedCapacity::Total);
             return Request::Scan(scan);
         };
@@ -364,6 +368,7 @@ impl ReadSpec<'_> {
                 .set_expression_attribute_names(Some(names))
                 .set_expression_attribute_values(Some(values))
                 .scan_index_forward(ascending)
+                .set_consistent_read(self.consistent.then_some(true))
                 .return_consumed_capacity(ReturnConsumedCapacity::Total),
         )
     }

@@ -60,6 +60,7 @@ pub async fn read_through_index(
             values::entity_of(model, &[entity], item).map(|_| 0)
         }))),
         projection: None,
+        consistent: false,
     };
     let plan = ReadPlan {
         start: None,

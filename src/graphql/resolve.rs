@@ -79,6 +79,15 @@ pub struct PreparedPage<'a> {
     opened: Opened,
 }
 
+impl PreparedPage<'_> {
+    /// The same page, read with strong consistency when `consistent` (see
+    /// [`ReadSpec::consistent`]).
+    pub fn consistent(mut self, consistent: bool) -> Self {
+        self.spec.consistent = consistent;
+        self
+    }
+}
+
 /// Plans a page of `site` for a parent item (entity connections) with `args`, reading only the
 /// attributes of `projection` (see [`projection`]) besides the keys, `None` reading whole
 /// items; and opens its cursor. Nothing is read or counted: a refused page has no side effect.
@@ -335,6 +344,7 @@ fn plan<'a>(
         filters: Vec::new(),
         keep: None,
         projection: None,
+        consistent: false,
     };
     if let Read::Query {
         partition,

@@ -271,8 +271,18 @@ async fn changes<'a>(
                 .page_size
                 .map_or(limits.max_size(), |(_, max)| max);
             args.insert(Name::new("first"), Value::from(max));
+            // Read with strong consistency where the table has it (the table and its local
+            // indexes): a write whose stream record the reader passed over before this
+            // subscription's place is then in the read. A global index's reads are eventually
+            // consistent: a write moments before the subscription may be in neither.
+            let table = &site.model.tables[site.model.entities[site.connection.entity].table];
+            let consistent = site
+                .connection
+                .index
+                .is_none_or(|index| table.indexes[index].local);
             let page = resolve::prepare_page(env, site, parent.as_ref(), &args, None)
-                .map_err(|refused| refused.into_error(store.metrics(), site.label()))?;
+                .map_err(|refused| refused.into_error(store.metrics(), site.label()))?
+                .consistent(consistent);
             Some((page, max))
         }
         _ => None,

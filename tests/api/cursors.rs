@@ -197,6 +197,7 @@ async fn a_start_key_dynamodb_rejects_becomes_a_masked_internal_error() {
                 filters: Vec::new(),
                 keep: None,
                 projection: None,
+                consistent: false,
             },
             ReadPlan {
                 start: Some(bobs_key),

@@ -1,10 +1,10 @@
 //! A loopback HTTP proxy between the server and DynamoDB Local that injects faults on demand:
 //! added latency, throttling answers, connections reset without an answer, answers whose body
 //! stops half way, access denied on chosen tables (as IAM answers; DynamoDB Local has no
-//! IAM), chosen tables described as still being created (DynamoDB Local creates at once), and
-//! chosen errors for the next calls of one operation (such as DynamoDB Streams' `GetRecords`).
-//! Faults change at run time through its methods, and it counts what it did. It stops when
-//! dropped.
+//! IAM), chosen tables described as still being created (DynamoDB Local creates at once),
+//! chosen errors for the next calls of one operation (such as DynamoDB Streams' `GetRecords`),
+//! and a stream's shard split in two ([`split`]). Faults change at run time through its
+//! methods, and it counts what it did. It stops when dropped.
 //!
 //! It also records, and can hold to a model's IAM policy ([`FaultProxy::auditing`]), the calls of
 //! servers that run as processes of their own, whose SDK clients a test cannot intercept: a call
@@ -32,6 +32,8 @@ use hyper::{
 };
 use hyper_util::rt::TokioIo;
 use tokio::{net::TcpListener, task::JoinHandle, task::JoinSet};
+
+mod split;
 
 /// The DynamoDB error a throttled request gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -175,6 +177,8 @@ struct Shared {
     policy: Option<crate::helpers::PolicyCheck>,
     /// Calls the policy refused, described.
     refused: Mutex<Vec<String>>,
+    /// Shards shown split.
+    splits: split::Splits,
 }
 
 /// The service's error: hyper closes the connection without answering.
@@ -266,6 +270,7 @@ impl FaultProxy {
             forwarded: AtomicU64::new(0),
             policy,
             refused: Mutex::default(),
+            splits: split::Splits::default(),
         });
         let accept = tokio::spawn(accept_loop(listener, shared.clone()));
         FaultProxy {
@@ -344,6 +349,29 @@ impl FaultProxy {
     /// How many of the errors [`fail_next`](Self::fail_next) asked for are still to be given.
     pub fn failures_left(&self) -> u64 {
         self.faults().failing.iter().map(|(_, _, n)| n).sum()
+    }
+
+    /// Shows shard `parent` of stream `arn` closed after sequence number `ending`, and split
+    /// into two children that hold what DynamoDB Local records after it (see [`split`]).
+    pub fn split_shard(&self, arn: &str, parent: &str, ending: &str) {
+        self.shared.splits.split(arn, parent, ending);
+    }
+
+    /// Holds (`true`) or lets go reads of every shard but a split one's children: while held,
+    /// they return no record, as a shard with nothing new does.
+    pub fn hold_stream_reads(&self, held: bool) {
+        self.shared.splits.hold(held);
+    }
+
+    /// How many `DescribeStream` answers have shown a [split](Self::split_shard) so far, and
+    /// how many reads were [held](Self::hold_stream_reads).
+    pub fn split_counts(&self) -> (u64, u64) {
+        self.shared.splits.counts()
+    }
+
+    /// How many records each child of a [split](Self::split_shard) shard has given so far.
+    pub fn split_records(&self) -> [u64; 2] {
+        self.shared.splits.given()
     }
 
     /// Draws a fault for every request from `mix` (after any scripted faults).
@@ -578,6 +606,14 @@ async fn forward(
         .get("x-amz-target")
         .is_some_and(|t| t.as_bytes().ends_with(b".DescribeTable"))
         && names_table(&shared.faults.lock().unwrap().creating_tables);
+    let operation = parts
+        .headers
+        .get("x-amz-target")
+        .and_then(|t| t.to_str().ok())
+        .and_then(|t| t.rsplit('.').next())
+        .unwrap_or_default();
+    let mut body = body.to_vec();
+    let split = shared.splits.request(operation, &mut body);
     let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
     let mut outgoing = shared
         .client
@@ -603,6 +639,12 @@ async fn forward(
     let Ok(bytes) = upstream.bytes().await else {
         return Err(ResetConnection);
     };
+    if let Some(rewritten) = shared.splits.answer(split, &bytes) {
+        if let Some(headers) = response.headers_mut() {
+            headers.remove("x-amz-crc32");
+        }
+        return Ok(response.body(Bytes::from(rewritten)).unwrap());
+    }
     if creating {
         // The status rewritten; the checksum of the original body goes with it (the SDK checks
         // `x-amz-crc32` only when it is there).

@@ -5,13 +5,18 @@
 //!
 //! The documents are in `tests/clients/relay/src`; `tests/clients/relay-compile.mjs` compiles
 //! them in a temporary directory and, given a server, walks each connection with the generated
-//! page and pagination queries as `usePaginationFragment` would.
+//! page and pagination queries as `usePaginationFragment` would. `tests/clients/relay-live.mjs`
+//! runs them in relay-runtime itself: the page in Relay's store, then the subscription's changes
+//! applied to it by Relay's `@appendEdge` and `@deleteEdge`.
 
 use chrono::{DateTime, SecondsFormat};
 use dynarelay::{dynamo::Item, http::HttpSettings};
 use serde_json::{Value, json};
 
-use crate::helpers::{Running, TestApp, product_item, run_node};
+use crate::helpers::{
+    LOCAL_AWS, Running, TestApp, endpoint, live_router, model_app, product_item, purchase_item,
+    put_plain, run_node, user_item, user_purchases,
+};
 
 const CATEGORY: &str = "relay-books";
 
@@ -215,4 +220,68 @@ async fn relay_compiler_rejects_a_schema_without_end_cursors_or_node() {
         .assert_failure_mentioning(
             "Invalid use of @refetchable on fragment 'PurchaseStatus_purchase'",
         );
+}
+
+/// Relay's own runtime follows a user's purchases: the page query fills the connection in the
+/// store, the subscription resumes from its `endCursor` (a purchase written between the two
+/// arrives first), and the changes written behind dynarelay's back go into the store's connection
+/// through `@appendEdge` and `@deleteEdge`: an update changes the node in place, a delete takes
+/// its edge out. The store's connection ends equal to DynamoDB's read, every edge with a cursor.
+#[tokio::test]
+async fn relay_runtime_applies_pushed_edges_to_the_connection_it_paged() {
+    let app = model_app("examples/shop/dynarelay.toml").await;
+    let user = "relay-live";
+    let (users, purchases) = (app.table("Users"), app.table("Purchases"));
+    put_plain(app.client(), &users, [user_item(user)]).await;
+    put_plain(
+        app.client(),
+        &app.table("Products"),
+        [product("SKU-00001", "Field Guide", "19.99")],
+    )
+    .await;
+    let t0: i64 = 1_800_000_000_000;
+    let seeded = [t0 - 3_000, t0 - 2_000, t0 - 1_000];
+    put_plain(
+        app.client(),
+        &purchases,
+        seeded.map(|ms| purchase_item(user, &ms.to_string(), "9.99")),
+    )
+    .await;
+    let server = Running::serve(live_router(&app)).await;
+
+    let run = run_node(
+        "relay-live.mjs",
+        &[
+            &server.url("/graphql"),
+            &endpoint(),
+            &purchases,
+            user,
+            &t0.to_string(),
+        ],
+        &LOCAL_AWS,
+    )
+    .await;
+    run.assert_success();
+    let got: Value = serde_json::from_str(run.stdout.trim())
+        .unwrap_or_else(|err| panic!("relay-live.mjs printed no JSON ({err}):\n{}", run.stdout));
+
+    let want: Vec<Value> = user_purchases(&app, user)
+        .await
+        .iter()
+        .map(|item| {
+            let ms: i64 = item["purchasedAt"].as_n().unwrap().parse().unwrap();
+            json!({ "purchasedAt": iso(ms), "amount": item["amount"].as_n().unwrap(),
+                    "cursor": true })
+        })
+        .collect();
+    // The seeded three, 1 (brought by the resume), 2 as changed and 4; 3 came and went.
+    assert_eq!(want.len(), 6, "{want:?}");
+    assert_eq!(want[4]["amount"], "2.25");
+    assert_eq!(got["edges"], json!(want), "{got}");
+    // 1 from the resume; once it arrived, the rest from the stream, each applied by Relay.
+    assert_eq!(
+        got["kinds"],
+        json!(["ADDED", "ADDED", "ADDED", "UPDATED", "REMOVED", "ADDED"]),
+        "{got}"
+    );
 }

@@ -19,7 +19,7 @@
 //! reads (`purchases.rs`, 1 to 3), field rules and relations (`fields.rs`, 4 and 5), root
 //! connections and lookups (`connections.rs`, 6), mutations (`mutations.rs`, 7), a model whose
 //! owner is not part of the key (`market.rs`, 7 continued), introspection (`introspection.rs`,
-//! 8), and what answers do not tell (`secrecy.rs`, 9).
+//! 8), what answers do not tell (`secrecy.rs`, 9), and subscriptions (`subscriptions.rs`, 10).
 
 mod connections;
 mod fields;
@@ -28,6 +28,7 @@ mod market;
 mod mutations;
 mod purchases;
 mod secrecy;
+mod subscriptions;
 
 use std::collections::BTreeMap;
 
@@ -210,6 +211,26 @@ fn calls(expected: &[(&str, f64)]) -> BTreeMap<String, f64> {
         .iter()
         .map(|(k, n)| ((*k).to_owned(), *n))
         .collect()
+}
+
+/// The `[auth]` of the models written here: tokens from a [`TestIssuer`] (whose address the
+/// test servers use in place of `jwks_url`), groups in `cognito:groups`.
+const AUTH: &str = r#"version = 1
+
+[auth]
+jwks_url = "http://127.0.0.1:9/.well-known/jwks.json"
+algorithms = ["RS256"]
+issuer = "https://auth.shop.example"
+audience = ["shop-web"]
+groups_claim = "cognito:groups"
+"#;
+
+/// The model `text` (tables, entities and connections) under [`AUTH`], named `name`, for the
+/// life of the tests.
+fn with_auth(name: &str, text: &str) -> &'static Model {
+    let model =
+        dynarelay::model::parse(name, &format!("{AUTH}{text}")).unwrap_or_else(|e| panic!("{e}"));
+    Box::leak(Box::new(model))
 }
 
 /// The global id of `item`, an item of `entity`.

@@ -372,6 +372,7 @@ async fn a_read_decided_in_memory_holds_what_dynamodb_returns() {
                     filters: tests.iter().map(|test| ("a", test.clone())).collect(),
                     keep: None,
                     projection: None,
+                    consistent: false,
                 };
                 // Compared by sort key: DynamoDB returns numbers normalised (`5.000` as `5`).
                 let mut expected: Vec<String> = items

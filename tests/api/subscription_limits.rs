@@ -1,7 +1,7 @@
 //! Subscriptions' caps and metrics against DynamoDB Local's streams: a caller past its cap, and
 //! the server past its own, refused with `TOO_MANY_SUBSCRIPTIONS` before anything is read; items
-//! of no entity of the model skipped by the reader and counted; and the running subscriptions,
-//! the changes sent and the stream's lag in `/metrics`.
+//! of no entity of the model skipped by the reader and counted; the running subscriptions, the
+//! changes sent and the stream's lag in `/metrics`; and 10,000 idle subscriptions at once.
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use dynarelay::{dynamo::Item, http::HttpSettings, stream::StreamSettings};
@@ -226,4 +226,82 @@ async fn a_subscriber_that_stops_reading_is_ended_with_changes_lost() {
     assert_eq!(next_event(&mut events).await.0, "complete");
     let lost = "dynarelay_subscriptions_lost_total";
     assert_eq!(metric(&app.store.metrics().render(), lost), 1.0);
+}
+
+/// 10,000 idle subscriptions to one connection (the server's default cap): every one gets the
+/// next change, once; the 10,001st is refused; and once their clients go, their seats are free
+/// again (the running subscriptions' gauge back to 0, and a new one runs).
+#[tokio::test]
+async fn ten_thousand_idle_subscriptions_each_get_a_change_and_leave_no_seat_taken() {
+    const SUBSCRIBERS: usize = 10_000;
+    let app = model_app_from(THINGS).await;
+    let settings = test_stream_settings();
+    assert_eq!(settings.max_subscriptions, SUBSCRIBERS, "the default cap");
+    let router = live_router_with_streams(&app, HttpSettings::default(), settings);
+    let table = app.table("Things");
+    let query = "subscription { notesChanged(owner: \"ann\") { kind edge { node { text } } } }";
+    let mut all = Vec::with_capacity(SUBSCRIBERS);
+    for _ in 0..SUBSCRIBERS {
+        // Each reads at most a few events ahead, as an idle client's socket buffer would.
+        all.push(subscribe_reading(&router, None, query, json!({}), 4).await);
+    }
+
+    // Warm-up notes until every subscription has received one: all are then placed.
+    let mut arrived = vec![false; SUBSCRIBERS];
+    let started = std::time::Instant::now();
+    for round in 0.. {
+        assert!(started.elapsed() < WAIT * 5, "subscriptions never placed");
+        let warm = thing("Note", "warm", &format!("warm-up {round}"));
+        put_plain(app.client(), &table, [warm]).await;
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        for (events, arrived) in all.iter_mut().zip(arrived.iter_mut()) {
+            while let Ok(event) = events.try_recv() {
+                assert_eq!(event.0, "next", "{event:?}");
+                *arrived = true;
+            }
+        }
+        if arrived.iter().all(|&a| a) {
+            break;
+        }
+    }
+    let rendered = app.store.metrics().render();
+    assert_eq!(
+        metric(&rendered, "dynarelay_subscriptions "),
+        SUBSCRIBERS as f64
+    );
+    let mut refused = subscribe(&router, query, json!({})).await;
+    assert_eq!(refusal(&mut refused).await.0, "TOO_MANY_SUBSCRIPTIONS");
+
+    // One change reaches every subscriber once (after any warm-ups still on their way).
+    put_plain(app.client(), &table, [thing("Note", "n", "to everyone")]).await;
+    for events in &mut all {
+        loop {
+            let (_, data) = next_event(events).await;
+            let change = &data["data"]["notesChanged"];
+            if change["edge"]["node"]["text"] == "to everyone" {
+                assert_eq!(change["kind"], "ADDED", "{data}");
+                break;
+            }
+        }
+    }
+
+    // The clients go: each subscription ends when its next change finds no one to send it to.
+    drop(all);
+    let started = std::time::Instant::now();
+    for round in 0.. {
+        let rendered = app.store.metrics().render();
+        if metric(&rendered, "dynarelay_subscriptions ") == 0.0 {
+            break;
+        }
+        assert!(started.elapsed() < WAIT, "seats still taken: {rendered}");
+        put_plain(
+            app.client(),
+            &table,
+            [thing("Note", "n", &format!("gone {round}"))],
+        )
+        .await;
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let mut again = subscribe(&router, query, json!({})).await;
+    placed(&app, &mut again).await;
 }

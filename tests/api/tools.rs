@@ -6,12 +6,14 @@
 //! is the ground truth every connection is walked against, at every page size, both ways.
 
 pub(crate) mod amplify;
+mod amplify_live;
 mod books;
-mod changes;
+pub(crate) mod changes;
 mod electrodb;
 mod onetable;
 mod onetable_live;
 mod toolbox;
+mod toolbox_live;
 
 use std::collections::HashMap;
 

@@ -15,8 +15,8 @@ use tokio_tungstenite::{
 
 use crate::{
     helpers::{
-        Running, TestIssuer, auth_live_router, graphql_with_token, live_router, model_app_from,
-        model_claims, now, put_plain, warm_up, with,
+        Running, TestIssuer, auth_live_router, graphql_with_token, live_router, metric,
+        model_app_from, model_claims, now, put_plain, warm_up, with,
     },
     subscriptions::{MODEL, OWNED, note, run_notes_client},
 };
@@ -91,6 +91,39 @@ async fn ready(url: &str) -> Socket {
 
 const FOLLOW: &str = "subscription($owner: String!) {
   notesChanged(owner: $owner) { kind edge { cursor node { at text } } } }";
+
+/// Subscribes as `id` to `owner`'s notes on `socket`, writes a warm-up note (at 0) until one
+/// arrives, then a fence note (at 5): once the fence has arrived, every later change comes.
+async fn subscribed(socket: &mut Socket, app: &crate::helpers::ModelApp, id: &str, owner: &str) {
+    let table = app.table("Notes");
+    send(
+        socket,
+        json!({ "id": id, "type": "subscribe",
+            "payload": { "query": FOLLOW, "variables": { "owner": owner } } }),
+    )
+    .await;
+    warm_up(
+        async |round| {
+            let warm = note(owner, 0, &format!("warm-up {round}"), "OPEN");
+            put_plain(app.client(), &table, [warm]).await;
+        },
+        async |wait| {
+            matches!(
+                tokio::time::timeout(wait, socket.next()).await,
+                Ok(Some(Ok(Message::Text(_))))
+            )
+        },
+    )
+    .await;
+    put_plain(app.client(), &table, [note(owner, 5, "fence", "OPEN")]).await;
+    loop {
+        let message = receive_json(socket).await;
+        assert_eq!(message["id"], id, "{message}");
+        if message["payload"]["data"]["notesChanged"]["edge"]["node"]["text"] == "fence" {
+            break;
+        }
+    }
+}
 
 #[tokio::test]
 async fn every_rule_of_the_protocol_closes_with_its_code() {
@@ -191,33 +224,7 @@ async fn operations_run_over_the_socket_as_the_protocol_says() {
     assert!(error["payload"][0]["message"].is_string(), "{error}");
 
     // A subscription: warm-up notes until one arrives, then the changes as `next` messages.
-    send(
-        &mut socket,
-        json!({ "id": "s", "type": "subscribe",
-            "payload": { "query": FOLLOW, "variables": { "owner": "dana" } } }),
-    )
-    .await;
-    warm_up(
-        async |round| {
-            let warm = note("dana", 0, &format!("warm-up {round}"), "OPEN");
-            put_plain(client, &table, [warm]).await;
-        },
-        async |wait| {
-            matches!(
-                tokio::time::timeout(wait, socket.next()).await,
-                Ok(Some(Ok(Message::Text(_))))
-            )
-        },
-    )
-    .await;
-    put_plain(client, &table, [note("dana", 5, "fence", "OPEN")]).await;
-    loop {
-        let message = receive_json(&mut socket).await;
-        assert_eq!(message["id"], "s", "{message}");
-        if message["payload"]["data"]["notesChanged"]["edge"]["node"]["text"] == "fence" {
-            break;
-        }
-    }
+    subscribed(&mut socket, &app, "s", "dana").await;
     put_plain(client, &table, [note("dana", 6, "six", "OPEN")]).await;
     let message = receive_json(&mut socket).await;
     assert_eq!(message["type"], "next");
@@ -405,4 +412,46 @@ async fn shutting_down_ends_subscriptions_so_that_clients_reconnect() {
         }
     }
     assert!(text.contains("event: complete"), "{text}");
+}
+
+/// Bursts of `subscribe` then `complete` on one socket, 2,000 subscriptions in all: each ends
+/// with its `complete`, nothing is sent for any of them, no seat stays taken (the running
+/// subscriptions' gauge back to 0), and the socket then runs a subscription as before.
+#[tokio::test]
+async fn bursts_of_subscribe_and_complete_leave_nothing_behind() {
+    let app = model_app_from(MODEL).await;
+    let server = Running::serve(live_router(&app)).await;
+    let url = server.url("/graphql");
+    let table = app.table("Notes");
+    let client = app.client();
+    let mut socket = ready(&url).await;
+    for round in 0..10 {
+        for i in 0..200 {
+            let id = format!("burst-{round}-{i}");
+            send(
+                &mut socket,
+                json!({ "id": id, "type": "subscribe",
+                    "payload": { "query": FOLLOW, "variables": { "owner": "erin" } } }),
+            )
+            .await;
+            send(&mut socket, json!({ "id": id, "type": "complete" })).await;
+        }
+        // A change while the burst's subscriptions end: sent to none of them.
+        put_plain(client, &table, [note("erin", round, "during", "OPEN")]).await;
+    }
+    // Every `complete` read (the socket answers in order): then no subscription of the bursts runs.
+    send(&mut socket, json!({ "type": "ping" })).await;
+    let message = receive_json(&mut socket).await;
+    assert_eq!(message["type"], "pong", "nothing but the pong: {message}");
+    let started = std::time::Instant::now();
+    loop {
+        let rendered = app.store.metrics().render();
+        if metric(&rendered, "dynarelay_subscriptions ") == 0.0 {
+            break;
+        }
+        assert!(started.elapsed() < WAIT, "seats still taken: {rendered}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    subscribed(&mut socket, &app, "last", "erin").await;
 }

@@ -13,15 +13,14 @@
 //
 // Exits non-zero, with relay-compiler's own diagnostics on stderr, when compilation fails.
 
-import { spawnSync } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 import { buildSchema, parse, validate } from 'graphql';
+
+import { compileRelay } from './lib/relay.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const { values: opts } = parseArgs({
@@ -41,47 +40,8 @@ function fail(message) {
 
 // --- compile -----------------------------------------------------------------------------------
 
-const relayBin = createRequire(import.meta.url)('relay-compiler');
-if (!relayBin) fail(`relay-compiler has no binary for ${process.platform} (${process.arch})`);
-
 const schemaText = readFileSync(resolve(opts.schema), 'utf8');
-const work = mkdtempSync(join(tmpdir(), 'dynarelay-relay-'));
-let artifacts;
-let compileError;
-try {
-  cpSync(join(here, 'relay', 'src'), join(work, 'src'), { recursive: true });
-  writeFileSync(join(work, 'schema.graphql'), schemaText);
-  mkdirSync(join(work, '__generated__'));
-  // The checked-in configuration, with every path inside the temporary directory.
-  const config = JSON.parse(readFileSync(join(here, 'relay', 'relay.config.json'), 'utf8'));
-  Object.assign(config, {
-    src: './src',
-    schema: './schema.graphql',
-    artifactDirectory: './__generated__',
-    noSourceControl: true,
-  });
-  writeFileSync(join(work, 'relay.config.json'), JSON.stringify(config, null, 2));
-
-  const run = spawnSync(
-    relayBin,
-    ['--noWatchman', '--output', 'quiet-with-errors', join(work, 'relay.config.json')],
-    { cwd: work, encoding: 'utf8', timeout: 60_000, env: { ...process.env, NO_COLOR: '1' } },
-  );
-  // Diagnostics are coloured even without a terminal.
-  const output = `${run.stdout ?? ''}${run.stderr ?? ''}`.replace(/\x1b\[[0-9;]*m/g, '');
-  if (run.error) {
-    compileError = `cannot run relay-compiler: ${run.error.message}`;
-  } else if (run.status !== 0) {
-    compileError = `relay-compiler failed (exit status ${run.status}):\n${output}`;
-  } else {
-    artifacts = new Map();
-    for (const file of readdirSync(join(work, '__generated__'))) {
-      artifacts.set(file.replace(/\.graphql\.ts$/, ''), readFileSync(join(work, '__generated__', file), 'utf8'));
-    }
-  }
-} finally {
-  rmSync(work, { recursive: true, force: true });
-}
+const { artifacts, error: compileError } = compileRelay(schemaText);
 if (compileError) fail(compileError);
 
 // --- check what Relay generated ----------------------------------------------------------------

@@ -9,7 +9,7 @@ use aws_sdk_dynamodb::types::AttributeValue::{N, S};
 use dynarelay::{dynamo::Item, model::Model};
 use serde_json::json;
 
-use super::{Served, calls, gid};
+use super::{Served, calls, gid, with_auth};
 use crate::helpers::{ModelApp, TestIssuer, auth_model_app, model_claims};
 
 /// The market: listings whose seller (not part of the key) may change, withdraw and see the
@@ -17,15 +17,6 @@ use crate::helpers::{ModelApp, TestIssuer, auth_model_app, model_claims};
 /// owner field, `userId`, is the purchases' partition key, so an item's owner never changes
 /// (an item with another owner is another item). This model's can.
 const MARKET: &str = r#"
-version = 1
-
-[auth]
-jwks_url = "http://127.0.0.1:9/.well-known/jwks.json"
-algorithms = ["RS256"]
-issuer = "https://auth.shop.example"
-audience = ["shop-web"]
-groups_claim = "cognito:groups"
-
 [tables.Listings]
 partition_key = "listingId"
 attributes = { listingId = "S" }
@@ -55,11 +46,7 @@ description = "Every listing."
 
 fn market() -> &'static Model {
     static MODEL: OnceLock<&'static Model> = OnceLock::new();
-    MODEL.get_or_init(|| {
-        Box::leak(Box::new(
-            dynarelay::model::parse("market", MARKET).unwrap_or_else(|e| panic!("{e}")),
-        ))
-    })
+    MODEL.get_or_init(|| with_auth("market", MARKET))
 }
 
 fn listing(id: &str, seller: &str, title: &str, version: u32) -> Item {

@@ -11,17 +11,17 @@ use crate::helpers::{
     query_all, walk_matches, with,
 };
 
-const MODEL: &str = "examples/amplify/dynarelay.toml";
+pub(crate) const MODEL: &str = "examples/amplify/dynarelay.toml";
 
 pub(crate) const TABLE: &str = "Order-apiid-NONE";
 
 /// A caller: the token's `sub` and `username`, and the owner Amplify stores for them.
-struct User {
-    token: String,
-    owner: String,
+pub(crate) struct User {
+    pub(crate) token: String,
+    pub(crate) owner: String,
 }
 
-async fn user(issuer: &TestIssuer, sub: &str, username: &str, groups: &[&str]) -> User {
+pub(crate) async fn user(issuer: &TestIssuer, sub: &str, username: &str, groups: &[&str]) -> User {
     let claims = with(
         crate::helpers::model_claims(load_model(MODEL), sub, groups),
         json!({ "username": username }),

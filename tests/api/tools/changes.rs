@@ -1,9 +1,18 @@
 //! Following a subscription's changes in the writers' live tests: each change as its kind and
-//! the key of its node, read up to a last one.
+//! the key of its node, read up to a last one; and the items the API writes to place a
+//! subscription in the stream and fence it.
 
+use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::helpers::{Received, next_event};
+use crate::helpers::{ModelApp, Received, next_event};
+
+/// Runs the create `mutation` (taking `$input`) with `input` through the API: a warm-up or a
+/// fence item. It must succeed.
+pub async fn created(app: &ModelApp, mutation: &str, input: Value) {
+    let answer = app.graphql(mutation, json!({ "input": input })).await;
+    assert!(answer.get("errors").is_none(), "{answer}");
+}
 
 /// A change: its kind, its node's key (none when `REMOVED`) and its edge's cursor.
 pub type Changed = (String, Option<String>, Option<String>);

@@ -11,7 +11,7 @@ use crate::{
         ModelApp, live_router, metric, model_app, next_event, received_within, subscribe, warm_up,
         written_with,
     },
-    tools::changes::{kinds, seen, until},
+    tools::changes::{created, kinds, seen, until},
 };
 
 const MODEL: &str = "examples/onetable/dynarelay.toml";
@@ -23,13 +23,12 @@ const BY_STATE: &str = "subscription($state: IssueState!) {
 async fn issue(app: &ModelApp, seq: u32, state: &str) {
     let input = json!({ "projectId": "P-warm", "seq": seq, "title": format!("warm {seq}"),
                         "state": state });
-    let answer = app
-        .graphql(
-            "mutation($input: CreateIssueInput!) { createIssue(input: $input) { issue { id } } }",
-            json!({ "input": input }),
-        )
-        .await;
-    assert!(answer.get("errors").is_none(), "{answer}");
+    created(
+        app,
+        "mutation($input: CreateIssueInput!) { createIssue(input: $input) { issue { id } } }",
+        input,
+    )
+    .await;
 }
 
 #[tokio::test]

@@ -17,7 +17,12 @@ export const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
 
 /** Puts (an open note with `text`) and removes notes of `owner` at `at` in `table`. */
 export function notesOf(endpoint, table, owner) {
-  const dynamodb = new DynamoDBClient({ endpoint, region: "us-east-1" });
+  // DynamoDB Local: dummy credentials, given, so that no credential source is ever looked for.
+  const dynamodb = new DynamoDBClient({
+    endpoint,
+    region: "us-east-1",
+    credentials: { accessKeyId: "local", secretAccessKey: "local" },
+  });
   const key = (at) => ({ owner: { S: owner }, at: { N: String(at) } });
   return {
     put: (at, text) =>

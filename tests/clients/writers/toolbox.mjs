@@ -1,7 +1,7 @@
 // Seeds a table with dynamodb-toolbox v2 (entities `Customer` and `Order`), then reads the ground
 // truth back through toolbox's own Scan/Query commands and prints it as one JSON object on stdout.
 //
-//   node writers/toolbox.mjs <endpoint> <tableName> [--create]
+//   node writers/toolbox.mjs <endpoint> <tableName> [--create] [--changes]
 //   node writers/toolbox.mjs <endpoint> <tableName> --read   < request.json
 //
 // Table: PK (S) / SK (S), GSI GSI1: GSI1PK (S) / GSI1SK (S), projection ALL.
@@ -16,15 +16,18 @@
 // `modified` (saved as `_ct` / `_md`); the entity attribute (`entity`, saved as `_et`) is hidden.
 // Deterministic otherwise: no Math.random, no clock; variety comes from a seeded LCG.
 
-import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { DynamoDBDocumentClient, PutCommand } from "@aws-sdk/lib-dynamodb";
 import {
   BatchPutRequest,
   BatchWriteCommand,
+  DeleteItemCommand,
   Entity,
   GetItemCommand,
+  PutItemCommand,
   QueryCommand,
   ScanCommand,
   Table,
+  UpdateItemCommand,
   executeBatchWrite,
   item,
   number,
@@ -127,7 +130,7 @@ function model(documentClient, tableName) {
       GSI1SK: string().link(({ placedAt, orderId }) => `${placedAt}#${orderId}`),
     })),
   });
-  return { table, Customer, Order };
+  return { documentClient, table, Customer, Order };
 }
 
 /** Batch-puts `items` of `entity` through toolbox's BatchWriteCommand, 25 per request. */
@@ -170,7 +173,50 @@ const QUERIES = {
 const customerView = (c) => pick(c, CUSTOMER_FIELDS);
 const orderView = (o) => pick(o, ORDER_FIELDS);
 
-async function seed(model, { ddb, tableName, log }) {
+// `--changes`: instead of the data set, one customer's orders changed through dynamodb-toolbox,
+// in this order (for the subscriptions' test, tests/api/tools/toolbox_live.rs): the customer
+// created, orders `O-1` and `O-2` placed (PENDING), `O-1`'s total changed (UpdateItemCommand),
+// `O-1` put again as PAID (it moves from `STATUS#PENDING` to `STATUS#PAID` in `GSI1`), `O-2`
+// deleted, an item of no entity put in the customer's partition (an `_et` the model does not
+// know), and `O-3` placed (PENDING), the last. Prints the steps.
+const CHANGES_CUSTOMER = "C09 Live";
+async function changes({ documentClient, Customer, Order }, tableName) {
+  const customerId = CHANGES_CUSTOMER;
+  const order = (orderId, day, total, status) => ({
+    customerId,
+    orderId,
+    placedAt: `2026-06-0${day}T10:00:00.000Z`,
+    total,
+    status,
+  });
+  const put = (item) => Order.build(PutItemCommand).item(item).send();
+  const steps = [];
+  await Customer.build(PutItemCommand).item({ customerId, name: "Live" }).send();
+  steps.push("create the customer");
+  await put(order("O-1", 1, 10.5, "PENDING"));
+  steps.push("place O-1");
+  await put(order("O-2", 2, 20, "PENDING"));
+  steps.push("place O-2");
+  await Order.build(UpdateItemCommand).item({ customerId, orderId: "O-1", total: 11.25 }).send();
+  steps.push("change O-1's total");
+  await put(order("O-1", 1, 11.25, "PAID"));
+  steps.push("pay O-1");
+  await Order.build(DeleteItemCommand).key({ customerId, orderId: "O-2" }).send();
+  steps.push("delete O-2");
+  await documentClient.send(
+    new PutCommand({
+      TableName: tableName,
+      Item: { PK: `CUSTOMER#${customerId}`, SK: "INVOICE#1", _et: "Invoice", note: "no entity" },
+    }),
+  );
+  steps.push("put an item of no entity");
+  await put(order("O-3", 3, 30, "PENDING"));
+  steps.push("place O-3");
+  return { steps };
+}
+
+async function seed(model, { ddb, tableName, log, chosen }) {
+  if (chosen.includes("--changes")) return changes(model, tableName);
   const { table, Customer, Order } = model;
   const { customers, orders } = buildData();
 
@@ -214,4 +260,4 @@ async function seed(model, { ddb, tableName, log }) {
 }
 
 const open = ({ ddb, tableName }) => model(DynamoDBDocumentClient.from(ddb), tableName);
-runWriter("toolbox", LAYOUT, { open, seed, gets: GETS, queries: QUERIES });
+runWriter("toolbox", LAYOUT, { open, seed, gets: GETS, queries: QUERIES, options: ["--changes"] });
