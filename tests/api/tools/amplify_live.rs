@@ -70,14 +70,13 @@ async fn delete(app: &ModelApp, id: &str) {
         .unwrap();
 }
 
-/// A subscription of `caller` placed in the stream by warm-up orders of `owner` in `status`
-/// (ids `<tag><round>`), then followed to a fence order `<tag>-fence`.
+/// A subscription of `caller` to `field` (`query`), placed in the stream by warm-up orders of
+/// `owner` in `status` (ids `<tag><round>`), then followed to a fence order `<tag>-fence`.
 async fn follow(
     app: &ModelApp,
     router: &axum::Router,
     caller: &User,
-    query: &str,
-    variables: Value,
+    (field, query, variables): (&str, &str, Value),
     (owner, status, tag): (&str, &str, &str),
 ) -> tokio::sync::mpsc::Receiver<Received> {
     let mut events = subscribe_as(router, Some(&caller.token), query, variables).await;
@@ -91,11 +90,6 @@ async fn follow(
     .await;
     let fence = format!("{tag}-fence");
     create(app, &fence, owner, status, "2026-05-02T00:00:00.000Z").await;
-    let field = if query == BY_OWNER {
-        "ordersChanged"
-    } else {
-        "ordersInStatusChanged"
-    };
     until(&mut events, field, "orderId", &fence).await;
     events
 }
@@ -132,8 +126,7 @@ async fn resolver_shaped_writes_reach_each_owner_and_no_one_else() {
         &app,
         &router,
         &alice,
-        BY_OWNER,
-        json!({ "owner": alice.owner }),
+        ("ordersChanged", BY_OWNER, json!({ "owner": alice.owner })),
         (&alice.owner, "DELIVERED", "warm-a"),
     )
     .await;
@@ -141,8 +134,7 @@ async fn resolver_shaped_writes_reach_each_owner_and_no_one_else() {
         &app,
         &router,
         &bob,
-        BY_OWNER,
-        json!({ "owner": bob.owner }),
+        ("ordersChanged", BY_OWNER, json!({ "owner": bob.owner })),
         (&bob.owner, "DELIVERED", "warm-b"),
     )
     .await;
@@ -150,8 +142,11 @@ async fn resolver_shaped_writes_reach_each_owner_and_no_one_else() {
         &app,
         &router,
         &admin,
-        IN_STATUS,
-        json!({ "owner": alice.owner, "status": "SHIPPED" }),
+        (
+            "ordersInStatusChanged",
+            IN_STATUS,
+            json!({ "owner": alice.owner, "status": "SHIPPED" }),
+        ),
         (&alice.owner, "SHIPPED", "warm-s"),
     )
     .await;

@@ -5,7 +5,21 @@
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::helpers::{ModelApp, Received, next_event};
+use crate::helpers::{ModelApp, Received, next_event, received_within, subscribe, warm_up};
+
+/// Subscribes with `query` and `variables`, then has `write` make a warm-up item the
+/// subscription holds (a new one each round) until one arrives: the subscription is then placed
+/// in the stream.
+pub async fn placed(
+    router: &axum::Router,
+    query: &str,
+    variables: Value,
+    write: impl AsyncFnMut(u32),
+) -> mpsc::Receiver<Received> {
+    let mut events = subscribe(router, query, variables).await;
+    warm_up(write, async |wait| received_within(&mut events, wait).await).await;
+    events
+}
 
 /// Runs the create `mutation` (taking `$input`) with `input` through the API: a warm-up or a
 /// fence item. It must succeed.

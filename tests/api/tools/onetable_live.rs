@@ -7,11 +7,8 @@
 use serde_json::json;
 
 use crate::{
-    helpers::{
-        ModelApp, live_router, metric, model_app, next_event, received_within, subscribe, warm_up,
-        written_with,
-    },
-    tools::changes::{created, kinds, seen, until},
+    helpers::{ModelApp, live_router, metric, model_app, next_event, written_with},
+    tools::changes::{created, kinds, placed, seen, until},
 };
 
 const MODEL: &str = "examples/onetable/dynarelay.toml";
@@ -39,16 +36,18 @@ async fn onetables_own_writes_reach_the_subscriptions_whose_connections_hold_the
     let field = "issuesByStateChanged";
 
     // Each subscription placed in the stream by warm-up issues it holds, then fenced.
-    let mut open = subscribe(&router, BY_STATE, json!({ "state": "open" })).await;
-    warm_up(
+    let mut open = placed(
+        &router,
+        BY_STATE,
+        json!({ "state": "open" }),
         async |round| issue(&app, 1000 + round, "open").await,
-        async |wait| received_within(&mut open, wait).await,
     )
     .await;
-    let mut closed = subscribe(&router, BY_STATE, json!({ "state": "closed" })).await;
-    warm_up(
+    let mut closed = placed(
+        &router,
+        BY_STATE,
+        json!({ "state": "closed" }),
         async |round| issue(&app, 2000 + round, "closed").await,
-        async |wait| received_within(&mut closed, wait).await,
     )
     .await;
     issue(&app, 9001, "open").await;

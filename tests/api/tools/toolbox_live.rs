@@ -8,11 +8,8 @@
 use serde_json::json;
 
 use crate::{
-    helpers::{
-        ModelApp, live_router, metric, model_app, next_event, received_within, subscribe, warm_up,
-        written_with,
-    },
-    tools::changes::{created, kinds, seen, until},
+    helpers::{ModelApp, live_router, metric, model_app, next_event, written_with},
+    tools::changes::{created, kinds, placed, seen, until},
 };
 
 const MODEL: &str = "examples/toolbox/dynarelay.toml";
@@ -52,22 +49,25 @@ async fn dynamodb_toolboxs_own_writes_reach_the_subscriptions_whose_connections_
     assert!(customer.is_string(), "{answer}");
 
     // Each subscription placed in the stream by warm-up orders it holds, then fenced.
-    let mut by_customer = subscribe(&router, BY_CUSTOMER, json!({ "customer": customer })).await;
-    warm_up(
+    let mut by_customer = placed(
+        &router,
+        BY_CUSTOMER,
+        json!({ "customer": customer }),
         async |round| order(&app, &format!("warm-c{round}"), "SHIPPED").await,
-        async |wait| received_within(&mut by_customer, wait).await,
     )
     .await;
-    let mut pending = subscribe(&router, BY_STATUS, json!({ "status": "PENDING" })).await;
-    warm_up(
+    let mut pending = placed(
+        &router,
+        BY_STATUS,
+        json!({ "status": "PENDING" }),
         async |round| order(&app, &format!("warm-p{round}"), "PENDING").await,
-        async |wait| received_within(&mut pending, wait).await,
     )
     .await;
-    let mut paid = subscribe(&router, BY_STATUS, json!({ "status": "PAID" })).await;
-    warm_up(
+    let mut paid = placed(
+        &router,
+        BY_STATUS,
+        json!({ "status": "PAID" }),
         async |round| order(&app, &format!("warm-d{round}"), "PAID").await,
-        async |wait| received_within(&mut paid, wait).await,
     )
     .await;
     order(&app, "fence-pending", "PENDING").await;

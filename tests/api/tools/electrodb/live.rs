@@ -8,11 +8,8 @@ use serde_json::{Value, json};
 
 use super::MODEL;
 use crate::{
-    helpers::{
-        ModelApp, live_router, metric, model_app, next_event, post_graphql, received_within,
-        subscribe, warm_up, written_with,
-    },
-    tools::changes::{created, kinds, seen, until},
+    helpers::{ModelApp, live_router, metric, model_app, next_event, post_graphql, written_with},
+    tools::changes::{created, kinds, placed, seen, until},
 };
 
 const MEMBER: &str = "M09 Live";
@@ -50,22 +47,25 @@ async fn electrodbs_own_writes_reach_the_subscriptions_whose_connections_hold_th
 
     // Each subscription, placed in the stream in turn by warm-up loans it holds; then fences,
     // after which everything earlier has passed.
-    let mut by_member = subscribe(&router, BY_MEMBER, json!({ "member": member })).await;
-    warm_up(
+    let mut by_member = placed(
+        &router,
+        BY_MEMBER,
+        json!({ "member": member }),
         async |round| loan(&app, &format!("warm-m{round}"), "OUT").await,
-        async |wait| received_within(&mut by_member, wait).await,
     )
     .await;
-    let mut out = subscribe(&router, BY_STATUS, json!({ "status": "OUT" })).await;
-    warm_up(
+    let mut out = placed(
+        &router,
+        BY_STATUS,
+        json!({ "status": "OUT" }),
         async |round| loan(&app, &format!("warm-o{round}"), "OUT").await,
-        async |wait| received_within(&mut out, wait).await,
     )
     .await;
-    let mut returned = subscribe(&router, BY_STATUS, json!({ "status": "RETURNED" })).await;
-    warm_up(
+    let mut returned = placed(
+        &router,
+        BY_STATUS,
+        json!({ "status": "RETURNED" }),
         async |round| loan(&app, &format!("warm-r{round}"), "RETURNED").await,
-        async |wait| received_within(&mut returned, wait).await,
     )
     .await;
     loan(&app, "fence-out", "OUT").await;
