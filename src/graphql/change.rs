@@ -154,38 +154,41 @@ where
             .into_iter()
             .map(|value| Ok(FieldValue::owned_any(value))),
     );
-    let live = stream::unfold(Some((subscription, judge, seat)), move |state| async move {
-        let (mut subscription, mut judge, seat) = state?;
-        loop {
-            let expired = async {
-                match deadline {
-                    Some(deadline) => tokio::time::sleep_until(deadline).await,
-                    None => std::future::pending().await,
-                }
-            };
-            let event = tokio::select! {
-                biased;
-                () = expired => return Some((Err(token_expired()), None)),
-                event = subscription.next() => event,
-            };
-            match event {
-                Some(Event::Change(change)) => {
-                    if let Some(value) = judge(&change) {
-                        seat.sent();
-                        return Some((
-                            Ok(FieldValue::owned_any(value)),
-                            Some((subscription, judge, seat)),
-                        ));
+    // The state is boxed: the future that waits for the next change moves it in and holds it,
+    // and an idle subscription is that future. Boxed, it is a pointer there, not a copy.
+    let live = stream::unfold(
+        Some(Box::new((subscription, judge, seat))),
+        move |state| async move {
+            let mut state = state?;
+            let (subscription, judge, seat) = &mut *state;
+            loop {
+                let expired = async {
+                    match deadline {
+                        Some(deadline) => tokio::time::sleep_until(deadline).await,
+                        None => std::future::pending().await,
                     }
+                };
+                let event = tokio::select! {
+                    biased;
+                    () = expired => return Some((Err(token_expired()), None)),
+                    event = subscription.next() => event,
+                };
+                match event {
+                    Some(Event::Change(change)) => {
+                        if let Some(value) = judge(&change) {
+                            seat.sent();
+                            return Some((Ok(FieldValue::owned_any(value)), Some(state)));
+                        }
+                    }
+                    Some(Event::Gap) => {
+                        seat.lost();
+                        return Some((Err(changes_lost()), None));
+                    }
+                    None => return Some((Err(ApiError::Unavailable.into()), None)),
                 }
-                Some(Event::Gap) => {
-                    seat.lost();
-                    return Some((Err(changes_lost()), None));
-                }
-                None => return Some((Err(ApiError::Unavailable.into()), None)),
             }
-        }
-    });
+        },
+    );
     caught_up.chain(live)
 }
 

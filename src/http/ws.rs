@@ -12,9 +12,12 @@
 //! streamed as `next` messages; a request error is one `error` message. On shutdown the socket
 //! closes with 1001, which clients reconnect from.
 
-use std::{collections::HashMap, net::SocketAddr, time::Duration};
+use std::{collections::HashMap, net::SocketAddr, sync::Arc, time::Duration};
 
-use async_graphql::futures_util::StreamExt;
+use async_graphql::futures_util::{
+    Stream, StreamExt,
+    stream::{self, AbortHandle, BoxStream, SelectAll},
+};
 use axum::{
     extract::{
         ConnectInfo, FromRequestParts, Request, WebSocketUpgrade,
@@ -25,12 +28,12 @@ use axum::{
 };
 use http_body_util::BodyExt;
 use serde_json::{Map, Value, json};
-use tokio::{sync::mpsc, task::JoinSet};
 
 use super::{
     AppState,
     conn::ConnectionSlot,
     graphql::{Format, Params, Streaming, execute_as},
+    sse::Results,
 };
 use crate::{auth::Caller, graphql};
 
@@ -40,9 +43,10 @@ const PROTOCOL: &str = "graphql-transport-ws";
 pub const INIT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Operations one socket may run at once; more are refused with an `error` message.
 const MAX_OPERATIONS: usize = 100;
-/// Messages waiting to be written to one socket; operations wait while it is full (and a
-/// subscription that falls too far behind its table's stream ends with `CHANGES_LOST`).
-const OUTBOX: usize = 256;
+/// What a socket reads at a time. The protocol's messages from clients are small, and each
+/// socket holds this much for as long as it is open (tungstenite's default is 128 KiB); a
+/// larger message is read in several steps.
+const READ_BUFFER: usize = 8 * 1024;
 /// The largest answer of one operation read back into a message.
 const MAX_ANSWER_BYTES: usize = 16 * 1024 * 1024;
 
@@ -62,14 +66,15 @@ pub(super) async fn upgrade(state: AppState, request: Request) -> Response {
         .get::<ConnectInfo<SocketAddr>>()
         .map(|ConnectInfo(peer)| *peer);
     let slot = parts.extensions.get::<ConnectionSlot>().cloned();
-    let headers = parts.headers.clone();
+    let headers = Arc::new(parts.headers.clone());
     let upgrade = match WebSocketUpgrade::from_request_parts(&mut parts, &state).await {
         Ok(upgrade) => upgrade,
         Err(rejection) => return rejection.into_response(),
     };
     let upgrade = upgrade
         .protocols([PROTOCOL])
-        .max_message_size(state.http.max_body_bytes);
+        .max_message_size(state.http.max_body_bytes)
+        .read_buffer_size(READ_BUFFER);
     let acceptable = upgrade.selected_protocol().is_some();
     upgrade.on_upgrade(move |socket| async move {
         // The connection's place under the cap (and in the open-connections gauge) is kept
@@ -109,7 +114,8 @@ enum Outgoing {
 struct Session {
     state: AppState,
     socket: WebSocket,
-    headers: HeaderMap,
+    /// The upgrade request's headers, shared by the socket's operations.
+    headers: Arc<HeaderMap>,
     peer: Option<SocketAddr>,
 }
 
@@ -140,9 +146,9 @@ impl Session {
         };
         self.send(json!({ "type": "connection_ack" })).await;
 
-        let (outbox, mut outgoing) = mpsc::channel::<Outgoing>(OUTBOX);
-        let mut active: HashMap<String, tokio::task::AbortHandle> = HashMap::new();
-        let mut operations = JoinSet::new();
+        // Each running operation's messages, and the handle that ends it on `complete`.
+        let mut active: HashMap<String, AbortHandle> = HashMap::new();
+        let mut operations = SelectAll::new();
         loop {
             tokio::select! {
                 incoming = self.receive() => match incoming {
@@ -162,16 +168,17 @@ impl Session {
                             self.send(json!({ "id": id, "type": "error", "payload": [error] })).await;
                             continue;
                         }
-                        let operation = operate(
+                        let messages = operation(
                             self.state.clone(),
                             caller.clone(),
-                            self.headers.clone(),
+                            Arc::clone(&self.headers),
                             self.peer,
                             id.clone(),
                             payload,
-                            outbox.clone(),
                         );
-                        active.insert(id, operations.spawn(operation));
+                        let (messages, handle) = stream::abortable(messages);
+                        operations.push(messages);
+                        active.insert(id, handle);
                     }
                     Incoming::Complete(id) => {
                         if let Some(operation) = active.remove(&id) {
@@ -183,8 +190,10 @@ impl Session {
                     Incoming::Invalid(reason) => return self.close(4400, &reason).await,
                     Incoming::Closed => return,
                 },
-                Some(out) = outgoing.recv() => {
-                    // Nothing is sent for an operation the client completed.
+                Some(out) = operations.next(), if !operations.is_empty() => {
+                    // Nothing is sent for an operation the client completed. While a message
+                    // is written, no operation runs on: one whose client falls too far behind
+                    // its table's stream ends with `CHANGES_LOST`.
                     let message = match out {
                         Outgoing::Next(id, payload) if active.contains_key(&id) => {
                             json!({ "id": id, "type": "next", "payload": payload })
@@ -199,7 +208,6 @@ impl Session {
                     };
                     self.send(message).await;
                 }
-                Some(_) = operations.join_next(), if !operations.is_empty() => {}
                 () = stopped(&mut stop) => {
                     return self.close(1001, "Going away").await;
                 }
@@ -326,29 +334,89 @@ fn coded(message: &str, code: &str) -> Value {
     json!({ "message": message, "extensions": { "code": code } })
 }
 
-/// Runs one operation as a POST would and sends what comes of it: a subscription's results as
-/// `next` messages then `complete`, a query's or mutation's one result then `complete`, or a
-/// refusal as `error`.
-async fn operate(
+/// One operation as a stream of the messages it sends: a subscription's results as `next`
+/// messages then `complete`, a query's or mutation's one result then `complete`, or a refusal
+/// as `error`. The session polls every operation's stream itself, rather than spawning a task
+/// for each: an idle subscription then costs only its results' state.
+fn operation(
     state: AppState,
     caller: Caller,
-    headers: HeaderMap,
+    headers: Arc<HeaderMap>,
     peer: Option<SocketAddr>,
     id: String,
     payload: Value,
-    outbox: mpsc::Sender<Outgoing>,
-) {
-    let refuse = |errors: Value| Outgoing::Error(id.clone(), errors);
+) -> BoxStream<'static, Outgoing> {
+    // Boxed: starting an operation takes far more state than following its results does.
+    let started = Box::pin(start(state, caller, headers, peer, payload));
+    stream::once(started)
+        .flat_map(move |started| match started {
+            Started::Answered(Answer::Result(body)) => stream::iter([
+                Outgoing::Next(id.clone(), body),
+                Outgoing::Complete(id.clone()),
+            ])
+            .boxed(),
+            Started::Answered(Answer::Refusal(errors)) => {
+                stream::iter([Outgoing::Error(id.clone(), errors)]).boxed()
+            }
+            Started::Streaming(results) => streamed(id.clone(), results).boxed(),
+        })
+        .boxed()
+}
+
+/// What starting an operation came to.
+enum Started {
+    /// A subscription's results.
+    Streaming(Results),
+    /// Its one message, or two.
+    Answered(Answer),
+}
+
+/// An operation's whole answer.
+enum Answer {
+    /// A result with `data`: one `next` message, then `complete`.
+    Result(Value),
+    /// Errors alone: one `error` message.
+    Refusal(Value),
+}
+
+/// A subscription's results as `next` messages then `complete`; a request error found by
+/// async-graphql's validation is instead the operation's one `error` message.
+fn streamed(id: String, results: Results) -> impl Stream<Item = Outgoing> + Send {
+    stream::unfold(Some((results, true)), move |state| {
+        let id = id.clone();
+        async move {
+            let (mut results, first) = state?;
+            match results.next().await {
+                Some(response) if first && graphql::error::is_request_error(&response) => {
+                    let errors = serde_json::to_value(&response.errors).unwrap_or_default();
+                    Some((Outgoing::Error(id, errors), None))
+                }
+                Some(response) => {
+                    let payload = serde_json::to_value(&response).unwrap_or_default();
+                    Some((Outgoing::Next(id, payload), Some((results, false))))
+                }
+                None => Some((Outgoing::Complete(id), None)),
+            }
+        }
+    })
+}
+
+/// Runs one operation as a POST would, up to its answer or its subscription's results.
+async fn start(
+    state: AppState,
+    caller: Caller,
+    headers: Arc<HeaderMap>,
+    peer: Option<SocketAddr>,
+    payload: Value,
+) -> Started {
+    let refuse = |errors: Value| Started::Answered(Answer::Refusal(errors));
     let params = match payload {
         Value::Object(object) => Params::from_object(object),
         _ => unreachable!("parse keeps object payloads only"),
     };
     let params = match params {
         Ok(params) => params,
-        Err(err) => {
-            let _ = outbox.send(refuse(json!([err.to_error()]))).await;
-            return;
-        }
+        Err(err) => return refuse(json!([err.to_error()])),
     };
     // The token was verified at `connection_init`; an operation started after it expired is
     // refused (a subscription running when it expires ends with the same code).
@@ -360,69 +428,37 @@ async fn operate(
             "Your token expired: connect again with a fresh one.",
             graphql::error::UNAUTHENTICATED,
         );
-        let _ = outbox.send(refuse(json!([error]))).await;
-        return;
+        return refuse(json!([error]));
     }
-    let mut results = None;
-    let response = {
-        let admission = match state.rate_limiter.admit(&caller, &headers, peer) {
-            Ok(admission) => admission,
-            Err(_) => {
-                let error = coded("Too many requests; try again later.", "RATE_LIMITED");
-                let _ = outbox.send(refuse(json!([error]))).await;
-                return;
-            }
-        };
-        execute_as(
-            &state,
-            params,
-            Format::Json,
-            false,
-            caller,
-            &admission,
-            Streaming::Socket(&mut results),
-        )
-        .await
+    let Ok(admission) = state.rate_limiter.admit(&caller, &headers, peer) else {
+        let error = coded("Too many requests; try again later.", "RATE_LIMITED");
+        return refuse(json!([error]));
     };
-    match results {
-        Some(mut results) => {
-            let mut first = true;
-            while let Some(response) = results.next().await {
-                // A request error found by async-graphql's validation is the operation's one
-                // `error` message.
-                if first && graphql::error::is_request_error(&response) {
-                    let errors = serde_json::to_value(&response.errors).unwrap_or_default();
-                    let _ = outbox.send(refuse(errors)).await;
-                    return;
-                }
-                first = false;
-                let payload = serde_json::to_value(&response).unwrap_or_default();
-                if outbox
-                    .send(Outgoing::Next(id.clone(), payload))
-                    .await
-                    .is_err()
-                {
-                    return;
-                }
-            }
-            let _ = outbox.send(Outgoing::Complete(id)).await;
-        }
-        None => {
-            let body = http_body_util::Limited::new(response.into_body(), MAX_ANSWER_BYTES)
-                .collect()
-                .await
-                .ok()
-                .and_then(|body| serde_json::from_slice::<Value>(&body.to_bytes()).ok())
-                .unwrap_or_else(|| {
-                    json!({ "errors": [coded("Internal server error.", "INTERNAL_SERVER_ERROR")] })
-                });
-            if body.get("data").is_some() {
-                let _ = outbox.send(Outgoing::Next(id.clone(), body)).await;
-                let _ = outbox.send(Outgoing::Complete(id)).await;
-            } else {
-                let errors = body.get("errors").cloned().unwrap_or_else(|| json!([]));
-                let _ = outbox.send(refuse(errors)).await;
-            }
-        }
+    let mut results = None;
+    let response = execute_as(
+        &state,
+        params,
+        Format::Json,
+        false,
+        caller,
+        &admission,
+        Streaming::Socket(&mut results),
+    )
+    .await;
+    if let Some(results) = results {
+        return Started::Streaming(results);
+    }
+    let body = http_body_util::Limited::new(response.into_body(), MAX_ANSWER_BYTES)
+        .collect()
+        .await
+        .ok()
+        .and_then(|body| serde_json::from_slice::<Value>(&body.to_bytes()).ok())
+        .unwrap_or_else(
+            || json!({ "errors": [coded("Internal server error.", "INTERNAL_SERVER_ERROR")] }),
+        );
+    if body.get("data").is_some() {
+        Started::Answered(Answer::Result(body))
+    } else {
+        refuse(body.get("errors").cloned().unwrap_or_else(|| json!([])))
     }
 }
