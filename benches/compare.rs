@@ -103,6 +103,7 @@ mod floor;
 #[path = "compare/peer.rs"]
 mod peer;
 #[path = "compare/procfs.rs"]
+#[allow(dead_code)]
 mod procfs;
 #[path = "compare/proxy.rs"]
 mod proxy;

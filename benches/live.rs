@@ -8,9 +8,10 @@
 //!   poll interval (250 ms) and at 10 ms, where what remains is DynamoDB Local making the record
 //!   readable, and ours.
 //! - **CPU per delivered event**, with 1, 100 and 1,000 subscribers to the same connection: the
-//!   server's CPU (`/proc/<pid>/stat`) while purchases are written until every subscriber has
-//!   every change, less what the server spends idle with the same subscribers over the same
-//!   time (the stream reader's polling), over the changes delivered.
+//!   server's CPU (its threads' time on CPU, in nanoseconds, from `/proc/<pid>/task/*/schedstat`)
+//!   while purchases are written until every subscriber has every change, less what the server
+//!   spends idle with the same subscribers over the same time (the stream reader's polling),
+//!   over the changes delivered.
 //! - **Memory**: the server's RSS after 1,000 sockets that sent `connection_init`, then after
 //!   10,000 idle subscriptions on 100 of them (100 each, the most a socket runs), started one
 //!   socket at a time.
@@ -22,6 +23,7 @@
 #[path = "../tests/api/local_aws.rs"]
 mod local_aws;
 #[path = "compare/procfs.rs"]
+#[allow(dead_code)]
 mod procfs;
 #[path = "compare/server.rs"]
 #[allow(dead_code)]
@@ -59,7 +61,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::{Message, client::IntoClientRequest, http::HeaderValue};
 
-use procfs::{cpu_ticks, rss_kib, ticks_to_duration};
+use procfs::{cpu_time, rss_kib};
 use server::Server;
 use stats::percentile;
 
@@ -190,8 +192,8 @@ struct Served {
 }
 
 impl Served {
-    fn cpu(&self) -> anyhow::Result<u64> {
-        cpu_ticks(self.server.pid())
+    fn cpu(&self) -> anyhow::Result<Duration> {
+        cpu_time(self.server.pid())
     }
 
     fn rss_kib(&self) -> anyhow::Result<u64> {
@@ -420,18 +422,17 @@ async fn cpu_per_event(shop: &Shop, n: usize, writes: u64) -> anyhow::Result<Dur
     let served = shop.serve(250).await?;
     let (_sockets, arrivals) = subscribers(shop, &served, n).await?;
     let start = arrivals.total.load(Ordering::Relaxed);
-    let (ticks, wall) = (served.cpu()?, Instant::now());
+    let (cpu, wall) = (served.cpu()?, Instant::now());
     for _ in 0..writes {
         shop.write().await?;
     }
     settle(&arrivals, Some(start + writes * n as u64)).await?;
-    let (busy, took) = (served.cpu()? - ticks, wall.elapsed());
-    let idle_ticks = served.cpu()?;
+    let (busy, took) = (served.cpu()?.saturating_sub(cpu), wall.elapsed());
+    let idle_from = served.cpu()?;
     tokio::time::sleep(took).await;
-    let idle = served.cpu()? - idle_ticks;
+    let idle = served.cpu()?.saturating_sub(idle_from);
     let events = writes * n as u64;
-    let cpu = ticks_to_duration(busy.saturating_sub(idle))?;
-    Ok(cpu / u32::try_from(events)?)
+    Ok(busy.saturating_sub(idle) / u32::try_from(events)?)
 }
 
 /// RSS per socket (after `connection_init`) and per idle subscription, in KiB.
@@ -486,8 +487,8 @@ async fn pages_beside_subscriptions(shop: &Shop) -> anyhow::Result<(Duration, Du
     const ROUNDS: u32 = 5;
     const CLIENTS: usize = 4;
     let served = Arc::new(shop.serve(250).await?);
-    let round = async |served: &Arc<Served>| -> anyhow::Result<u64> {
-        let ticks = served.cpu()?;
+    let round = async |served: &Arc<Served>| -> anyhow::Result<Duration> {
+        let from = served.cpu()?;
         let mut clients = tokio::task::JoinSet::new();
         for _ in 0..CLIENTS {
             let served = Arc::clone(served);
@@ -501,10 +502,10 @@ async fn pages_beside_subscriptions(shop: &Shop) -> anyhow::Result<(Duration, Du
         while let Some(done) = clients.join_next().await {
             done??;
         }
-        Ok(served.cpu()? - ticks)
+        Ok(served.cpu()?.saturating_sub(from))
     };
     round(&served).await?; // warm
-    let (mut without, mut with) = (0, 0);
+    let (mut without, mut with) = (Duration::ZERO, Duration::ZERO);
     for _ in 0..ROUNDS {
         without += round(&served).await?;
         let (sockets, _) = subscribers(shop, &served, 1_000).await?;
@@ -518,9 +519,8 @@ async fn pages_beside_subscriptions(shop: &Shop) -> anyhow::Result<(Duration, Du
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
-    let per_page = |ticks: u64| -> anyhow::Result<Duration> {
-        Ok(ticks_to_duration(ticks)? / (ROUNDS * u32::try_from(PAGES)?))
-    };
+    let per_page =
+        |cpu: Duration| -> anyhow::Result<Duration> { Ok(cpu / (ROUNDS * u32::try_from(PAGES)?)) };
     Ok((per_page(without)?, per_page(with)?))
 }
 
