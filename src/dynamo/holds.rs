@@ -77,9 +77,9 @@ fn passes(value: Option<&AttributeValue>, test: &FilterTest) -> bool {
     }
 }
 
-/// The order of two scalars of one type, as DynamoDB compares them; `None` across types, and
-/// for values with no order (sets, lists, maps, booleans, nulls).
-fn order(a: &AttributeValue, b: &AttributeValue) -> Option<Ordering> {
+/// The order of two scalars of one type, as DynamoDB compares them (and sorts keys); `None`
+/// across types, and for values with no order (sets, lists, maps, booleans, nulls).
+pub fn order(a: &AttributeValue, b: &AttributeValue) -> Option<Ordering> {
     match (a, b) {
         (AttributeValue::S(a), AttributeValue::S(b)) => Some(a.as_bytes().cmp(b.as_bytes())),
         (AttributeValue::B(a), AttributeValue::B(b)) => Some(a.as_ref().cmp(b.as_ref())),

@@ -17,6 +17,7 @@ use aws_config::{
 };
 use aws_sdk_dynamodb::{Client, config::Credentials};
 
+pub use holds::order as scalar_order;
 pub use store::{
     Failures, FilterTest, Keep, ReadPlan, ReadSpec, Row, SortKeyCondition, Store, StoreError,
     Updated,

@@ -128,7 +128,8 @@ fn deadline(expires: u64) -> tokio::time::Instant {
 }
 
 /// The changes a subscriber is sent: first `following.caught_up`, then each of the table's
-/// changes that `judge` makes something of, in order; the end, with `CHANGES_LOST`, when
+/// changes that `judge` makes something of (it may ask the subscription where it stands), in
+/// order; the end, with `CHANGES_LOST`, when
 /// changes were lost; with `UNAUTHENTICATED` when the caller's token expires; or with
 /// `UNAVAILABLE` when the table's reader stopped.
 pub fn followed<'a, J, T>(
@@ -137,7 +138,7 @@ pub fn followed<'a, J, T>(
     judge: J,
 ) -> impl Stream<Item = async_graphql::Result<FieldValue<'a>>> + Send + 'a
 where
-    J: FnMut(&Change) -> Option<T> + Send + 'a,
+    J: FnMut(&Change, &Subscription) -> Option<T> + Send + 'a,
     T: Any + Send + Sync,
 {
     let Following {
@@ -175,7 +176,7 @@ where
                 };
                 match event {
                     Some(Event::Change(change)) => {
-                        if let Some(value) = judge(&change) {
+                        if let Some(value) = judge(&change, subscription) {
                             seat.sent();
                             return Some((Ok(FieldValue::owned_any(value)), Some(state)));
                         }

@@ -62,6 +62,13 @@ pub struct Opened {
     start: Option<Key>,
 }
 
+impl Opened {
+    /// The key the page starts after, from its cursor.
+    pub fn start(&self) -> Option<&Key> {
+        self.start.as_ref()
+    }
+}
+
 /// Why a page was refused before anything was read.
 #[derive(Debug)]
 pub enum Refused {

@@ -132,7 +132,7 @@ async fn changes<'a>(
             expires,
         },
         subscription,
-        move |change| follower.judge(change),
+        move |change, _| follower.judge(change),
     ))
 }
 

@@ -80,6 +80,12 @@ pub struct PreparedPage<'a> {
 }
 
 impl PreparedPage<'_> {
+    /// The key the page starts after (its cursor, opened), and whether it reads in descending
+    /// order.
+    pub fn start(&self) -> (Option<&Key>, bool) {
+        (self.opened.start(), self.descending)
+    }
+
     /// The same page, read with strong consistency when `consistent` (see
     /// [`ReadSpec::consistent`]).
     pub fn consistent(mut self, consistent: bool) -> Self {

@@ -28,16 +28,16 @@ use super::{
     node::parse_node_id,
     node_subscription, nullability,
     resolve::{self, Args, Env, Site},
-    resume::Seam,
+    resume::{Place, Seam},
     values,
 };
 use crate::{
     auth::Caller,
     cursor::{Binding, CursorCodec, Key},
     dynamo::{Item, ReadSpec, Store, Tables},
-    model::{Connection, EntityId, Model},
+    model::{Connection, EntityId, Model, Read},
     pagination::PageLimits,
-    stream::{Change, Recognise, Streams},
+    stream::{Change, Recognise, Streams, Subscription as Changes},
 };
 
 /// One change as a `…Change` object resolves it.
@@ -225,7 +225,8 @@ struct Follower<'a> {
     binding: Binding,
     codec: &'a CursorCodec,
     caller: Caller,
-    seam: Seam,
+    /// For a subscription resumed from a cursor, until the stream is past its catch-up read.
+    seam: Option<Box<Seam>>,
 }
 
 /// Starts following a connection: checks the arguments (and the parent) and opens `after` as a
@@ -297,10 +298,11 @@ async fn changes<'a>(
         binding,
         codec,
         caller: caller.clone(),
-        seam: Seam::default(),
+        seam: None,
     };
     let mut caught_up = Vec::new();
     if let Some((page, max)) = catch_up {
+        let place = place(site, &page);
         let page = resolve::read_prepared(env, page).await?;
         if page.page_info.has_next_page {
             return Err(ApiError::BadUserInput(format!(
@@ -310,7 +312,8 @@ async fn changes<'a>(
             .into());
         }
         let key = site.model.tables[entity.table].key;
-        follower.seam = Seam::new(key, page.edges.iter().map(|edge| &edge.item));
+        let items = page.edges.iter().map(|edge| &edge.item);
+        follower.seam = Some(Box::new(Seam::new(key, items, place, subscription.ask())));
         caught_up = page
             .edges
             .into_iter()
@@ -322,13 +325,32 @@ async fn changes<'a>(
         caught_up,
         expires: caller.expires(),
     };
-    Ok(change::followed(following, subscription, move |change| {
-        follower
-            .seam
-            .follows(change)
-            .then(|| follower.judge(change))
-            .flatten()
-    }))
+    Ok(change::followed(
+        following,
+        subscription,
+        move |change, changes| follower.judge(change, changes),
+    ))
+}
+
+/// Where a resumed page's cursor stands in the order of its connection's read (see [`Place`]):
+/// `None` for a Scan, or a read with no sort key.
+fn place(site: Site, page: &resolve::PreparedPage<'_>) -> Option<Place> {
+    let (start, descending) = page.start();
+    if matches!(site.connection.read, Read::Scan) {
+        return None;
+    }
+    let table = site.model.table_of(site.connection.entity);
+    let (key, unique) = match site.connection.index {
+        Some(index) => (table.indexes[index].key, false),
+        None => (table.key, true),
+    };
+    let attribute = key.get(1)?.name;
+    Some(Place {
+        attribute,
+        value: start?.get(attribute)?.to_attribute_value(),
+        descending,
+        unique,
+    })
 }
 
 impl Follower<'_> {
@@ -351,8 +373,9 @@ impl Follower<'_> {
         })
     }
 
-    /// The change as the connection sees it, or `None` when it never holds the item.
-    fn judge(&self, change: &Change) -> Option<ChangeValue> {
+    /// The change as the connection sees it, or `None` when it never holds the item (or, while
+    /// a resumed subscription's seam lasts, when the client already has it or never had it).
+    fn judge(&mut self, change: &Change, changes: &Changes) -> Option<ChangeValue> {
         let model = self.site.model;
         let held = |image: Option<&Item>| -> Option<EntityId> {
             let item = image?;
@@ -364,11 +387,22 @@ impl Follower<'_> {
         };
         let before = held(change.old.as_ref());
         let after = held(change.new.as_ref());
-        match (before, after, &change.new, &change.old) {
-            (before, Some(entity), Some(item), _) => {
+        // What the client holds before the change: what the connection held, unless the seam
+        // of a resumed subscription knows better.
+        let holds = match &mut self.seam {
+            Some(seam) if !seam.over(changes) => {
+                seam.holds(change, before.is_some(), after.is_some())?
+            }
+            _ => {
+                self.seam = None;
+                before.is_some()
+            }
+        };
+        match (holds, after, &change.new, &change.old) {
+            (holds, Some(entity), Some(item), _) => {
                 let key = Key::from_item(item, self.spec.shape).ok()?;
                 Some(ChangeValue {
-                    kind: Kind::of(before.is_some(), true)?,
+                    kind: Kind::of(holds, true)?,
                     id: resolve::item_id(model, entity, item).ok()?,
                     edge: Some(EdgeValue {
                         cursor: self.codec.encode(&key, &self.binding),
@@ -377,11 +411,18 @@ impl Follower<'_> {
                     }),
                 })
             }
-            (Some(entity), None, _, Some(item)) => Some(ChangeValue {
-                kind: Kind::Removed,
-                id: resolve::item_id(model, entity, item).ok()?,
-                edge: None,
-            }),
+            (true, None, _, Some(item)) => {
+                // The client holds the item, as the connection held it.
+                let entity = before.or_else(|| {
+                    let kind = self.spec.holds(item)?;
+                    Some(kind.map_or(self.site.connection.entity, |kind| kind as EntityId))
+                })?;
+                Some(ChangeValue {
+                    kind: Kind::Removed,
+                    id: resolve::item_id(model, entity, item).ok()?,
+                    edge: None,
+                })
+            }
             _ => None,
         }
     }

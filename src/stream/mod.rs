@@ -16,7 +16,7 @@ pub use seats::{Full, Seat, Seats};
 use std::{
     collections::HashMap,
     sync::{
-        Arc, Mutex,
+        Arc, Mutex, Weak,
         atomic::{AtomicU64, Ordering},
     },
     time::Duration,
@@ -199,8 +199,10 @@ impl Streams {
         let ticket = shared.asked.fetch_add(1, Ordering::AcqRel) + 1;
         Subscription {
             receiver,
+            shared: Arc::downgrade(&shared),
             ticket,
             placed: false,
+            marked: 0,
         }
     }
 }
@@ -216,8 +218,12 @@ impl Streams {
 #[derive(Debug)]
 pub struct Subscription {
     receiver: broadcast::Receiver<Signal>,
+    /// The reader, while it runs (not kept alive by its subscribers: its end closes `receiver`).
+    shared: Weak<Shared>,
     ticket: u64,
     placed: bool,
+    /// The last mark received.
+    marked: u64,
 }
 
 impl Subscription {
@@ -228,11 +234,31 @@ impl Subscription {
     pub async fn ready(&mut self) {
         while !self.placed {
             match self.receiver.recv().await {
-                Ok(Signal::Mark(mark)) => self.placed = mark >= self.ticket,
+                Ok(Signal::Mark(mark)) => {
+                    self.marked = mark;
+                    self.placed = mark >= self.ticket;
+                }
                 Ok(Signal::Event(_)) | Err(broadcast::error::RecvError::Lagged(_)) => {}
                 Err(broadcast::error::RecvError::Closed) => return,
             }
         }
+    }
+
+    /// A ticket for what the table's stream holds now: once [`Subscription::reached`] says so
+    /// (at the end of the reader's next complete round), every change recorded before this call
+    /// has come through [`Subscription::next`].
+    pub fn ask(&self) -> u64 {
+        // A reader that stopped sends nothing more: any ticket is reached.
+        self.shared
+            .upgrade()
+            .map_or(0, |shared| shared.asked.fetch_add(1, Ordering::AcqRel) + 1)
+    }
+
+    /// Whether the changes a ticket of [`Subscription::ask`] waits for have all come: every
+    /// event [`Subscription::next`] returns from now on was recorded after the ticket was taken
+    /// (give or take the moments a stream takes to show a record).
+    pub fn reached(&self, ticket: u64) -> bool {
+        self.marked >= ticket
     }
 
     /// The next event after [`Subscription::ready`] (waited for here if need be); `None` once
@@ -242,7 +268,7 @@ impl Subscription {
         loop {
             match self.receiver.recv().await {
                 Ok(Signal::Event(event)) => return Some(event),
-                Ok(Signal::Mark(_)) => {}
+                Ok(Signal::Mark(mark)) => self.marked = mark,
                 Err(broadcast::error::RecvError::Lagged(_)) => return Some(Event::Gap),
                 Err(broadcast::error::RecvError::Closed) => return None,
             }

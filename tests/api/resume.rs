@@ -89,7 +89,8 @@ async fn truth(app: &ModelApp, owner: &str) -> Vec<(i64, String)> {
 struct Misapplied {
     /// `ADDED` for a node it held already, or `UPDATED` to what it held: sent twice.
     twice: Vec<Value>,
-    /// `UPDATED` for a node it never received: its `ADDED` was missed.
+    /// `UPDATED` or `REMOVED` for a node it does not hold: its `ADDED` was missed, or a change
+    /// from before the resumed read was sent.
     unknown: Vec<Value>,
 }
 
@@ -115,9 +116,9 @@ fn apply(held: &mut Held, change: &Value, wrong: &mut Misapplied) -> Option<Stri
             Some(value.1)
         }
         "REMOVED" => {
-            // Removing a node the client never received is a no-op for Relay's `@deleteEdge`
-            // and Apollo's cache: it was written and deleted before the resumed read.
-            held.remove(&id);
+            if held.remove(&id).is_none() {
+                wrong.unknown.push(change.clone());
+            }
             None
         }
         other => panic!("{other}"),
