@@ -20,7 +20,7 @@ use aws_sdk_dynamodb::{
 
 use crate::{
     cursor::{KeyAttr, KeyShape, KeyType},
-    model::{Index, Model, Projection, StreamView, Table, TableId},
+    model::{Index, Model, Projection, StreamView, Table, TableId, leak_str},
 };
 
 /// The stream a table is created with.
@@ -39,9 +39,13 @@ fn stream_specification(view: StreamView) -> anyhow::Result<StreamSpecification>
 
 /// The full names and key shapes of a model's tables, by [`TableId`]. The default has none: a
 /// store over it reads and writes tables by the names its calls give.
+///
+/// The names are leaked, as the model's are (see [`crate::model`]): they are made once per
+/// process, and a read planned for a subscription keeps naming its table for as long as the
+/// subscription runs, after the request that started it has ended.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Tables {
-    tables: Vec<(String, KeyShape)>,
+    tables: Vec<(&'static str, KeyShape)>,
 }
 
 impl Tables {
@@ -51,14 +55,14 @@ impl Tables {
             tables: model
                 .tables
                 .iter()
-                .map(|table| (format!("{prefix}{}", table.name), table.key))
+                .map(|table| (leak_str(&format!("{prefix}{}", table.name)), table.key))
                 .collect(),
         }
     }
 
     /// The full name of a table.
-    pub fn name(&self, table: TableId) -> &str {
-        &self.tables[table].0
+    pub fn name(&self, table: TableId) -> &'static str {
+        self.tables[table].0
     }
 
     /// The primary key shape of a table.
@@ -68,12 +72,12 @@ impl Tables {
 
     /// The table with this full name.
     pub fn id_of(&self, name: &str) -> Option<TableId> {
-        self.tables.iter().position(|(n, _)| n == name)
+        self.tables.iter().position(|(n, _)| *n == name)
     }
 
     /// Every full name, in model order.
-    pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.tables.iter().map(|(name, _)| name.as_str())
+    pub fn names(&self) -> impl Iterator<Item = &'static str> {
+        self.tables.iter().map(|(name, _)| *name)
     }
 }
 

@@ -6,16 +6,12 @@ use std::any::Any;
 use async_graphql::{
     ErrorExtensions, Value,
     dynamic::{Enum, EnumItem, Field, FieldFuture, FieldValue, TypeRef},
-    futures_util::{Stream, StreamExt, stream},
 };
 
-use super::{
-    error::{ApiError, UNAUTHENTICATED},
-    nullability,
-};
+use super::{error::UNAUTHENTICATED, nullability};
 use crate::{
     auth::Caller,
-    stream::{Change, Event, Full, Seat, Streams, Subscription},
+    stream::{Full, Seat, Streams},
 };
 
 /// The enum of what happened to an item.
@@ -104,93 +100,6 @@ pub fn seat(streams: &Streams, caller: &Caller) -> async_graphql::Result<Seat> {
             async_graphql::Error::new(message)
                 .extend_with(|_, ext| ext.set("code", TOO_MANY_SUBSCRIPTIONS))
         })
-}
-
-/// What a subscriber is sent, besides each change, and its seat.
-#[derive(Debug)]
-pub struct Following<T> {
-    /// The subscription's seat, held while it runs; it counts what is sent.
-    pub seat: Seat,
-    /// What a resumed subscription missed, sent first.
-    pub caught_up: Vec<T>,
-    /// When the caller's token expires (seconds since the Unix epoch): the subscription then
-    /// ends with `UNAUTHENTICATED`.
-    pub expires: Option<u64>,
-}
-
-/// The instant a token expiring at `expires` (Unix seconds) expires, on the runtime's clock.
-fn deadline(expires: u64) -> tokio::time::Instant {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    let left = std::time::Duration::from_secs(expires).saturating_sub(now);
-    tokio::time::Instant::now() + left
-}
-
-/// The changes a subscriber is sent: first `following.caught_up`, then each of the table's
-/// changes that `judge` makes something of (it may ask the subscription where it stands), in
-/// order; the end, with `CHANGES_LOST`, when
-/// changes were lost; with `UNAUTHENTICATED` when the caller's token expires; or with
-/// `UNAVAILABLE` when the table's reader stopped.
-pub fn followed<'a, J, T>(
-    following: Following<T>,
-    subscription: Subscription,
-    judge: J,
-) -> impl Stream<Item = async_graphql::Result<FieldValue<'a>>> + Send + 'a
-where
-    J: FnMut(&Change, &Subscription) -> Option<T> + Send + 'a,
-    T: Any + Send + Sync,
-{
-    let Following {
-        seat,
-        caught_up,
-        expires,
-    } = following;
-    let deadline = expires.map(deadline);
-    for _ in &caught_up {
-        seat.sent();
-    }
-    let caught_up = stream::iter(
-        caught_up
-            .into_iter()
-            .map(|value| Ok(FieldValue::owned_any(value))),
-    );
-    // The state is boxed: the future that waits for the next change moves it in and holds it,
-    // and an idle subscription is that future. Boxed, it is a pointer there, not a copy.
-    let live = stream::unfold(
-        Some(Box::new((subscription, judge, seat))),
-        move |state| async move {
-            let mut state = state?;
-            let (subscription, judge, seat) = &mut *state;
-            loop {
-                let expired = async {
-                    match deadline {
-                        Some(deadline) => tokio::time::sleep_until(deadline).await,
-                        None => std::future::pending().await,
-                    }
-                };
-                let event = tokio::select! {
-                    biased;
-                    () = expired => return Some((Err(token_expired()), None)),
-                    event = subscription.next() => event,
-                };
-                match event {
-                    Some(Event::Change(change)) => {
-                        if let Some(value) = judge(&change, subscription) {
-                            seat.sent();
-                            return Some((Ok(FieldValue::owned_any(value)), Some(state)));
-                        }
-                    }
-                    Some(Event::Gap) => {
-                        seat.lost();
-                        return Some((Err(changes_lost()), None));
-                    }
-                    None => return Some((Err(ApiError::Unavailable.into()), None)),
-                }
-            }
-        },
-    );
-    caught_up.chain(live)
 }
 
 /// The `kind` field of a change object whose value is a `T`.

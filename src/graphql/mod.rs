@@ -11,6 +11,7 @@ pub mod documents;
 pub mod error;
 pub mod index_read;
 pub mod limits;
+pub mod live;
 pub mod lookup;
 pub mod mutation;
 pub mod node;

@@ -7,15 +7,19 @@
 //! now. A node that does not exist yet, or that the caller may not see, may be followed: nothing
 //! tells it apart from a missing one, as with `node(id:)`.
 
-use async_graphql::dynamic::{
-    FieldFuture, FieldValue, InputValue, Object, SubscriptionField, SubscriptionFieldFuture,
-    TypeRef,
+use async_graphql::{
+    dynamic::{
+        FieldFuture, FieldValue, InputValue, Object, SubscriptionField, SubscriptionFieldFuture,
+        TypeRef,
+    },
+    futures_util::{StreamExt, stream, stream::BoxStream},
 };
 
 use super::{
     access,
     change::{self, Kind},
     error::ApiError,
+    live,
     node::parse_node_id,
     nullability, resolve, values,
 };
@@ -75,7 +79,13 @@ pub fn change_type(model: &'static Model) -> Object {
 /// `nodeChanged(id: ID!): NodeChange!`.
 pub fn field(model: &'static Model) -> SubscriptionField {
     SubscriptionField::new("nodeChanged", TypeRef::named_nn(NODE_CHANGE), move |ctx| {
-        SubscriptionFieldFuture::new(async move { changes(&ctx, model).await })
+        SubscriptionFieldFuture::new(async move {
+            if let Some(sent) = live::preset::<NodeChangeValue>(&ctx) {
+                let value = sent.map(|value| FieldValue::boxed_any(value));
+                return Ok(stream::once(std::future::ready(value)).boxed());
+            }
+            changes(&ctx, model).await
+        })
     })
     .description(
         "The changes of one node as they happen, whoever makes them: `UPDATED` with the node as it \
@@ -93,9 +103,7 @@ pub fn field(model: &'static Model) -> SubscriptionField {
 async fn changes<'a>(
     ctx: &async_graphql::dynamic::ResolverContext<'a>,
     model: &'static Model,
-) -> async_graphql::Result<
-    impl async_graphql::futures_util::Stream<Item = async_graphql::Result<FieldValue<'a>>> + use<'a>,
-> {
+) -> async_graphql::Result<BoxStream<'a, async_graphql::Result<FieldValue<'a>>>> {
     let store: &'a Store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
     let streams: &'a Streams = ctx.data::<Streams>().map_err(|_| ApiError::Internal)?;
     let caller = access::caller(ctx).into_owned();
@@ -125,15 +133,16 @@ async fn changes<'a>(
         id,
         caller,
     };
-    Ok(change::followed(
-        change::Following {
+    live::hand_off(
+        ctx,
+        live::Following::<NodeChangeValue> {
             seat,
             caught_up: Vec::new(),
             expires,
         },
         subscription,
         move |change, _| follower.judge(change),
-    ))
+    )
 }
 
 /// One subscriber of a node.

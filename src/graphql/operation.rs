@@ -10,10 +10,16 @@
 //! an anonymous operation as `DocumentOperations::Single` and every named one, even a lone one,
 //! in `DocumentOperations::Multiple`; only this module looks at that difference.
 
+use std::collections::HashSet;
+
 use async_graphql::{
-    Positioned, ServerError, Value as ConstValue, Variables,
-    parser::types::{DocumentOperations, ExecutableDocument, OperationDefinition, OperationType},
+    Pos, Positioned, ServerError, Value as ConstValue, Variables,
+    parser::types::{
+        Directive, DocumentOperations, ExecutableDocument, OperationDefinition, OperationType,
+        Selection, SelectionSet,
+    },
 };
+use async_graphql_value::Value;
 
 /// The operation a request runs.
 #[derive(Debug, Clone, Copy)]
@@ -69,6 +75,102 @@ impl Operation<'_> {
         }
         Ok(())
     }
+}
+
+impl Operation<'_> {
+    /// The spec's "Single Root Field" rule for a subscription, which async-graphql does not
+    /// check: its fields (through fragments, leaving out those a literal `@skip` or `@include`
+    /// leaves out) have one response key, and not an introspection field. The messages and
+    /// locations are graphql-js's (`SingleFieldSubscriptionsRule`); other operations pass.
+    pub fn check_single_root_field(
+        &self,
+        document: &ExecutableDocument,
+    ) -> Result<(), (String, Vec<Pos>)> {
+        if !self.is_subscription() {
+            return Ok(());
+        }
+        let mut fields: Vec<(&str, &str, Pos)> = Vec::new();
+        let mut spread = HashSet::new();
+        collect_root(
+            document,
+            &self.definition.node.selection_set.node,
+            &mut spread,
+            &mut fields,
+        );
+        let named = match self.name {
+            Some(name) => format!("Subscription \"{name}\""),
+            None => "Anonymous Subscription".to_owned(),
+        };
+        let first = fields.first().map(|(key, _, _)| *key);
+        let extra: Vec<Pos> = fields
+            .iter()
+            .filter(|(key, _, _)| Some(*key) != first)
+            .map(|(_, _, pos)| *pos)
+            .collect();
+        if !extra.is_empty() {
+            return Err((
+                format!("{named} must select only one top level field."),
+                extra,
+            ));
+        }
+        if let Some((_, _, pos)) = fields.iter().find(|(_, name, _)| name.starts_with("__")) {
+            return Err((
+                format!("{named} must not select an introspection top level field."),
+                vec![*pos],
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The fields of a root selection set, with their response keys, names and places, through
+/// fragments (each spread once, as graphql-js's `collectFields` does).
+fn collect_root<'d>(
+    document: &'d ExecutableDocument,
+    selection_set: &'d SelectionSet,
+    spread: &mut HashSet<&'d str>,
+    fields: &mut Vec<(&'d str, &'d str, Pos)>,
+) {
+    for selection in &selection_set.items {
+        if !included(selection.node.directives()) {
+            continue;
+        }
+        match &selection.node {
+            Selection::Field(field) => fields.push((
+                field.node.response_key().node.as_str(),
+                field.node.name.node.as_str(),
+                field.pos,
+            )),
+            Selection::FragmentSpread(fragment) => {
+                let name = fragment.node.fragment_name.node.as_str();
+                if spread.insert(name)
+                    && let Some(definition) = document.fragments.get(name)
+                {
+                    collect_root(
+                        document,
+                        &definition.node.selection_set.node,
+                        spread,
+                        fields,
+                    );
+                }
+            }
+            Selection::InlineFragment(fragment) => {
+                collect_root(document, &fragment.node.selection_set.node, spread, fields);
+            }
+        }
+    }
+}
+
+/// Whether a selection is kept by its literal `@skip(if:)` and `@include(if:)` (one whose
+/// condition is a variable counts as kept: the rule is checked without variables).
+fn included(directives: &[Positioned<Directive>]) -> bool {
+    directives.iter().all(|directive| {
+        let condition = directive.node.get_argument("if").map(|value| &value.node);
+        !matches!(
+            (directive.node.name.node.as_str(), condition),
+            ("skip", Some(Value::Boolean(true))) | ("include", Some(Value::Boolean(false)))
+        )
+    })
 }
 
 /// Why no operation could be chosen: a request error (no `data`).
@@ -191,6 +293,86 @@ mod tests {
         ];
         for (case, query, name, expected) in cases {
             assert_eq!(&chosen(query, *name), expected, "{case}");
+        }
+    }
+
+    #[test]
+    fn a_subscription_selects_one_root_field_as_graphql_js_requires() {
+        let checked = |query: &str| {
+            let document = parse_query(query).expect("parses");
+            let operation = choose(&document, None).expect("one operation");
+            operation
+                .check_single_root_field(&document)
+                .map_err(|(message, at)| {
+                    let at: Vec<_> = at.iter().map(|pos| (pos.line, pos.column)).collect();
+                    (message, at)
+                })
+        };
+        let one = |message: &str, at: &[(usize, usize)]| Err((message.to_owned(), at.to_vec()));
+        let cases = [
+            ("subscription { a(x: 1) { b } }", Ok(())),
+            (
+                "subscription S { a b }",
+                one(
+                    "Subscription \"S\" must select only one top level field.",
+                    &[(1, 20)],
+                ),
+            ),
+            (
+                "subscription { a x: b c }",
+                one(
+                    "Anonymous Subscription must select only one top level field.",
+                    &[(1, 18), (1, 23)],
+                ),
+            ),
+            // One response key, twice: one field.
+            ("subscription { a a }", Ok(())),
+            (
+                "subscription { a ...F } fragment F on Subscription { b }",
+                one(
+                    "Anonymous Subscription must select only one top level field.",
+                    &[(1, 54)],
+                ),
+            ),
+            (
+                "subscription { ... on Subscription { a } b }",
+                one(
+                    "Anonymous Subscription must select only one top level field.",
+                    &[(1, 42)],
+                ),
+            ),
+            ("subscription { a b @skip(if: true) }", Ok(())),
+            ("subscription { a b @include(if: false) }", Ok(())),
+            (
+                "subscription($x: Boolean!) { a b @skip(if: $x) }",
+                one(
+                    "Anonymous Subscription must select only one top level field.",
+                    &[(1, 32)],
+                ),
+            ),
+            (
+                "subscription { __typename }",
+                one(
+                    "Anonymous Subscription must not select an introspection top level field.",
+                    &[(1, 16)],
+                ),
+            ),
+            (
+                "subscription S { t: __typename }",
+                one(
+                    "Subscription \"S\" must not select an introspection top level field.",
+                    &[(1, 18)],
+                ),
+            ),
+            // A fragment spread twice, or spreading itself, is collected once.
+            (
+                "subscription { ...F ...F } fragment F on Subscription { a }",
+                Ok(()),
+            ),
+            ("query { a b }", Ok(())),
+        ];
+        for (query, expected) in cases {
+            assert_eq!(checked(query), expected, "{query}");
         }
     }
 

@@ -266,13 +266,13 @@ pub fn binding_for(
 /// What a connection of `site` reads for a parent item (entity connections) with `args`, and
 /// the binding its cursors are sealed against: the same plan as a page's, for deciding in memory
 /// which changed items the connection holds (see [`ReadSpec::holds`]).
-pub fn read_spec<'a>(
+pub fn read_spec(
     site: Site,
     parent: Option<&Item>,
     args: &Args,
-    store: &'a Store,
+    store: &Store,
     caller: &Caller,
-) -> ApiResult<(ReadSpec<'a>, Binding)> {
+) -> ApiResult<(ReadSpec<'static>, Binding)> {
     let plan = plan(site, parent, args, store, caller)?;
     Ok((plan.spec, plan.binding))
 }
@@ -285,13 +285,13 @@ struct ConnectionPlan<'a> {
     spec: ReadSpec<'a>,
 }
 
-fn plan<'a>(
+fn plan(
     site: Site,
     parent: Option<&Item>,
     args: &Args,
-    store: &'a Store,
+    store: &Store,
     caller: &Caller,
-) -> ApiResult<ConnectionPlan<'a>> {
+) -> ApiResult<ConnectionPlan<'static>> {
     let model = site.model;
     let connection = site.connection;
     let node = site.node();

@@ -18,6 +18,7 @@ use async_graphql::{
         FieldFuture, FieldValue, InputValue, Object, ResolverContext, SchemaBuilder, Subscription,
         SubscriptionField, SubscriptionFieldFuture, TypeRef,
     },
+    futures_util::{StreamExt, stream, stream::BoxStream},
 };
 
 use super::{
@@ -25,6 +26,7 @@ use super::{
     change::{self, Kind},
     connection::EdgeValue,
     error::{ApiError, ApiResult},
+    live,
     node::parse_node_id,
     node_subscription, nullability,
     resolve::{self, Args, Env, Site},
@@ -45,6 +47,31 @@ struct ChangeValue {
     kind: Kind,
     id: String,
     edge: Option<EdgeValue>,
+}
+
+/// A change as a subscriber's judge makes it between executions; the execution that sends it
+/// seals its cursor (it holds the codec).
+struct Judged {
+    kind: Kind,
+    id: String,
+    /// The item as it is now, its entity and its key in the connection, unless removed.
+    edge: Option<(Item, EntityId, Key)>,
+    binding: Arc<Binding>,
+}
+
+impl Judged {
+    fn seal(self, codec: &CursorCodec) -> ChangeValue {
+        let binding = &self.binding;
+        ChangeValue {
+            kind: self.kind,
+            id: self.id,
+            edge: self.edge.map(|(item, entity, key)| EdgeValue {
+                cursor: codec.encode(&key, binding),
+                item,
+                entity: Some(entity),
+            }),
+        }
+    }
 }
 
 /// Every connection of the model with a subscription, with where it hangs.
@@ -191,7 +218,16 @@ fn field(site: Site, node: &str, arguments: Vec<InputValue>) -> SubscriptionFiel
     let mut field = SubscriptionField::new(
         &declared.name,
         TypeRef::named_nn(format!("{node}Change")),
-        move |ctx| SubscriptionFieldFuture::new(async move { changes(&ctx, site).await }),
+        move |ctx| {
+            SubscriptionFieldFuture::new(async move {
+                if let Some(judged) = live::preset::<Judged>(&ctx) {
+                    let codec = ctx.data::<CursorCodec>().map_err(|_| ApiError::Internal)?;
+                    let value = judged.map(|judged| FieldValue::owned_any(judged.seal(codec)));
+                    return Ok(stream::once(std::future::ready(value)).boxed());
+                }
+                changes(&ctx, site).await
+            })
+        },
     );
     let description = declared.description.clone().unwrap_or_else(|| {
         format!(
@@ -219,11 +255,10 @@ fn field(site: Site, node: &str, arguments: Vec<InputValue>) -> SubscriptionFiel
 }
 
 /// What one subscriber holds: the read its connection would make, and how to judge changes.
-struct Follower<'a> {
+struct Follower {
     site: Site,
-    spec: ReadSpec<'a>,
-    binding: Binding,
-    codec: &'a CursorCodec,
+    spec: ReadSpec<'static>,
+    binding: Arc<Binding>,
     caller: Caller,
     /// For a subscription resumed from a cursor, until the stream is past its catch-up read.
     seam: Option<Box<Seam>>,
@@ -236,9 +271,7 @@ struct Follower<'a> {
 async fn changes<'a>(
     ctx: &ResolverContext<'a>,
     site: Site,
-) -> async_graphql::Result<
-    impl async_graphql::futures_util::Stream<Item = async_graphql::Result<FieldValue<'a>>> + use<'a>,
-> {
+) -> async_graphql::Result<BoxStream<'a, async_graphql::Result<FieldValue<'a>>>> {
     let store: &'a Store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
     let codec: &'a CursorCodec = ctx.data::<CursorCodec>().map_err(|_| ApiError::Internal)?;
     let limits: &PageLimits = ctx.data::<PageLimits>().map_err(|_| ApiError::Internal)?;
@@ -295,8 +328,7 @@ async fn changes<'a>(
     let mut follower = Follower {
         site,
         spec,
-        binding,
-        codec,
+        binding: Arc::new(binding),
         caller: caller.clone(),
         seam: None,
     };
@@ -320,16 +352,14 @@ async fn changes<'a>(
             .filter_map(|edge| follower.caught_up(edge))
             .collect();
     }
-    let following = change::Following {
+    let following = live::Following {
         seat,
         caught_up,
         expires: caller.expires(),
     };
-    Ok(change::followed(
-        following,
-        subscription,
-        move |change, changes| follower.judge(change, changes),
-    ))
+    live::hand_off(ctx, following, subscription, move |change, changes| {
+        follower.judge(change, changes)
+    })
 }
 
 /// Where a resumed page's cursor stands in the order of its connection's read (see [`Place`]):
@@ -353,7 +383,7 @@ fn place(site: Site, page: &resolve::PreparedPage<'_>) -> Option<Place> {
     })
 }
 
-impl Follower<'_> {
+impl Follower {
     /// An item of the catch-up page, as an `ADDED` change.
     fn caught_up(&self, edge: EdgeValue) -> Option<ChangeValue> {
         let entity = match edge.entity {
@@ -375,7 +405,7 @@ impl Follower<'_> {
 
     /// The change as the connection sees it, or `None` when it never holds the item (or, while
     /// a resumed subscription's seam lasts, when the client already has it or never had it).
-    fn judge(&mut self, change: &Change, changes: &Changes) -> Option<ChangeValue> {
+    fn judge(&mut self, change: &Change, changes: &Changes) -> Option<Judged> {
         let model = self.site.model;
         let held = |image: Option<&Item>| -> Option<EntityId> {
             let item = image?;
@@ -401,14 +431,11 @@ impl Follower<'_> {
         match (holds, after, &change.new, &change.old) {
             (holds, Some(entity), Some(item), _) => {
                 let key = Key::from_item(item, self.spec.shape).ok()?;
-                Some(ChangeValue {
+                Some(Judged {
                     kind: Kind::of(holds, true)?,
                     id: resolve::item_id(model, entity, item).ok()?,
-                    edge: Some(EdgeValue {
-                        cursor: self.codec.encode(&key, &self.binding),
-                        item: item.clone(),
-                        entity: Some(entity),
-                    }),
+                    edge: Some((item.clone(), entity, key)),
+                    binding: Arc::clone(&self.binding),
                 })
             }
             (true, None, _, Some(item)) => {
@@ -417,10 +444,11 @@ impl Follower<'_> {
                     let kind = self.spec.holds(item)?;
                     Some(kind.map_or(self.site.connection.entity, |kind| kind as EntityId))
                 })?;
-                Some(ChangeValue {
+                Some(Judged {
                     kind: Kind::Removed,
                     id: resolve::item_id(model, entity, item).ok()?,
                     edge: None,
+                    binding: Arc::clone(&self.binding),
                 })
             }
             _ => None,

@@ -29,9 +29,7 @@ use std::{
 };
 
 use async_graphql::extensions::apollo_persisted_queries::CacheStorage;
-use async_graphql::{
-    ServerError, Variables, futures_util::StreamExt, parser::types::ExecutableDocument,
-};
+use async_graphql::{ServerError, Variables, parser::types::ExecutableDocument};
 use axum::{
     body::Bytes,
     extract::{ConnectInfo, FromRequest, Query, Request, State},
@@ -638,6 +636,11 @@ pub(super) async fn execute_as(
             state.metrics(),
         );
     }
+    if let Err((message, locations)) = operation.check_single_root_field(&document) {
+        let mut error = ServerError::new(message, None);
+        error.locations = locations;
+        return request_error(error, "BAD_USER_INPUT", format, state.metrics());
+    }
     if is_get && operation.is_mutation() {
         return HttpError::new(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -713,11 +716,18 @@ pub(super) async fn execute_as(
     let usage = admission.usage();
     let mut store = state.store.metered(Arc::clone(&usage));
     if operation.is_subscription() {
-        request.set_parsed_query(ExecutableDocument::clone(&document));
-        if !may_introspect {
-            request = request.disable_introspection();
-        }
-        let results = results(state, request, store, caller);
+        let results = state.streams.clone().map(|streams| {
+            graphql::live::results(graphql::live::Execution {
+                schema: state.api.schema.clone(),
+                document,
+                operation_name: request.operation_name,
+                variables: std::mem::take(&mut *request.variables).into_iter().collect(),
+                introspection: may_introspect,
+                store,
+                caller,
+                streams,
+            })
+        });
         return match streaming {
             Streaming::Socket(slot) if results.is_some() => {
                 *slot = results;
@@ -792,24 +802,6 @@ pub(super) async fn execute_as(
         response.extensions.insert("cost".to_owned(), cost);
     }
     graphql_response(response, format, state.metrics())
-}
-
-/// A subscription's results, executed with the request's store and caller and the server's
-/// stream readers; `None` where the server holds none (the Lambda function).
-fn results(
-    state: &AppState,
-    request: async_graphql::Request,
-    store: crate::dynamo::Store,
-    caller: Caller,
-) -> Option<Results> {
-    let streams = state.streams.clone()?;
-    let request = request
-        .data(graphql::node::request_loader(&store))
-        .data(store)
-        .data(caller)
-        .data(streams)
-        .data(Arc::new(graphql::nullability::NullItems::default()));
-    Some(state.api.schema.execute_stream(request).boxed())
 }
 
 /// The refusal of a subscription by a server that holds none open.

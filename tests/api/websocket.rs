@@ -222,6 +222,21 @@ async fn operations_run_over_the_socket_as_the_protocol_says() {
     assert_eq!(error["id"], "bad");
     assert_eq!(error["type"], "error");
     assert!(error["payload"][0]["message"].is_string(), "{error}");
+    // A subscription of two root fields: refused as graphql-js refuses it, before it runs.
+    send(
+        &mut socket,
+        json!({ "id": "two", "type": "subscribe", "payload": {
+            "query": "subscription Two { a: notesChanged(owner: \"dana\") { kind } \
+                      b: notesChanged(owner: \"eve\") { kind } }" } }),
+    )
+    .await;
+    let error = receive_json(&mut socket).await;
+    assert_eq!((&error["id"], &error["type"]), (&json!("two"), &json!("error")));
+    assert_eq!(
+        error["payload"][0]["message"],
+        "Subscription \"Two\" must select only one top level field."
+    );
+    assert_eq!(error["payload"][0]["extensions"]["code"], "BAD_USER_INPUT");
 
     // A subscription: warm-up notes until one arrives, then the changes as `next` messages.
     subscribed(&mut socket, &app, "s", "dana").await;

@@ -1,0 +1,268 @@
+//! A running subscription between its changes, and the executions that send them.
+//!
+//! A subscription is executed by async-graphql once to start it: its root field checks the
+//! arguments, takes a seat, joins the table's stream reader and reads what a resumed client
+//! missed, then hands what it follows over ([`hand_off`]) and answers with the caught-up items
+//! alone, which ends that execution. From then on a [`Live`] waits for changes and judges them
+//! in memory; each one to send is rendered by executing the same document again with the
+//! judged value preset ([`preset`]): the root field resolves to it, and async-graphql resolves
+//! the selection on it exactly as it would have on a stream's item.
+//!
+//! Why not one long execution, as async-graphql's `execute_stream` offers: an idle subscription
+//! would then hold that execution's whole state until its next change (the request's context
+//! and variables, a copy of the operation, and the futures that resolve each item, sized for
+//! the largest step of the execution): about 10 KiB each, where a `Live` and what executes the
+//! document again hold a few hundred bytes (`scripts/bench-live`'s memory per idle
+//! subscription, docs/src/benchmarks.md). A change sent costs one more validation of the
+//! document instead.
+
+use std::{
+    any::Any,
+    sync::{Arc, Mutex},
+};
+
+use async_graphql::{
+    Name, Request, Response, Value as ConstValue, Variables,
+    dynamic::{FieldValue, ResolverContext, Schema},
+    futures_util::{StreamExt, stream, stream::BoxStream},
+};
+
+use super::{
+    change::{changes_lost, token_expired},
+    documents::Prepared,
+    error::ApiError,
+    node::request_loader,
+    nullability::NullItems,
+};
+use crate::{
+    auth::Caller,
+    dynamo::Store,
+    stream::{Change, Event, Seat, Streams, Subscription},
+};
+
+/// A value a subscription sends, as its judge made it.
+pub type Sent = Box<dyn Any + Send + Sync>;
+
+/// What a subscription makes of each change: `None` for a change it does not send. It may ask
+/// the subscription where it stands in the table's stream.
+pub type Judge = Box<dyn FnMut(&Change, &Subscription) -> Option<Sent> + Send>;
+
+/// What a started subscriber is sent besides each change, and its seat.
+#[derive(Debug)]
+pub struct Following<T> {
+    /// The subscription's seat, held while it runs; it counts what is sent.
+    pub seat: Seat,
+    /// What a resumed subscription missed, sent first.
+    pub caught_up: Vec<T>,
+    /// When the caller's token expires (seconds since the Unix epoch): the subscription then
+    /// ends with `UNAUTHENTICATED`.
+    pub expires: Option<u64>,
+}
+
+/// A subscription between its changes: where it stands in its table's stream, how it judges a
+/// change, its seat, and when its caller's token expires.
+struct Live {
+    subscription: Subscription,
+    judge: Judge,
+    seat: Seat,
+    deadline: Option<tokio::time::Instant>,
+}
+
+impl Live {
+    /// The next value to send, or the error that ends the subscription: `CHANGES_LOST` when
+    /// changes were lost, `UNAUTHENTICATED` when the caller's token expires, `UNAVAILABLE` when
+    /// the table's reader stopped.
+    async fn next(&mut self) -> async_graphql::Result<Sent> {
+        loop {
+            let deadline = self.deadline;
+            let expired = async move {
+                match deadline {
+                    Some(deadline) => tokio::time::sleep_until(deadline).await,
+                    None => std::future::pending().await,
+                }
+            };
+            let event = tokio::select! {
+                biased;
+                () = expired => return Err(token_expired()),
+                event = self.subscription.next() => event,
+            };
+            match event {
+                Some(Event::Change(change)) => {
+                    if let Some(value) = (self.judge)(&change, &self.subscription) {
+                        self.seat.sent();
+                        return Ok(value);
+                    }
+                }
+                Some(Event::Gap) => {
+                    self.seat.lost();
+                    return Err(changes_lost());
+                }
+                None => return Err(ApiError::Unavailable.into()),
+            }
+        }
+    }
+}
+
+/// The instant a token expiring at `expires` (Unix seconds) expires, on the runtime's clock.
+fn deadline(expires: u64) -> tokio::time::Instant {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let left = std::time::Duration::from_secs(expires).saturating_sub(now);
+    tokio::time::Instant::now() + left
+}
+
+/// Request data of a subscription's first execution: where its root field leaves its [`Live`].
+#[derive(Default)]
+struct Handoff(Mutex<Option<Live>>);
+
+/// Request data of an execution that sends one value: what the root field resolves to.
+struct Preset(Mutex<Option<async_graphql::Result<Sent>>>);
+
+/// Hands a started subscription over to the [`Live`] that follows it (see the module docs):
+/// the root field answers with the returned stream, the caught-up values.
+pub fn hand_off<'a, T, J, V>(
+    ctx: &ResolverContext<'_>,
+    following: Following<T>,
+    subscription: Subscription,
+    mut judge: J,
+) -> async_graphql::Result<BoxStream<'a, async_graphql::Result<FieldValue<'a>>>>
+where
+    T: Any + Send + Sync,
+    J: FnMut(&Change, &Subscription) -> Option<V> + Send + 'static,
+    V: Any + Send + Sync,
+{
+    let handoff = ctx.data::<Arc<Handoff>>().map_err(|_| ApiError::Internal)?;
+    let Following {
+        seat,
+        caught_up,
+        expires,
+    } = following;
+    for _ in &caught_up {
+        seat.sent();
+    }
+    let live = Live {
+        subscription,
+        judge: Box::new(move |change, subscription| {
+            judge(change, subscription).map(|value| Box::new(value) as Sent)
+        }),
+        seat,
+        deadline: expires.map(deadline),
+    };
+    *handoff.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(live);
+    Ok(stream::iter(
+        caught_up
+            .into_iter()
+            .map(|value| Ok(FieldValue::owned_any(value))),
+    )
+    .boxed())
+}
+
+/// In an execution that sends one value, that value, as the judge of type `V` made it (or the
+/// error that ends the subscription); `None` in a subscription's first execution.
+pub fn preset<V: Any>(ctx: &ResolverContext<'_>) -> Option<async_graphql::Result<Box<V>>> {
+    let preset = ctx.data_opt::<Preset>()?;
+    let value = preset.0.lock().unwrap_or_else(|e| e.into_inner()).take()?;
+    Some(value.and_then(|sent| sent.downcast::<V>().map_err(|_| ApiError::Internal.into())))
+}
+
+/// A subscription's operation, as each of its executions runs it.
+pub struct Execution {
+    /// The schema (async-graphql's, with introspection as the caller may).
+    pub schema: Schema,
+    /// The document, parsed and checked.
+    pub document: Arc<Prepared>,
+    /// The operation's name, if the request gave one.
+    pub operation_name: Option<String>,
+    /// The request's variables, as pairs: they are kept as long as the subscription runs, and a
+    /// map of them holds room for eleven.
+    pub variables: Box<[(Name, ConstValue)]>,
+    /// Whether the caller may introspect.
+    pub introspection: bool,
+    /// The request's store.
+    pub store: Store,
+    /// The caller.
+    pub caller: Caller,
+    /// The server's stream readers.
+    pub streams: Streams,
+}
+
+impl std::fmt::Debug for Execution {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Execution")
+            .field("operation_name", &self.operation_name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Execution {
+    /// One execution's request: the document, its variables and the request's data.
+    fn request(&self) -> Request {
+        let mut variables = Variables::default();
+        variables.extend(self.variables.iter().cloned());
+        let mut request = Request::new(String::new()).variables(variables);
+        request.set_parsed_query(async_graphql::parser::types::ExecutableDocument::clone(
+            &self.document,
+        ));
+        if let Some(name) = &self.operation_name {
+            request = request.operation_name(name.as_str());
+        }
+        if !self.introspection {
+            request = request.disable_introspection();
+        }
+        request
+            .data(request_loader(&self.store))
+            .data(self.store.clone())
+            .data(self.caller.clone())
+            .data(self.streams.clone())
+            .data(Arc::new(NullItems::default()))
+    }
+
+    /// The response that sends `value` (or ends the subscription with its error).
+    async fn send(&self, value: async_graphql::Result<Sent>) -> Option<Response> {
+        let request = self.request().data(Preset(Mutex::new(Some(value))));
+        self.schema.execute_stream(request).next().await
+    }
+}
+
+/// What a subscription's stream of changes holds: the hand-off until the first execution has
+/// ended, then the [`Live`] left there.
+enum Held {
+    Starting(Arc<Handoff>),
+    Running(Live),
+}
+
+/// A subscription's responses: the first execution's (its refusal, or what a resumed client
+/// missed), then one for each value its [`Live`] sends, until it ends.
+pub fn results(execution: Execution) -> BoxStream<'static, Response> {
+    let handoff = Arc::new(Handoff::default());
+    let first = execution
+        .schema
+        .execute_stream(execution.request().data(Arc::clone(&handoff)));
+    // Boxed: the future that waits for the next change holds the state, and an idle
+    // subscription is that future.
+    let state = Box::new((execution, Held::Starting(handoff)));
+    let changes = stream::unfold(Some(state), |state| async move {
+        let mut state = state?;
+        let (execution, held) = &mut *state;
+        loop {
+            let live = match held {
+                Held::Running(live) => live,
+                Held::Starting(handoff) => {
+                    let live = handoff.0.lock().unwrap_or_else(|e| e.into_inner()).take()?;
+                    *held = Held::Running(live);
+                    continue;
+                }
+            };
+            let value = live.next().await;
+            let ends = value.is_err();
+            if let Some(response) = execution.send(value).await {
+                return Some((response, (!ends).then_some(state)));
+            }
+            if ends {
+                return None;
+            }
+        }
+    });
+    first.chain(changes).boxed()
+}
