@@ -13,8 +13,8 @@
 //! and variables, a copy of the operation, and the futures that resolve each item, sized for
 //! the largest step of the execution): about 10 KiB each, where a `Live` and what executes the
 //! document again hold a few hundred bytes (`scripts/bench-live`'s memory per idle
-//! subscription, docs/src/benchmarks.md). A change sent costs one more validation of the
-//! document instead.
+//! subscription, docs/src/benchmarks.md). A change sent costs one more execution of the
+//! document instead, with a schema that does not validate it again ([`Rendering`]).
 
 use std::{
     any::Any,
@@ -22,8 +22,10 @@ use std::{
 };
 
 use async_graphql::{
-    Name, Request, Response, Value as ConstValue, Variables,
+    CacheControl, Name, Request, Response, ServerError, ValidationResult, Value as ConstValue,
+    Variables,
     dynamic::{FieldValue, ResolverContext, Schema},
+    extensions::{Extension, ExtensionContext, ExtensionFactory, NextValidation},
     futures_util::{StreamExt, stream, stream::BoxStream},
 };
 
@@ -166,10 +168,40 @@ pub fn preset<V: Any>(ctx: &ResolverContext<'_>) -> Option<async_graphql::Result
     Some(value.and_then(|sent| sent.downcast::<V>().map_err(|_| ApiError::Internal.into())))
 }
 
+/// What the schema that renders changes ([`super::Api::rendering`]) adds: no validation. Each
+/// of its executions runs a document, variables and operation name that a subscription's first
+/// execution ran through every validation rule with the same schema types, so validating them
+/// again for each change would spend CPU to find nothing.
+#[derive(Debug)]
+pub struct Rendering;
+
+impl ExtensionFactory for Rendering {
+    fn create(&self) -> Arc<dyn Extension> {
+        Arc::new(Rendering)
+    }
+}
+
+#[async_trait::async_trait]
+impl Extension for Rendering {
+    async fn validation(
+        &self,
+        _ctx: &ExtensionContext<'_>,
+        _next: NextValidation<'_>,
+    ) -> Result<ValidationResult, Vec<ServerError>> {
+        Ok(ValidationResult {
+            cache_control: CacheControl::default(),
+            complexity: 0,
+            depth: 0,
+        })
+    }
+}
+
 /// A subscription's operation, as each of its executions runs it.
 pub struct Execution {
-    /// The schema (async-graphql's, with introspection as the caller may).
+    /// The schema the subscription starts with.
     pub schema: Schema,
+    /// The schema that renders its changes ([`super::Api::rendering`]).
+    pub rendering: Schema,
     /// The document, parsed and checked.
     pub document: Arc<Prepared>,
     /// The operation's name, if the request gave one.
@@ -221,7 +253,7 @@ impl Execution {
     /// The response that sends `value` (or ends the subscription with its error).
     async fn send(&self, value: async_graphql::Result<Sent>) -> Option<Response> {
         let request = self.request().data(Preset(Mutex::new(Some(value))));
-        self.schema.execute_stream(request).next().await
+        self.rendering.execute_stream(request).next().await
     }
 }
 

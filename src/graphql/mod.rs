@@ -54,7 +54,13 @@ pub struct Api {
     pub model: &'static Model,
     /// Seals and opens cursors (the schema holds the same codec).
     pub codec: CursorCodec,
+    /// The same schema, for rendering a running subscription's changes (see
+    /// [`live::Rendering`]); built on the first subscription.
+    rendering: std::sync::Arc<std::sync::LazyLock<Option<Schema>, BuildSchema>>,
 }
+
+/// Builds a schema once, when first asked for.
+type BuildSchema = Box<dyn FnOnce() -> Option<Schema> + Send>;
 
 impl Api {
     /// The schema to execute a request with: suggestions only for callers who may introspect.
@@ -63,6 +69,12 @@ impl Api {
             Some(quiet) if !may_introspect => quiet,
             _ => &self.schema,
         }
+    }
+
+    /// The schema that renders a running subscription's changes: `schema`, less validating
+    /// documents that `schema` validated when the subscription started.
+    pub fn rendering(&self) -> &Schema {
+        self.rendering.as_ref().as_ref().unwrap_or(&self.schema)
     }
 }
 
@@ -87,9 +99,17 @@ pub fn build_schema(
     let quiet = (suggestions && !model.introspection.is_public())
         .then(|| configure(schema::builder(model).0, limits, &codec, query, false).finish())
         .transpose()?;
+    let rendering_codec = codec.clone();
+    let build_rendering: BuildSchema = Box::new(move || {
+        let builder = schema::builder(model).0.extension(live::Rendering);
+        configure(builder, limits, &rendering_codec, query, suggestions)
+            .finish()
+            .ok()
+    });
     Ok(Api {
         schema: configure(builder, limits, &codec, query, suggestions).finish()?,
         quiet,
+        rendering: std::sync::Arc::new(std::sync::LazyLock::new(build_rendering)),
         costs: std::sync::Arc::new(costs),
         model,
         codec,

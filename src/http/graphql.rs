@@ -719,9 +719,12 @@ pub(super) async fn execute_as(
         let results = state.streams.clone().map(|streams| {
             graphql::live::results(graphql::live::Execution {
                 schema: state.api.schema.clone(),
+                rendering: state.api.rendering().clone(),
                 document,
                 operation_name: request.operation_name,
-                variables: std::mem::take(&mut *request.variables).into_iter().collect(),
+                variables: std::mem::take(&mut *request.variables)
+                    .into_iter()
+                    .collect(),
                 introspection: may_introspect,
                 store,
                 caller,

@@ -231,7 +231,10 @@ async fn operations_run_over_the_socket_as_the_protocol_says() {
     )
     .await;
     let error = receive_json(&mut socket).await;
-    assert_eq!((&error["id"], &error["type"]), (&json!("two"), &json!("error")));
+    assert_eq!(
+        (&error["id"], &error["type"]),
+        (&json!("two"), &json!("error"))
+    );
     assert_eq!(
         error["payload"][0]["message"],
         "Subscription \"Two\" must select only one top level field."
