@@ -18,6 +18,7 @@
 
 use std::{
     any::Any,
+    ops::Deref,
     sync::{Arc, Mutex},
 };
 
@@ -27,11 +28,11 @@ use async_graphql::{
     dynamic::{FieldValue, ResolverContext, Schema},
     extensions::{Extension, ExtensionContext, ExtensionFactory, NextValidation},
     futures_util::{StreamExt, stream, stream::BoxStream},
+    parser::types::ExecutableDocument,
 };
 
 use super::{
     change::{changes_lost, token_expired},
-    documents::Prepared,
     error::ApiError,
     node::request_loader,
     nullability::NullItems,
@@ -202,8 +203,8 @@ pub struct Execution {
     pub schema: Schema,
     /// The schema that renders its changes ([`super::Api::rendering`]).
     pub rendering: Schema,
-    /// The document, parsed and checked.
-    pub document: Arc<Prepared>,
+    /// The document, parsed and checked (the document cache's, shared).
+    pub document: Arc<dyn Deref<Target = ExecutableDocument> + Send + Sync>,
     /// The operation's name, if the request gave one.
     pub operation_name: Option<String>,
     /// The request's variables, as pairs: they are kept as long as the subscription runs, and a
@@ -233,9 +234,7 @@ impl Execution {
         let mut variables = Variables::default();
         variables.extend(self.variables.iter().cloned());
         let mut request = Request::new(String::new()).variables(variables);
-        request.set_parsed_query(async_graphql::parser::types::ExecutableDocument::clone(
-            &self.document,
-        ));
+        request.set_parsed_query(ExecutableDocument::clone(&**self.document));
         if let Some(name) = &self.operation_name {
             request = request.operation_name(name.as_str());
         }

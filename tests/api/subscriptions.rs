@@ -511,3 +511,109 @@ async fn a_node_is_followed_by_its_id() {
         "{data}"
     );
 }
+
+/// Notes that name a label, a relation of their own table's entity to another table's.
+const LABELLED: &str = r#"version = 1
+
+[tables.Notes]
+partition_key = "owner"
+sort_key = "at"
+attributes = { owner = "S", at = "N" }
+stream = "NEW_AND_OLD_IMAGES"
+
+[tables.Labels]
+partition_key = "label"
+attributes = { label = "S" }
+
+[entities.Label]
+table = "Labels"
+fields.label = "String!"
+fields.color = "String!"
+
+[entities.Note]
+table = "Notes"
+fields.owner = "String!"
+fields.at = "Int!"
+fields.text = "String!"
+fields.label = "String!"
+
+[entities.Note.relations.tag]
+type = "Label"
+key = ["label"]
+
+[connections.notes]
+entity = "Note"
+partition = { argument = "owner" }
+subscription = "notesChanged"
+"#;
+
+#[tokio::test]
+async fn relations_under_a_change_are_read_when_the_change_is_sent() {
+    let app = model_app_from(LABELLED).await;
+    let router = live_router(&app);
+    let (notes, labels) = (app.table("Notes"), app.table("Labels"));
+    let client = app.client();
+    let s = |text: &str| AttributeValue::S(text.to_owned());
+    let labelled = |at: i64, text: &str| {
+        Item::from([
+            ("owner".to_owned(), s("alice")),
+            ("at".to_owned(), AttributeValue::N(at.to_string())),
+            ("text".to_owned(), s(text)),
+            ("label".to_owned(), s("red")),
+        ])
+    };
+    let red = |color: &str| {
+        Item::from([
+            ("label".to_owned(), s("red")),
+            ("color".to_owned(), s(color)),
+        ])
+    };
+    put_plain(client, &labels, [red("crimson")]).await;
+
+    let query = "subscription { notesChanged(owner: \"alice\") {
+        kind edge { node { text tag { color } } } } }";
+    let mut events = subscribe(&router, query, json!({})).await;
+    warm_up(
+        async |round| put_plain(client, &notes, [labelled(0, &format!("warm-up {round}"))]).await,
+        async |wait| received_within(&mut events, wait).await,
+    )
+    .await;
+    client
+        .delete_item()
+        .table_name(&notes)
+        .key("owner", s("alice"))
+        .key("at", AttributeValue::N("0".to_owned()))
+        .send()
+        .await
+        .unwrap();
+    drain_warm_up(&mut events).await;
+
+    // Each change's node is read as the tables are when it is sent: the label's new color shows
+    // in every change after it, not the color the subscription first read.
+    let sent = async |events: &mut mpsc::Receiver<Received>| {
+        let event = next_event(events).await;
+        let change = change(&event);
+        let node = &change["edge"]["node"];
+        (
+            change["kind"].as_str().unwrap().to_owned(),
+            node["text"].as_str().unwrap().to_owned(),
+            node["tag"]["color"].as_str().unwrap().to_owned(),
+        )
+    };
+    put_plain(client, &notes, [labelled(1, "one")]).await;
+    assert_eq!(
+        sent(&mut events).await,
+        ("ADDED".into(), "one".into(), "crimson".into())
+    );
+    put_plain(client, &labels, [red("scarlet")]).await;
+    put_plain(client, &notes, [labelled(2, "two")]).await;
+    assert_eq!(
+        sent(&mut events).await,
+        ("ADDED".into(), "two".into(), "scarlet".into())
+    );
+    put_plain(client, &notes, [labelled(1, "one, again")]).await;
+    assert_eq!(
+        sent(&mut events).await,
+        ("UPDATED".into(), "one, again".into(), "scarlet".into())
+    );
+}
