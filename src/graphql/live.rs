@@ -11,10 +11,10 @@
 //! Why not one long execution, as async-graphql's `execute_stream` offers: an idle subscription
 //! would then hold that execution's whole state until its next change (the request's context
 //! and variables, a copy of the operation, and the futures that resolve each item, sized for
-//! the largest step of the execution): about 10 KiB each, where a `Live` and what executes the
-//! document again hold a few hundred bytes (`scripts/bench-live`'s memory per idle
-//! subscription, docs/src/benchmarks.md). A change sent costs one more execution of the
-//! document instead, with a schema that does not validate it again ([`Rendering`]).
+//! the largest step of the execution), most of what an idle subscription cost; its memory now
+//! is `scripts/bench-live`'s "per idle subscription" (docs/src/benchmarks.md). A change sent
+//! costs one more execution of the document instead, with a schema that does not validate it
+//! again ([`Rendering`]).
 
 use std::{
     any::Any,
