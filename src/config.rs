@@ -66,7 +66,7 @@ pub enum Command {
     /// Check a model file, and hold it against the live tables when DynamoDB answers.
     Check(CheckArgs),
     /// Print the GraphQL schema (SDL) of a model.
-    Schema(ModelArgs),
+    Schema(SchemaArgs),
     /// Manage the model's DynamoDB tables.
     #[command(subcommand)]
     Tables(TablesCommand),
@@ -232,6 +232,19 @@ pub struct ModelArgs {
     /// named Users.
     #[arg(long, env = "DYNARELAY_TABLE_PREFIX", default_value = "", value_parser = parse_prefix)]
     pub table_prefix: String,
+}
+
+/// `schema` flags.
+#[derive(Debug, Args)]
+pub struct SchemaArgs {
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub model: ModelArgs,
+    /// Print the Apollo Federation subgraph schema instead (the model needs `[federation]`):
+    /// with `@link` and the `@key` and `@shareable` directives, as `_service { sdl }` gives it,
+    /// for `rover subgraph publish` or a supergraph configuration.
+    #[arg(long)]
+    pub subgraph: bool,
 }
 
 /// `check` flags.

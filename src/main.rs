@@ -11,7 +11,7 @@ use dynarelay::{
     auth::Authenticator,
     config::{
         ApiArgs, CheckArgs, Cli, Command, InitArgs, KeygenArgs, LambdaArgs, LogFormat, ModelArgs,
-        PolicyArgs, RotationStep, SeedArgs, ServeArgs, TablesCommand,
+        PolicyArgs, RotationStep, SchemaArgs, SeedArgs, ServeArgs, TablesCommand,
     },
     cursor::{CursorCodec, CursorSecret},
     dynamo::{self, SdkSettings, Store, Tables, tables},
@@ -348,9 +348,18 @@ fn line_column(text: &str, offset: usize) -> (usize, usize) {
 }
 
 #[allow(clippy::print_stdout)]
-fn schema(args: &ModelArgs) -> anyhow::Result<()> {
-    let model = load_model(args)?;
-    let sdl = graphql::sdl(model).context("building the GraphQL schema")?;
+fn schema(args: &SchemaArgs) -> anyhow::Result<()> {
+    let model = load_model(&args.model)?;
+    let sdl = match args.subgraph {
+        false => graphql::sdl(model),
+        true if model.federation.is_none() => anyhow::bail!(
+            "{} has no [federation] section: a subgraph schema is for a model served as an \
+             Apollo Federation subgraph",
+            args.model.model.display()
+        ),
+        true => graphql::schema::subgraph_sdl(model),
+    }
+    .context("building the GraphQL schema")?;
     print!("{sdl}");
     Ok(())
 }

@@ -408,10 +408,11 @@ pub fn introspects(document: &ExecutableDocument) -> bool {
     selections(document).any(is_introspection)
 }
 
-/// Whether a selection is the introspection field `__schema` or `__type`.
+/// Whether a selection is the introspection field `__schema` or `__type`, or a federated
+/// subgraph's `_service`, which spells out the same schema (no model may name a field so).
 fn is_introspection(selection: &Selection) -> bool {
     matches!(selection, Selection::Field(field)
-        if matches!(field.node.name.node.as_str(), "__schema" | "__type"))
+        if matches!(field.node.name.node.as_str(), "__schema" | "__type" | "_service"))
 }
 
 /// Every selection, at any depth, of every operation and fragment of `document`.

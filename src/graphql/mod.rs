@@ -9,6 +9,7 @@ pub mod derived_keys;
 pub mod direct;
 pub mod documents;
 pub mod error;
+pub mod federation;
 pub mod index_read;
 pub mod limits;
 pub mod live;

@@ -7,10 +7,11 @@ use std::{collections::HashMap, sync::Arc};
 use async_graphql::{
     Context,
     dataloader::{DataLoader, HashMapCache, Loader},
+    dynamic::{FieldValue, ResolverContext},
 };
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
 
-use super::error::ApiError;
+use super::{access, error::ApiError, values};
 use crate::{
     cursor::{Key, KeyValue},
     dynamo::{Item, Store, StoreError},
@@ -52,6 +53,53 @@ pub fn parse_node_id(model: &Model, id: &str) -> Option<(EntityId, Key)> {
         }
     });
     (fits && key.fits_dynamodb()).then_some((entity, key))
+}
+
+/// Loads the items of `keys`, in order, as the objects of their entities, with `None` for those
+/// that do not exist, are not of their entity, or that the caller may not see (and for `None`
+/// keys): what `node`, `nodes` and `_entities` answer.
+pub async fn load<'a>(
+    ctx: &ResolverContext<'_>,
+    model: &'static Model,
+    keys: Vec<Option<(EntityId, Key)>>,
+) -> Result<Vec<Option<FieldValue<'a>>>, ApiError> {
+    let caller = access::caller(ctx);
+    // Ids of someone else's items, as their keys show, are null without being read.
+    let readable: Vec<bool> = keys
+        .iter()
+        .map(|k| {
+            k.as_ref().is_some_and(|(e, key)| {
+                access::may_see_key(model, *e, &key.to_attribute_map(), &caller) != Some(false)
+            })
+        })
+        .collect();
+    let items: HashMap<_, _> = loader(ctx)?
+        .load_many(
+            keys.iter()
+                .zip(&readable)
+                .filter(|(_, readable)| **readable)
+                .filter_map(|(k, _)| k.as_ref())
+                .map(|(e, key)| (model.entities[*e].table, key.clone())),
+        )
+        .await?;
+    Ok(keys
+        .into_iter()
+        .map(|k| {
+            let (entity, key) = k?;
+            let table = model.entities[entity].table;
+            // An id names a key; the item there must also be of the id's entity, and one the
+            // caller may see.
+            items
+                .get(&(table, key))
+                .cloned()
+                .flatten()
+                .filter(|item| values::entity_of(model, &[entity], item).is_some())
+                .filter(|item| access::may_see(model, entity, item, &caller))
+                .map(|item| {
+                    FieldValue::owned_any(item).with_type(model.entities[entity].name.as_str())
+                })
+        })
+        .collect())
 }
 
 /// The per-request loader: batches, and remembers what it loaded for the rest of the request.

@@ -71,6 +71,22 @@ fn raised_at(ctx: &Context<'_>, mut error: async_graphql::Error) -> async_graphq
     error
 }
 
+/// A list of an abstract type (an interface or a union) whose items may be null, resolved in
+/// order: async-graphql cannot resolve a null item of such a list, so with [`NullItems`] in the
+/// request the missing items are left out here and put back after execution.
+pub fn list_with_nulls<'a>(
+    ctx: &async_graphql::dynamic::ResolverContext<'_>,
+    found: Vec<Option<async_graphql::dynamic::FieldValue<'a>>>,
+) -> async_graphql::dynamic::FieldValue<'a> {
+    use async_graphql::dynamic::FieldValue;
+    if let Some(null_items) = ctx.data_opt::<std::sync::Arc<NullItems>>() {
+        let present: Vec<bool> = found.iter().map(Option::is_some).collect();
+        null_items.record(ctx.ctx, &present);
+        return FieldValue::list(found.into_iter().flatten());
+    }
+    FieldValue::list(found.into_iter().map(|n| n.unwrap_or(FieldValue::NULL)))
+}
+
 /// Lists of an interface type from which a resolver left out null items, with where they go:
 /// one per request, as request data.
 #[derive(Debug, Default)]

@@ -7,7 +7,7 @@
 //! `SortOrder`, the scalars) are described here for the frontend developers who read them in
 //! GraphiQL.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 use async_graphql::{
     Name, Value,
@@ -21,10 +21,11 @@ use super::{
     access::{self, Grant},
     connection::{EdgeValue, PageInfo, PageValue},
     error::ApiError,
+    federation,
     limits::FieldCosts,
     lookup, mutation,
-    node::{loader, parse_node_id},
-    nullability::{self, NullItems},
+    node::{self, parse_node_id},
+    nullability,
     resolve::{self, PagesAhead, Site},
     scalars::{self, field_type, scalar_name},
     subscription, values,
@@ -38,8 +39,56 @@ use crate::{
 const SORT_ORDER: &str = "SortOrder";
 
 /// Registers every type and root field of `model` on a new schema builder, and returns it with
-/// the cost of each field, for the query complexity limit.
+/// the cost of each field, for the query complexity limit. With `[federation]`, the schema
+/// answers `_service` and `_entities` (see [`federation`]).
 pub fn builder(model: &'static Model) -> (SchemaBuilder, FieldCosts) {
+    let entry_points = match model.federation {
+        Some(_) => match subgraph_sdl(model) {
+            Ok(sdl) => Some(sdl),
+            // The same types built again: what fails here fails in the schema built next.
+            Err(_) => Some(String::new()),
+        },
+        None => None,
+    };
+    build(
+        model,
+        Federated {
+            directives: false,
+            entry_points,
+        },
+    )
+}
+
+/// The subgraph schema of a model with `[federation]`: its SDL with the federation directives,
+/// for `_service { sdl }` and `dynarelay schema --subgraph`.
+pub fn subgraph_sdl(model: &'static Model) -> Result<String, async_graphql::dynamic::SchemaError> {
+    let (builder, _) = build(
+        model,
+        Federated {
+            directives: model.federation.is_some(),
+            entry_points: None,
+        },
+    );
+    Ok(federation::subgraph_sdl(
+        &builder.finish()?.sdl_with_options(
+            async_graphql::SDLExportOptions::new()
+                .sorted_fields()
+                .sorted_arguments()
+                .sorted_enum_items(),
+        ),
+    ))
+}
+
+/// What a build adds for Apollo Federation.
+struct Federated {
+    /// The federation directives (`@key`, `@shareable`): in the subgraph schema only, since
+    /// they are not the API's own and clients' tools do not know them.
+    directives: bool,
+    /// `_service` and `_entities`, with the subgraph schema `_service` gives.
+    entry_points: Option<String>,
+}
+
+fn build(model: &'static Model, federated: Federated) -> (SchemaBuilder, FieldCosts) {
     let has_mutations = model.entities.iter().any(|e| {
         e.mutations.create.is_some() || e.mutations.update.is_some() || e.mutations.delete.is_some()
     });
@@ -66,17 +115,18 @@ pub fn builder(model: &'static Model) -> (SchemaBuilder, FieldCosts) {
         }
         schema = schema.register(en);
     }
-    schema = schema
-        .register(sort_order())
-        .register(page_info())
-        .register(
-            Interface::new("Node")
-                .description("An object with a global id, refetchable with `node(id:)`.")
-                .field(
-                    InterfaceField::new("id", TypeRef::named_nn(TypeRef::ID))
-                        .description("A global id: opaque, stable, and unique across all types."),
-                ),
-        );
+    let page_info = match federated.directives {
+        true => federation::shareable(page_info()),
+        false => page_info(),
+    };
+    schema = schema.register(sort_order()).register(page_info).register(
+        Interface::new("Node")
+            .description("An object with a global id, refetchable with `node(id:)`.")
+            .field(
+                InterfaceField::new("id", TypeRef::named_nn(TypeRef::ID))
+                    .description("A global id: opaque, stable, and unique across all types."),
+            ),
+    );
     let connections = model
         .connections
         .iter()
@@ -121,9 +171,20 @@ pub fn builder(model: &'static Model) -> (SchemaBuilder, FieldCosts) {
         schema = schema.register(connection).register(edge);
     }
     for entity in 0..model.entities.len() {
-        schema = schema.register(entity_object(model, entity, &mut costs));
+        let object = entity_object(model, entity, &mut costs);
+        schema = schema.register(match federated.directives {
+            true => federation::entity_keys(model, entity, object),
+            false => object,
+        });
     }
-    schema = schema.register(query_root(model, &mut costs));
+    for ty in model.federation.iter().flat_map(|f| &f.types) {
+        schema = schema.register(federation::external_type(ty, federated.directives));
+    }
+    let mut query = query_root(model, &mut costs);
+    if let Some(sdl) = federated.entry_points {
+        (schema, query) = federation::entry_points(model, schema, query, &mut costs, sdl);
+    }
+    schema = schema.register(query);
     schema = subscription::register(model, schema, |connection| {
         connection_arguments(model, connection, Arguments::Subscription)
     });
@@ -370,6 +431,9 @@ fn entity_object(model: &'static Model, entity: EntityId, costs: &mut FieldCosts
             out = out.description(d);
         }
         object = object.field(out);
+    }
+    for reference in &e.references {
+        object = object.field(federation::reference_field(model, entity, reference, costs));
     }
     for connection in &e.connections {
         let site = Site {
@@ -646,6 +710,9 @@ fn query_root(model: &'static Model, costs: &mut FieldCosts) -> Object {
         };
         query = query.field(connection_field(site, costs, "Query"));
     }
+    if model.federation.as_ref().is_some_and(|f| !f.node) {
+        return query;
+    }
     costs.object("Query", "node", "Node");
     costs.list("Query", "nodes", "Node", "ids");
     query
@@ -677,16 +744,7 @@ fn query_root(model: &'static Model, costs: &mut FieldCosts) -> Object {
                         .into());
                     }
                     let found = load_nodes(&ctx, model, &ids).await?;
-                    // async-graphql cannot resolve a null item of a list of an interface type:
-                    // the missing items are left out here and put back after execution.
-                    if let Some(null_items) = ctx.data_opt::<std::sync::Arc<NullItems>>() {
-                        let present: Vec<bool> = found.iter().map(Option::is_some).collect();
-                        null_items.record(ctx.ctx, &present);
-                        return Ok(Some(FieldValue::list(found.into_iter().flatten())));
-                    }
-                    Ok(Some(FieldValue::list(
-                        found.into_iter().map(|n| n.unwrap_or(FieldValue::NULL)),
-                    )))
+                    Ok(Some(nullability::list_with_nulls(&ctx, found)))
                 })
             })
             .argument(InputValue::new("ids", TypeRef::named_nn_list_nn(TypeRef::ID)))
@@ -704,40 +762,9 @@ async fn load_nodes<'a>(
         .iter()
         .map(|id| {
             parse_node_id(model, id)
+                .map(Some)
                 .ok_or_else(|| ApiError::BadUserInput("The id is not valid.".into()))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let caller = access::caller(ctx);
-    // Ids of someone else's items, as their keys show, are null without being read.
-    let readable: Vec<bool> = keys
-        .iter()
-        .map(|(e, key)| {
-            access::may_see_key(model, *e, &key.to_attribute_map(), &caller) != Some(false)
-        })
-        .collect();
-    let items: HashMap<_, _> = loader(ctx)?
-        .load_many(
-            keys.iter()
-                .zip(&readable)
-                .filter(|(_, readable)| **readable)
-                .map(|((e, key), _)| (model.entities[*e].table, key.clone())),
-        )
-        .await?;
-    Ok(keys
-        .into_iter()
-        .map(|(entity, key)| {
-            let table = model.entities[entity].table;
-            // An id names a key; the item there must also be of the id's entity, and one the
-            // caller may see.
-            items
-                .get(&(table, key))
-                .cloned()
-                .flatten()
-                .filter(|item| values::entity_of(model, &[entity], item).is_some())
-                .filter(|item| access::may_see(model, entity, item, &caller))
-                .map(|item| {
-                    FieldValue::owned_any(item).with_type(model.entities[entity].name.as_str())
-                })
-        })
-        .collect())
+    node::load(ctx, model, keys).await
 }

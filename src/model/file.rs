@@ -43,6 +43,43 @@ pub struct ModelFile {
     /// anonymous.
     #[schemars(with = "Option<AuthFile>")]
     pub auth: Option<Spanned<AuthFile>>,
+    /// Serve the API as an Apollo Federation 2 subgraph, to be composed into a supergraph
+    /// (Apollo Router or Gateway): every entity type gets `@key(fields: "id")` and a `@key` on
+    /// each lookup's arguments, the gateway fetches entities through `_entities`, and
+    /// `_service { sdl }` gives the subgraph schema to compose. Leave it out for a standalone
+    /// API.
+    #[schemars(with = "Option<FederationFile>")]
+    pub federation: Option<Spanned<FederationFile>>,
+}
+
+/// The Apollo Federation 2 subgraph settings.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct FederationFile {
+    /// Whether `Query.node` and `Query.nodes` stay in this subgraph (default `true`). A
+    /// supergraph composes only when at most one subgraph defines them: write `false` in every
+    /// other dynarelay subgraph, and in this one when another subgraph already owns `node`.
+    pub node: Option<bool>,
+    /// Entity types other subgraphs own, by name, that this model's entities refer to: a
+    /// relation whose `type` names one returns a reference the gateway resolves in the owning
+    /// subgraph (`type = "Review"`, `key = ["reviewId"]`).
+    #[serde(default)]
+    #[schemars(with = "BTreeMap<String, ExternalTypeFile>")]
+    pub types: BTreeMap<Spanned<String>, ExternalTypeFile>,
+}
+
+/// An entity type of another subgraph, as this subgraph refers to it.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ExternalTypeFile {
+    /// Its description, for this subgraph's schema.
+    pub description: Option<String>,
+    /// The fields of the type's `@key` in the subgraph that owns it, with their GraphQL types
+    /// (`ID`, `String` or `Int`, with `!` as the owner declares them): `{ id = "ID!" }`. A
+    /// relation to the type lists the fields of its entity that hold them, in the order written
+    /// here.
+    #[schemars(with = "BTreeMap<String, String>")]
+    pub key: Spanned<BTreeMap<Spanned<String>, Spanned<String>>>,
 }
 
 /// Bearer-token verification. Exactly one of `jwks_url`, `jwks_file` and `secret_env` says where

@@ -45,6 +45,44 @@ pub struct Model {
     pub auth: Option<AuthSpec>,
     /// Who may introspect the schema.
     pub introspection: Access,
+    /// How the API is served as an Apollo Federation 2 subgraph, if it is.
+    pub federation: Option<Federation>,
+}
+
+/// Serving the API as an Apollo Federation 2 subgraph.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Federation {
+    /// Whether `Query.node` and `Query.nodes` stay in the subgraph.
+    pub node: bool,
+    /// The types of other subgraphs that references refer to.
+    pub types: Vec<ExternalType>,
+}
+
+/// An entity type another subgraph owns, known here by its key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExternalType {
+    /// The GraphQL name.
+    pub name: String,
+    /// Its description.
+    pub description: Option<String>,
+    /// The fields of its `@key`, in order, with their GraphQL types as written (`ID!`).
+    pub key: Vec<(String, String)>,
+}
+
+/// A field whose value is an entity of another subgraph, named by the key the item holds: the
+/// gateway fetches the rest from that subgraph.
+#[derive(Debug, Clone)]
+pub struct Reference {
+    /// The GraphQL name.
+    pub name: String,
+    /// Its description.
+    pub description: Option<String>,
+    /// The type referred to (position in [`Federation::types`]).
+    pub target: usize,
+    /// Null when the item holds no key (the fields may be missing).
+    pub nullable: bool,
+    /// This entity's fields holding the key, in the order of the type's key fields.
+    pub key: Vec<FieldId>,
 }
 
 /// Who may do something: a caller that any one of the rules admits.
@@ -240,6 +278,8 @@ pub struct Entity {
     pub key_fields: Vec<FieldId>,
     /// Fields resolving to another entity.
     pub relations: Vec<Relation>,
+    /// Fields that refer to entities of other subgraphs (with `[federation]`).
+    pub references: Vec<Reference>,
     /// Paginated fields.
     pub connections: Vec<Connection>,
     /// Generated mutations.

@@ -25,8 +25,8 @@ pub use crate::shop_data::ShopTables;
 
 pub use apps::{
     ModelApp, TEST_RING, TestApp, app_state, audited, control_client, endpoint, example_models,
-    lint, load_model, model_app, model_app_at, model_app_from, model_app_over, model_state, shop,
-    shop_store, test_ring, tool, unique_prefix,
+    lint, load_model, load_model_with, model_app, model_app_at, model_app_from, model_app_over,
+    model_state, shop, shop_store, test_ring, tool, unique_prefix,
 };
 pub use auth::{
     auth_model_app, auth_router, graphql_with_token, logged_model_app, model_auth_settings,
@@ -47,7 +47,7 @@ pub use live::{
     live_router_with_streams, next_event, received_within, refusal, subscribe, subscribe_as,
     subscribe_reading, test_stream_settings, warm_up,
 };
-pub use node::{LOCAL_AWS, NodeRun, read_back, run_node, written_by, written_with};
+pub use node::{LOCAL_AWS, NodeRun, read_back, run_node, serve_node, written_by, written_with};
 pub use paging::{all_nodes, merge, walk_matches, walk_pages};
 pub use requests::{
     Answer, Origin, answer, error_code, graphql_from, graphql_request, graphql_with_authorization,

@@ -21,6 +21,7 @@ mod ecommerce_data;
 mod ecommerce_mutations;
 mod fault_proxy;
 mod faults;
+mod federation;
 mod fleet;
 #[path = "../../examples/fleet/data.rs"]
 mod fleet_data;

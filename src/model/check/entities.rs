@@ -23,6 +23,7 @@ impl<'f> Ctx<'f, '_> {
                 fields: Vec::new(),
                 key_fields: Vec::new(),
                 relations: Vec::new(),
+                references: Vec::new(),
                 connections: Vec::new(),
                 mutations: Mutations::default(),
                 version_field: None,

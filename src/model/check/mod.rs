@@ -40,6 +40,7 @@ mod access;
 mod connections;
 mod electrodb;
 mod entities;
+mod federation;
 mod fields;
 mod filters;
 mod mutations;
@@ -54,10 +55,10 @@ mod types;
 
 use super::{
     Access, Argument, Collection, Connection, CreateMutation, DefaultValue, Entity, EntityId,
-    EnumType, Field, FieldId, FieldType, Filter, FilterOp, Generated, Index, InputChecks, Lookup,
-    LookupIndex, Model, Mutation, Mutations, Order, Partition, PartitionFrom, Projection, Read,
-    Relation, Scalar, SortCondition, StreamView, Table, TableId, TemplateKey, TextFormat,
-    TimeFormat, TypeTest,
+    EnumType, ExternalType, Federation, Field, FieldId, FieldType, Filter, FilterOp, Generated,
+    Index, InputChecks, Lookup, LookupIndex, Model, Mutation, Mutations, Order, Partition,
+    PartitionFrom, Projection, Read, Reference, Relation, Scalar, SortCondition, StreamView, Table,
+    TableId, TemplateKey, TextFormat, TimeFormat, TypeTest,
     file::{
         ArgumentFile, ConnectionFile, EntityFile, EnumValuesFile, FieldFile, IndexFile,
         IndexKindFile, KeyCaseFile, KeyTypeFile, ModelFile, MutationFile, PageSizeFile,
@@ -207,6 +208,9 @@ struct Ctx<'f, 'i> {
     enum_ids: HashMap<&'f str, usize>,
     entities: Vec<EntityDraft<'f>>,
     entity_ids: HashMap<&'f str, EntityId>,
+    /// Other subgraphs' types (`[federation.types]`), by name: their position.
+    external_ids: HashMap<&'f str, usize>,
+    external: Vec<ExternalType>,
 }
 
 fn check_model(file: &ModelFile, doc: &DeTable<'_>, out: &mut Problems) -> Model {
@@ -219,6 +223,8 @@ fn check_model(file: &ModelFile, doc: &DeTable<'_>, out: &mut Problems) -> Model
         enum_ids: HashMap::new(),
         entities: Vec::new(),
         entity_ids: HashMap::new(),
+        external_ids: HashMap::new(),
+        external: Vec::new(),
     };
     let mut leaked = HashMap::new();
     for (name, table) in in_file_order(&file.tables) {
@@ -242,8 +248,12 @@ fn check_model(file: &ModelFile, doc: &DeTable<'_>, out: &mut Problems) -> Model
     ctx.check_id_tags(out);
     ctx.check_shared_tables(out);
 
+    ctx.external_types(file, out);
     let relations: Vec<Vec<Relation>> = (0..ctx.entities.len())
         .map(|e| ctx.relations(e, out))
+        .collect();
+    let references: Vec<Vec<Reference>> = (0..ctx.entities.len())
+        .map(|e| ctx.references(e, out))
         .collect();
     let connections: Vec<Vec<(&str, Option<Connection>)>> = (0..ctx.entities.len())
         .map(|e| ctx.entity_connections(e, out))
@@ -259,19 +269,23 @@ fn check_model(file: &ModelFile, doc: &DeTable<'_>, out: &mut Problems) -> Model
         tables,
         enums,
         entities,
+        external,
         ..
     } = ctx;
     let entities = entities
         .into_iter()
-        .zip(relations)
+        .zip(relations.into_iter().zip(references))
         .zip(connections)
         .zip(mutations)
-        .map(|(((draft, relations), connections), mutations)| Entity {
-            relations,
-            connections: connections.into_iter().filter_map(|(_, c)| c).collect(),
-            mutations,
-            ..draft.entity
-        })
+        .map(
+            |(((draft, (relations, references)), connections), mutations)| Entity {
+                relations,
+                references,
+                connections: connections.into_iter().filter_map(|(_, c)| c).collect(),
+                mutations,
+                ..draft.entity
+            },
+        )
         .collect();
     let mut model = Model {
         tables: tables.into_iter().map(|info| info.table).collect(),
@@ -281,6 +295,10 @@ fn check_model(file: &ModelFile, doc: &DeTable<'_>, out: &mut Problems) -> Model
         connections: root_connections,
         auth: None,
         introspection: Access::default(),
+        federation: file.federation.as_ref().map(|f| Federation {
+            node: f.get_ref().node.unwrap_or(true),
+            types: external,
+        }),
     };
     access::check(file, doc, &mut model, out);
     model

@@ -23,6 +23,9 @@ pub(super) const BUILTIN_TYPES: [&str; 17] = [
     "JSON",
 ];
 
+/// The types an Apollo Federation subgraph's schema adds (see `[federation]`).
+pub(super) const FEDERATION_TYPES: [&str; 3] = ["_Any", "_Entity", "_Service"];
+
 pub(super) const SCALAR_NAMES: [&str; 10] = [
     "String", "ID", "Int", "BigInt", "Float", "Decimal", "Boolean", "DateTime", "Bytes", "JSON",
 ];

@@ -7,6 +7,7 @@ impl Ctx<'_, '_> {
         let file = self.entities[e].file;
         in_file_order(&file.relations)
             .into_iter()
+            .filter(|(_, relation)| !self.is_reference(relation))
             .filter_map(|(name, relation)| self.relation(e, name, relation, out))
             .collect()
     }

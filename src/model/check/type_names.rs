@@ -168,7 +168,16 @@ pub(super) fn check_type_names(file: &ModelFile, out: &mut Problems) {
         }
     }
     for (name, span, what) in &names {
-        if BUILTIN_TYPES.contains(&name.as_str()) {
+        if file.federation.is_some() && FEDERATION_TYPES.contains(&name.as_str()) {
+            out.error(
+                span.clone(),
+                format!("{what} `{name}` has the name of a type Apollo Federation adds"),
+            )
+            .hint(format!(
+                "a subgraph's schema holds {}; choose another name",
+                FEDERATION_TYPES.join(", ")
+            ));
+        } else if BUILTIN_TYPES.contains(&name.as_str()) {
             out.error(
                 span.clone(),
                 format!("{what} `{name}` has the name of a built-in type"),
@@ -223,6 +232,12 @@ pub(super) fn check_root_names(file: &ModelFile, out: &mut Problems) {
         if check_name(span.clone(), name, what, out) && matches!(name.as_str(), "node" | "nodes") {
             out.error(span.clone(), format!("root field `{name}` is built in"))
                 .hint("`node` and `nodes` fetch any entity by global id; choose another name");
+        } else if matches!(name.as_str(), "_service" | "_entities") {
+            out.error(
+                span.clone(),
+                format!("root field `{name}` is one Apollo Federation uses"),
+            )
+            .hint("a federated subgraph answers `_service` and `_entities` for the gateway; choose another name");
         }
     }
     check_unique(&names, out);

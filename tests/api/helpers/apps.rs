@@ -47,6 +47,18 @@ pub fn load_model(path: &str) -> &'static Model {
     })
 }
 
+/// The model file at `path` with `extra` appended (a section such as `[federation]`), loaded
+/// once per test process, as [`load_model`] loads a file.
+pub fn load_model_with(path: &str, extra: &str) -> &'static Model {
+    let mut models = MODELS.lock().unwrap_or_else(|e| e.into_inner());
+    models.entry(format!("{path}\n{extra}")).or_insert_with(|| {
+        let full = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+        let text = std::fs::read_to_string(&full).unwrap() + "\n" + extra;
+        let model = model::parse(path, &text).unwrap_or_else(|e| panic!("{e}"));
+        Box::leak(Box::new(model))
+    })
+}
+
 /// Every model file under `examples/`, by its path from the crate root, sorted.
 pub fn example_models() -> Vec<String> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));

@@ -38,6 +38,27 @@ impl NodeRun {
     }
 }
 
+/// Starts `node <script> <args>` in `tests/clients` with its standard streams piped; killed
+/// when dropped.
+fn spawn_node(script: &str, args: &[&str], env: &[(&str, &str)]) -> tokio::process::Child {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients");
+    assert!(
+        dir.join("node_modules").is_dir(),
+        "tests/clients/node_modules is missing: run the tests with scripts/test, which installs them with `npm ci`"
+    );
+    tokio::process::Command::new("node")
+        .arg(script)
+        .args(args)
+        .current_dir(&dir)
+        .envs(env.iter().copied())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|err| panic!("cannot run node: {err}"))
+}
+
 /// Runs `node <script> <args>` in `tests/clients` (whose packages `scripts/test` installs from
 /// the lockfile), with a time limit, and with loopback-only settings in the environment.
 pub async fn run_node(script: &str, args: &[&str], env: &[(&str, &str)]) -> NodeRun {
@@ -52,22 +73,7 @@ pub async fn run_node_with_input(
     input: &[u8],
 ) -> NodeRun {
     use tokio::io::AsyncWriteExt;
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients");
-    assert!(
-        dir.join("node_modules").is_dir(),
-        "tests/clients/node_modules is missing: run the tests with scripts/test, which installs them with `npm ci`"
-    );
-    let mut child = tokio::process::Command::new("node")
-        .arg(script)
-        .args(args)
-        .current_dir(&dir)
-        .envs(env.iter().copied())
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap_or_else(|err| panic!("cannot run node: {err}"));
+    let mut child = spawn_node(script, args, env);
     let mut stdin = child.stdin.take().expect("a piped stdin");
     stdin
         .write_all(input)
@@ -126,4 +132,42 @@ pub async fn read_back(tool: &str, table: &str, request: &serde_json::Value) -> 
     run.assert_success();
     serde_json::from_str(&run.stdout)
         .unwrap_or_else(|e| panic!("{tool}'s reader printed no JSON ({e}): {}", run.stdout))
+}
+
+/// A Node.js script that serves until its standard input closes (see [`serve_node`]).
+pub struct NodeServer {
+    child: tokio::process::Child,
+    /// The line of JSON the script printed once it was ready.
+    pub ready: serde_json::Value,
+}
+
+impl NodeServer {
+    /// Closes the script's standard input and waits for it to end.
+    pub async fn stop(mut self) {
+        drop(self.child.stdin.take());
+        let _ = tokio::time::timeout(Duration::from_secs(30), self.child.wait()).await;
+    }
+}
+
+/// Starts `node <script> <args>` in `tests/clients`, as [`run_node`] does, and waits (with a
+/// time limit) for the one line of JSON it prints when it serves; it serves until the returned
+/// [`NodeServer`] is stopped or dropped.
+pub async fn serve_node(script: &str, args: &[&str], env: &[(&str, &str)]) -> NodeServer {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt};
+    let mut child = spawn_node(script, args, env);
+    let mut stdout = tokio::io::BufReader::new(child.stdout.take().expect("a piped stdout"));
+    let mut line = String::new();
+    let read = tokio::time::timeout(Duration::from_secs(120), stdout.read_line(&mut line)).await;
+    if !matches!(read, Ok(Ok(n)) if n > 0) {
+        let _ = child.start_kill();
+        let mut stderr = String::new();
+        if let Some(mut err) = child.stderr.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(10), err.read_to_string(&mut stderr))
+                .await;
+        }
+        panic!("node {script} did not start serving\n--- stderr\n{stderr}");
+    }
+    let ready = serde_json::from_str(&line)
+        .unwrap_or_else(|e| panic!("node {script} printed no JSON when ready ({e}): {line}"));
+    NodeServer { child, ready }
 }

@@ -1145,5 +1145,40 @@ pub(super) fn cases() -> Vec<Case> {
             10,
             30,
         ),
+        with_purchases(
+            "federation type named like an entity",
+            "[federation]\ntypes.User.key = { id = \"ID!\" }\n",
+            "federation type `User` has the name of a type of this model",
+            24,
+            7,
+        ),
+        with_purchases(
+            "federation key field of a type no key has",
+            "[federation]\ntypes.Review.key = { id = \"Float!\" }\n",
+            "key field `id` of federation type `Review` has type `Float!`",
+            24,
+            27,
+        ),
+        with_purchases(
+            "reference with another number of key fields",
+            "[federation]\ntypes.Review.key = { id = \"ID!\" }\n[entities.Purchase.relations.review]\ntype = \"Review\"\nkey = [\"userId\", \"sku\"]\n",
+            "relation `review` gives 2 key field(s), but `Review` is keyed by 1",
+            27,
+            7,
+        ),
+        with_purchases(
+            "reference from a field that cannot hold the key",
+            "[federation]\ntypes.Review.key = { id = \"ID!\" }\n[entities.Purchase.relations.review]\ntype = \"Review\"\nkey = [\"at\"]\n",
+            "field `at` of type `DateTime!` cannot hold key field `id` of `Review`, of type `ID!`",
+            27,
+            8,
+        ),
+        with_base(
+            "root field named as federation's",
+            "[lookups._service]\nentity = \"User\"\n",
+            "root field `_service` is one Apollo Federation uses",
+            10,
+            10,
+        ),
     ]
 }
