@@ -243,7 +243,7 @@ pub struct SchemaArgs {
     /// Print the Apollo Federation subgraph schema instead (the model needs `[federation]`):
     /// with `@link` and the `@key` and `@shareable` directives, as `_service { sdl }` gives it,
     /// for `rover subgraph publish` or a supergraph configuration.
-    #[arg(long)]
+    #[arg(long, env = "DYNARELAY_SCHEMA_SUBGRAPH")]
     pub subgraph: bool,
 }
 
@@ -388,6 +388,17 @@ pub struct ApiArgs {
     /// everything examined. Must exceed the maximum page size.
     #[arg(long, env = "DYNARELAY_READ_BUDGET", default_value_t = 5000)]
     pub read_budget: u32,
+
+    /// Most items DynamoDB may evaluate for one `totalCount` (connections that offer it). A
+    /// count that would evaluate more answers null with COUNT_BUDGET_EXCEEDED, never a partial
+    /// number. DynamoDB bills every item a count evaluates, as a read of it would be.
+    #[arg(
+        long,
+        env = "DYNARELAY_COUNT_BUDGET",
+        default_value_t = crate::pagination::DEFAULT_COUNT_BUDGET,
+        value_parser = clap::value_parser!(u64).range(1..=2_147_483_647)
+    )]
+    pub count_budget: u64,
 
     /// Largest accepted request body, in bytes; larger requests get 413.
     #[arg(long, env = "DYNARELAY_MAX_BODY_BYTES", default_value_t = 64 * 1024)]
@@ -583,6 +594,7 @@ impl ApiArgs {
     /// The page size limits, validated.
     pub fn page_limits(&self) -> Result<PageLimits, crate::pagination::LimitsError> {
         PageLimits::new(self.default_page_size, self.max_page_size, self.read_budget)
+            .map(|limits| limits.with_count_budget(self.count_budget))
     }
 
     /// HTTP settings.

@@ -17,7 +17,11 @@ pub struct PageLimits {
     default: u32,
     max: u32,
     read_budget: u32,
+    count_budget: u64,
 }
+
+/// Items DynamoDB may evaluate for one `totalCount` unless configured otherwise.
+pub const DEFAULT_COUNT_BUDGET: u64 = 100_000;
 
 /// A rejected page size configuration.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -45,6 +49,7 @@ impl PageLimits {
                 default,
                 max,
                 read_budget,
+                count_budget: DEFAULT_COUNT_BUDGET,
             })
         } else {
             Err(LimitsError {
@@ -58,6 +63,19 @@ impl PageLimits {
     /// Items DynamoDB may evaluate for one page.
     pub fn read_budget(&self) -> usize {
         self.read_budget as usize
+    }
+
+    /// These limits with `budget` items that DynamoDB may evaluate for one `totalCount`.
+    pub fn with_count_budget(self, budget: u64) -> Self {
+        Self {
+            count_budget: budget,
+            ..self
+        }
+    }
+
+    /// Items DynamoDB may evaluate for one `totalCount`.
+    pub fn count_budget(&self) -> u64 {
+        self.count_budget
     }
 
     /// The default page size.
@@ -213,6 +231,7 @@ impl Default for PageLimits {
             default: 20,
             max: 100,
             read_budget: 5000,
+            count_budget: DEFAULT_COUNT_BUDGET,
         }
     }
 }

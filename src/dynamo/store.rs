@@ -240,6 +240,23 @@ impl Request {
     }
 }
 
+impl Request {
+    /// The same read asking only for the number of items that pass its filters.
+    fn counting(self) -> Self {
+        match self {
+            Request::Query(query) => Request::Query(
+                query
+                    .set_projection_expression(None)
+                    .select(aws_sdk_dynamodb::types::Select::Count),
+            ),
+            Request::Scan(scan) => Request::Scan(
+                scan.set_projection_expression(None)
+                    .select(aws_sdk_dynamodb::types::Select::Count),
+            ),
+        }
+    }
+}
+
 /// One Query or Scan response, reduced to what paging needs.
 struct Batch {
     items: Vec<Item>,
@@ -615,6 +632,36 @@ impl Store {
             failures.record(call(&spec, &read), err);
         }
         out
+    }
+
+    /// How many items `spec` reads: `Select: COUNT` Queries (or Scans) followed to the end of
+    /// the data, or `None` once DynamoDB would evaluate more than `budget` items to tell (each
+    /// call's `Limit` is what is left of the budget plus one): never a partial number. For
+    /// reads that keep every item their key condition and filters select (no [`Keep`]).
+    #[instrument(level = "debug", skip(self, spec), fields(table = spec.table, index = spec.index))]
+    pub async fn count(&self, spec: &ReadSpec<'_>, budget: u64) -> Result<Option<u64>, StoreError> {
+        // The model allows counts only where no item is told apart in memory.
+        debug_assert!(
+            spec.keep.is_none(),
+            "a count of a read with an in-memory test"
+        );
+        let request = spec.build(&self.client, true).counting();
+        let (mut count, mut evaluated) = (0u64, 0u64);
+        let mut start = None;
+        loop {
+            let left = budget.saturating_sub(evaluated).saturating_add(1);
+            let limit = i32::try_from(left).unwrap_or(i32::MAX);
+            let batch = request.send(self, spec.table, limit, start.take()).await?;
+            evaluated += batch.evaluated as u64;
+            count += batch.matched as u64;
+            if evaluated > budget {
+                return Ok(None);
+            }
+            match batch.last {
+                Some(last) => start = Some(last),
+                None => return Ok(Some(count)),
+            }
+        }
     }
 
     /// Sends `request` page after page until `read.want` rows match, the data ends, or DynamoDB has

@@ -18,6 +18,17 @@ pub struct PageValue {
     pub edges: Vec<EdgeValue>,
     /// `pageInfo`.
     pub page_info: PageInfo,
+    /// What `totalCount` counts, for a connection that offers it.
+    pub count: Option<Count>,
+}
+
+/// The read `totalCount` counts, and how many items it may evaluate.
+#[derive(Debug, Clone)]
+pub struct Count {
+    /// The connection's read for its arguments, without cursor, page size or projection.
+    pub spec: std::sync::Arc<ReadSpec<'static>>,
+    /// Items DynamoDB may evaluate for the count.
+    pub budget: u64,
 }
 
 /// An edge: a sealed cursor and its item.
@@ -179,6 +190,7 @@ pub fn seal(
         ),
     };
     PageValue {
+        count: None,
         edges,
         page_info: PageInfo {
             has_next_page: page.has_next_page,

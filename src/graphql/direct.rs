@@ -430,7 +430,12 @@ impl<'d> Planner<'d> {
             Some(collection) => &collection.union,
             None => &model.entities[connection.entity].name,
         };
-        let typename: Arc<str> = format!("{node_type}Connection").into();
+        // (`totalCount` is not planned: a document that selects it is executed by async-graphql.)
+        let typename: Arc<str> = match connection.total_count {
+            true => format!("{node_type}CountedConnection"),
+            false => format!("{node_type}Connection"),
+        }
+        .into();
         let edge_type: Arc<str> = format!("{node_type}Edge").into();
         let mut fields = Vec::new();
         for child in self.fields(&field.node.selection_set, &typename, false)? {

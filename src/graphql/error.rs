@@ -37,6 +37,8 @@ pub enum ApiError {
     Unavailable,
     /// The caller may not do this.
     Forbidden(String),
+    /// `totalCount` would have DynamoDB evaluate more than this many items (`--count-budget`).
+    CountBudgetExceeded(u64),
 }
 
 /// A resolver result.
@@ -56,6 +58,7 @@ impl fmt::Debug for ApiError {
             Self::Internal => f.write_str("Internal"),
             Self::Unavailable => f.write_str("Unavailable"),
             Self::Forbidden(message) => write!(f, "Forbidden({message:?})"),
+            Self::CountBudgetExceeded(budget) => write!(f, "CountBudgetExceeded({budget})"),
         }
     }
 }
@@ -70,6 +73,13 @@ impl From<ApiError> for async_graphql::Error {
                 SERVICE_UNAVAILABLE,
             ),
             ApiError::Forbidden(message) => (message, FORBIDDEN),
+            ApiError::CountBudgetExceeded(budget) => (
+                format!(
+                    "Not counted: more than {budget} items would be read to count them. Narrow \
+                     the connection with its arguments, or page without `totalCount`."
+                ),
+                "COUNT_BUDGET_EXCEEDED",
+            ),
         };
         async_graphql::Error::new(message).extend_with(|_, ext| ext.set("code", code))
     }

@@ -119,7 +119,12 @@ enum FieldCost {
     Connection(String, Option<u32>),
     /// A list of this type, as long as the list argument named.
     List(String, &'static str),
+    /// A field that costs this much once, whatever page it is on (`totalCount`).
+    Once(usize),
 }
+
+/// What `totalCount` costs: as much as a page of the largest size, since counting reads too.
+pub const COUNT_COST: usize = 100;
 
 /// Fragments nest at most this deep in a cost computation (cycles are refused later by
 /// validation, which runs after this check).
@@ -135,6 +140,11 @@ impl FieldCosts {
     /// query names no size (`None`: the server's default).
     pub fn connection(&mut self, parent: &str, field: &str, ty: &str, default: Option<u32>) {
         self.insert(parent, field, FieldCost::Connection(ty.to_owned(), default));
+    }
+
+    /// `parent.field` costs `cost` once, not once per item of the page it is on.
+    pub fn once(&mut self, parent: &str, field: &str, cost: usize) {
+        self.insert(parent, field, FieldCost::Once(cost));
     }
 
     /// `parent.field` returns as many `ty` objects as its list argument `arg` holds.
@@ -182,6 +192,25 @@ struct Walk<'a> {
 }
 
 impl Walk<'_> {
+    /// The cost of the fields of `set` (not under fragments) that cost once.
+    fn once_fields(&self, set: &SelectionSet, ty: &str) -> usize {
+        set.items
+            .iter()
+            .filter_map(|selection| match &selection.node {
+                Selection::Field(field) => match self
+                    .costs
+                    .fields
+                    .get(ty)
+                    .and_then(|fields| fields.get(field.node.name.node.as_str()))
+                {
+                    Some(FieldCost::Once(cost)) => Some(*cost),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .fold(0, usize::saturating_add)
+    }
+
     fn set(&self, set: &SelectionSet, ty: &str, nesting: usize) -> usize {
         if nesting > MAX_FRAGMENT_NESTING {
             return 0;
@@ -208,10 +237,17 @@ impl Walk<'_> {
                                 .map_or(default.unwrap_or(self.default_page) as usize, |n| {
                                     usize::try_from(n).unwrap_or(0)
                                 });
+                            // Fields that cost once (`totalCount`) are not multiplied by the
+                            // page size; under a fragment they are, which only overestimates.
+                            let once = self.once_fields(children, child);
                             size.max(1)
-                                .saturating_mul(self.set(children, child, nesting))
+                                .saturating_mul(
+                                    self.set(children, child, nesting).saturating_sub(once),
+                                )
+                                .saturating_add(once)
                                 .saturating_add(1)
                         }
+                        Some(FieldCost::Once(cost)) => *cost,
                         Some(FieldCost::List(child, arg)) => {
                             let len = self.list_len(&field.arguments, arg);
                             len.max(1)
@@ -496,5 +532,30 @@ mod tests {
         }
         let plain = parse_query("{ __typename customer(customerId: \"a\") { name } }").unwrap();
         assert!(off.check_document(&plain).is_ok());
+    }
+
+    #[test]
+    fn a_count_costs_once_per_connection_not_per_item() {
+        let mut costs = FieldCosts::default();
+        costs.connection("Query", "things", "ThingCountedConnection", None);
+        costs.object("ThingCountedConnection", "edges", "ThingEdge");
+        costs.object("ThingEdge", "node", "Thing");
+        costs.once("ThingCountedConnection", "totalCount", COUNT_COST);
+        let complexity = |query: &str| {
+            let document = parse_query(query).unwrap();
+            let operation = crate::graphql::operation::choose(&document, None).unwrap();
+            costs.complexity(&document, operation, &Variables::default(), 20)
+        };
+        // 1 + 10 x (edges 1 + node 1 + name 1)
+        let page = complexity("{ things(first: 10) { edges { node { name } } } }");
+        assert_eq!(page, 31);
+        assert_eq!(
+            complexity("{ things(first: 10) { totalCount edges { node { name } } } }"),
+            page + COUNT_COST
+        );
+        assert_eq!(
+            complexity("{ things(first: 10) { totalCount } }"),
+            1 + COUNT_COST
+        );
     }
 }

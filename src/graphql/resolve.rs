@@ -13,7 +13,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::{
     access::{self, Grant},
-    connection::{Opened, PageValue, Reader, Refused},
+    connection::{Count, Opened, PageValue, Reader, Refused},
     error::{ApiError, ApiResult, check_key_value},
     node::loader,
     values::{self, canonical, key_value},
@@ -77,6 +77,9 @@ pub struct PreparedPage<'a> {
     descending: bool,
     spec: ReadSpec<'a>,
     opened: Opened,
+    /// What `totalCount` counts, for a connection that offers it: the page's read without its
+    /// cursor, page size or projection.
+    count: Option<Arc<ReadSpec<'static>>>,
 }
 
 impl PreparedPage<'_> {
@@ -108,10 +111,16 @@ pub fn prepare_page<'a>(
         .connection
         .page_size
         .and_then(|(default, max)| {
-            PageLimits::new(default, max, (env.limits.read_budget() as u32).max(max + 1)).ok()
+            PageLimits::new(default, max, (env.limits.read_budget() as u32).max(max + 1))
+                .ok()
+                .map(|limits| limits.with_count_budget(env.limits.count_budget()))
         })
         .unwrap_or(*env.limits);
     let mut plan = plan(site, parent, args, env.store, env.caller).map_err(Refused::Args)?;
+    let count = site
+        .connection
+        .total_count
+        .then(|| Arc::new(plan.spec.clone()));
     plan.spec.projection = projection;
     let reader = Reader {
         limits: &limits,
@@ -125,6 +134,7 @@ pub fn prepare_page<'a>(
         descending: plan.descending,
         spec: plan.spec,
         opened,
+        count,
     })
 }
 
@@ -135,9 +145,14 @@ pub async fn read_prepared(env: Env<'_>, page: PreparedPage<'_>) -> ApiResult<Pa
         codec: env.codec,
         store: env.store,
     };
-    reader
+    let mut value = reader
         .read(page.opened, &page.binding, page.descending, page.spec)
-        .await
+        .await?;
+    value.count = page.count.map(|spec| Count {
+        spec,
+        budget: page.limits.count_budget(),
+    });
+    Ok(value)
 }
 
 /// Reads one page of `site` for a parent item (entity connections) with `args` (see
@@ -187,7 +202,7 @@ pub fn projection(site: Site, selection: &SelectionField<'_>) -> Option<Vec<&'st
                 }
             }
             "nodes" => nodes.push(child),
-            "pageInfo" | "__typename" => {}
+            "pageInfo" | "totalCount" | "__typename" => {}
             _ => return None,
         }
     }

@@ -31,7 +31,7 @@ use super::{
     subscription, values,
 };
 use crate::{
-    dynamo::Item,
+    dynamo::{Item, Store},
     model::{Connection, EntityId, Model, PartitionFrom, Read, Scalar as ModelScalar},
 };
 
@@ -131,16 +131,23 @@ fn build(model: &'static Model, federated: Federated) -> (SchemaBuilder, FieldCo
         .connections
         .iter()
         .chain(model.entities.iter().flat_map(|e| &e.connections));
-    // Each node type's connection and edge types, once: an entity's, or a collection's union.
+    // Each node type's connection and edge types, once: an entity's, or a collection's union;
+    // and the connection type with `totalCount` of those that some connection counts.
     let mut paged: BTreeMap<&str, Option<&'static [EntityId]>> = BTreeMap::new();
+    let mut counted: BTreeSet<&str> = BTreeSet::new();
     for c in connections {
-        match &c.collection {
+        let name = match &c.collection {
             Some(collection) => {
                 paged.insert(&collection.union, Some(&collection.members));
+                collection.union.as_str()
             }
             None => {
                 paged.insert(&model.entities[c.entity].name, None);
+                model.entities[c.entity].name.as_str()
             }
+        };
+        if c.total_count {
+            counted.insert(name);
         }
     }
     for e in &model.entities {
@@ -167,8 +174,12 @@ fn build(model: &'static Model, federated: Federated) -> (SchemaBuilder, FieldCo
             }
             schema = schema.register(union);
         }
-        let (connection, edge) = connection_types(model, name, members, &mut costs);
+        let (connection, edge) = connection_types(model, name, members, false, &mut costs);
         schema = schema.register(connection).register(edge);
+        if counted.contains(name) {
+            let (connection, _) = connection_types(model, name, members, true, &mut costs);
+            schema = schema.register(connection);
+        }
     }
     for entity in 0..model.entities.len() {
         let object = entity_object(model, entity, &mut costs);
@@ -270,22 +281,44 @@ fn page_info() -> Object {
 
 /// `{Type}Connection` and `{Type}Edge`, for an entity or (with its `members`) a collection's
 /// union.
+/// The connection and edge types of node type `name`; `counted`: the connection type with
+/// `totalCount` (`{name}CountedConnection`), of connections that offer it.
 fn connection_types(
     model: &'static Model,
     name: &str,
     members: Option<&'static [EntityId]>,
+    counted: bool,
     costs: &mut FieldCosts,
 ) -> (Object, Object) {
-    let connection = format!("{name}Connection");
+    let connection = match counted {
+        true => format!("{name}CountedConnection"),
+        false => format!("{name}Connection"),
+    };
     let edge = format!("{name}Edge");
     costs.object(&connection, "edges", &edge);
     costs.object(&connection, "nodes", name);
     costs.object(&connection, "pageInfo", "PageInfo");
     costs.object(&edge, "node", name);
-    let connection_type = Object::new(&connection)
-        .description(format!(
+    let mut connection_type = Object::new(&connection).description(match counted {
+        true => format!(
+            "A page of `{name}` items: the edges with their cursors, the items alone, where the\npage sits in its connection, and how many items the connection holds."
+        ),
+        false => format!(
             "A page of `{name}` items: the edges with their cursors, the items alone, and where the\npage sits in its connection."
-        ))
+        ),
+    });
+    if counted {
+        costs.once(&connection, "totalCount", super::limits::COUNT_COST);
+        connection_type = connection_type.field(
+            nullability::field("totalCount", TypeRef::named(TypeRef::INT), |ctx| {
+                FieldFuture::new(async move { Ok(Some(FieldValue::value(total_count(&ctx).await?))) })
+            })
+            .description(
+                "How many items the connection holds with these arguments (its filters and\nranges; not `first`, `after`, `last` or `before`), exact. Counted by DynamoDB only when\nselected, which reads (and bills) every item counted: null with\n`COUNT_BUDGET_EXCEEDED` when that would be more than the server allows.",
+            ),
+        );
+    }
+    let connection_type = connection_type
         .field(
             nullability::field("edges", TypeRef::named_nn_list_nn(&edge), |ctx| {
                 FieldFuture::Value(ctx.parent_value.downcast_ref::<PageValue>().map(|page| {
@@ -297,10 +330,16 @@ fn connection_types(
         .field(
             nullability::field("nodes", TypeRef::named_nn_list_nn(name), move |ctx| {
                 FieldFuture::Value(ctx.parent_value.downcast_ref::<PageValue>().map(|page| {
-                    FieldValue::list(page.edges.iter().filter_map(|e| node_value(model, members, e)))
+                    FieldValue::list(
+                        page.edges
+                            .iter()
+                            .filter_map(|e| node_value(model, members, e)),
+                    )
                 }))
             })
-            .description("The items of this page without cursors: a shortcut for `edges { node }`."),
+            .description(
+                "The items of this page without cursors: a shortcut for `edges { node }`.",
+            ),
         )
         .field(
             nullability::field("pageInfo", TypeRef::named_nn("PageInfo"), |ctx| {
@@ -335,6 +374,20 @@ fn connection_types(
             .description("The item at the end of the edge"),
         );
     (connection_type, edge_type)
+}
+
+/// `totalCount` of the page's connection: DynamoDB's count, never a partial one.
+async fn total_count(ctx: &ResolverContext<'_>) -> Result<i64, ApiError> {
+    let page = ctx
+        .parent_value
+        .try_downcast_ref::<PageValue>()
+        .map_err(|_| ApiError::Internal)?;
+    let count = page.count.as_ref().ok_or(ApiError::Internal)?;
+    let store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
+    match store.count(&count.spec, count.budget).await? {
+        Some(n) => i64::try_from(n).map_err(|_| ApiError::Internal),
+        None => Err(ApiError::CountBudgetExceeded(count.budget)),
+    }
 }
 
 /// A node of a connection: the edge's item, typed by the member entity it is for a collection
@@ -465,29 +518,29 @@ fn connection_field(site: Site, costs: &mut FieldCosts, parent_type: &str) -> Fi
         Some(collection) => &collection.union,
         None => &model.entities[connection.entity].name,
     };
+    let ty = match connection.total_count {
+        true => format!("{node}CountedConnection"),
+        false => format!("{node}Connection"),
+    };
     costs.connection(
         parent_type,
         &connection.name,
-        &format!("{node}Connection"),
+        &ty,
         connection.page_size.map(|(default, _)| default),
     );
-    let mut field = nullability::field(
-        &connection.name,
-        TypeRef::named_nn(format!("{node}Connection")),
-        move |ctx| {
-            FieldFuture::new(async move {
-                let parent = match site.parent {
-                    Some(_) => Some(item(&ctx)?),
-                    None => None,
-                };
-                let page = page_of(&ctx, site, parent).await?;
-                if site.connection.collection.is_none() {
-                    resolve::prefetch_relations(&ctx, model, site.connection.entity, &page).await?;
-                }
-                Ok(Some(FieldValue::owned_any(page)))
-            })
-        },
-    );
+    let mut field = nullability::field(&connection.name, TypeRef::named_nn(ty), move |ctx| {
+        FieldFuture::new(async move {
+            let parent = match site.parent {
+                Some(_) => Some(item(&ctx)?),
+                None => None,
+            };
+            let page = page_of(&ctx, site, parent).await?;
+            if site.connection.collection.is_none() {
+                resolve::prefetch_relations(&ctx, model, site.connection.entity, &page).await?;
+            }
+            Ok(Some(FieldValue::owned_any(page)))
+        })
+    });
     if let Some(d) = &connection.description {
         field = field.description(d);
     }

@@ -721,6 +721,15 @@ pub struct ConnectionFile {
     /// cursor is valid in the connection, and `REMOVED` with the node's id.
     #[schemars(with = "Option<ArgumentFile>")]
     pub subscription: Option<Spanned<ArgumentFile>>,
+    /// Offer `totalCount` on this connection: the exact number of items its arguments select
+    /// (its partition, sort condition and filters; not `first`, `after`, `last` or `before`),
+    /// counted by DynamoDB with `Select: COUNT` reads only when a query selects it. Counting
+    /// reads, and is billed for, every item counted; past the server's `--count-budget` items
+    /// the answer is `null` with `COUNT_BUDGET_EXCEEDED`, never a partial number. Not on
+    /// connections of a table whose items are told apart in memory (a table several entities
+    /// share).
+    #[schemars(with = "Option<bool>")]
+    pub total_count: Option<Spanned<bool>>,
 }
 
 /// Where a Query's partition key value comes from: exactly one of the three.

@@ -570,6 +570,8 @@ pub struct Connection {
     pub access: Access,
     /// The subscription field that delivers its changes, if it has one.
     pub subscription: Option<Argument>,
+    /// It offers `totalCount` (only where no item is told apart in memory: not `shared`).
+    pub total_count: bool,
 }
 
 /// An item collection's union.

@@ -11,9 +11,9 @@ use serde_json::{Value, json};
 
 use crate::{
     helpers::{
-        CallLog, ModelApp, Running, ShopTables, TestIssuer, auth_model_app, ground_truth,
-        load_model_with, model_app_from, model_claims, run_node, serve_node, unique_prefix,
-        walk_pages,
+        CallLog, ModelApp, Running, ShopTables, TestIssuer, auth_model_app, graphql_as as post,
+        ground_truth, load_model_with, model_app_from, model_claims, run_node, serve_node,
+        unique_prefix, walk_pages,
     },
     shop_data::{self, Dataset, SeedSpec},
 };
@@ -35,19 +35,6 @@ type = "ReviewSummary!"
 key = ["sku"]
 description = "What reviewers say of the product."
 "#;
-
-/// POSTs `query` to `url` with a bearer token; the response's JSON.
-async fn post(url: &str, token: Option<&str>, query: &str, variables: Value) -> Value {
-    let mut request = reqwest::Client::new()
-        .post(url)
-        .json(&json!({ "query": query, "variables": variables }));
-    if let Some(token) = token {
-        request = request.bearer_auth(token);
-    }
-    let response = request.send().await.unwrap();
-    let text = response.text().await.unwrap();
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
-}
 
 /// The `data` of a response without errors.
 fn data_of(answer: Value) -> Value {

@@ -29,8 +29,8 @@ pub use apps::{
     model_state, shop, shop_store, test_ring, tool, unique_prefix,
 };
 pub use auth::{
-    auth_model_app, auth_router, graphql_with_token, logged_model_app, model_auth_settings,
-    model_claims, secure_app, secure_app_logged,
+    auth_model_app, auth_router, auth_router_with, graphql_with_token, logged_model_app,
+    model_auth_settings, model_claims, secure_app, secure_app_logged,
 };
 pub use calls::{
     CallCounter, CallLog, LoggedCall, POLICY_USES, PolicyAudit, PolicyCheck, PolicyUses, allowed,
@@ -55,6 +55,6 @@ pub use requests::{
 };
 pub use servers::{
     APOLLO_ACCEPT, Exchange, GQL, JSON, RoundRobin, Running, dynarelay_command,
-    dynarelay_command_at, exchange, graphql_at, loopback_listener, persisted, post, query_string,
-    sha256_hex, spawn_serve, stop,
+    dynarelay_command_at, exchange, graphql_as, graphql_at, loopback_listener, persisted, post,
+    query_string, sha256_hex, spawn_serve, stop,
 };

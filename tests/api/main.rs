@@ -65,4 +65,5 @@ mod subscriptions;
 mod tables;
 mod text_ranges;
 mod tools;
+mod total_count;
 mod websocket;

@@ -275,6 +275,39 @@ impl<'f> Ctx<'f, '_> {
             Owner::Root => "Query",
             Owner::Entity(_, entity) => entity,
         };
+        // Items carrying required values say the table holds others too (an ElectroDB table's
+        // other entities and versions), whatever the model declares of it.
+        let shared = self
+            .entities
+            .iter()
+            .filter(|d| d.table == Some(table_id))
+            .count()
+            > 1
+            || members.iter().any(|&m| {
+                self.entities[m]
+                    .entity
+                    .required_values(target.table)
+                    .next()
+                    .is_some()
+            });
+        let total_count = match &file.total_count {
+            Some(flag) if *flag.get_ref() && shared => {
+                out.error(
+                    flag.span(),
+                    format!(
+                        "`{parent}.{}` cannot offer `totalCount`: table `{}` holds other items \
+                         than its nodes, told apart by reading them, which DynamoDB's \
+                         `Select: COUNT` cannot do, so a count would include them",
+                        name.get_ref(),
+                        info.table.name
+                    ),
+                )
+                .hint("leave `total_count` out here; count a connection of a table that holds one entity");
+                false
+            }
+            Some(flag) => *flag.get_ref(),
+            None => false,
+        };
         Some(Connection {
             name: name.get_ref().clone(),
             label: super::leak_str(&format!("{parent}.{}", name.get_ref())),
@@ -294,24 +327,11 @@ impl<'f> Ctx<'f, '_> {
                 (Some(_), _) => Vec::new(),
                 (None, _) => self.type_filters(node, &target, scan),
             },
-            // Items carrying required values say the table holds others too (an ElectroDB
-            // table's other entities and versions), whatever the model declares of it.
-            shared: self
-                .entities
-                .iter()
-                .filter(|d| d.table == Some(table_id))
-                .count()
-                > 1
-                || members.iter().any(|&m| {
-                    self.entities[m]
-                        .entity
-                        .required_values(target.table)
-                        .next()
-                        .is_some()
-                }),
+            shared,
             collection,
             access: Access::default(),
             subscription: self.subscription(file, &info.table, out),
+            total_count,
         })
     }
 

@@ -34,9 +34,10 @@ pub(super) const SCALAR_NAMES: [&str; 10] = [
 pub(super) const RESERVED_ARGUMENTS: [&str; 5] = ["first", "after", "last", "before", "order"];
 
 /// The names of the types generated for entity `name`.
-pub(super) fn generated_type_names(name: &str) -> [String; 9] {
+pub(super) fn generated_type_names(name: &str) -> [String; 10] {
     [
         format!("{name}Connection"),
+        format!("{name}CountedConnection"),
         format!("{name}Edge"),
         format!("{name}Change"),
         format!("Create{name}Input"),

@@ -159,6 +159,7 @@ pub(super) fn check_type_names(file: &ModelFile, out: &mut Problems) {
                 names.push((union.get_ref().clone(), union.span(), "union"));
                 for g in [
                     format!("{}Connection", union.get_ref()),
+                    format!("{}CountedConnection", union.get_ref()),
                     format!("{}Edge", union.get_ref()),
                     format!("{}Change", union.get_ref()),
                 ] {

@@ -68,6 +68,16 @@ pub fn model_auth_settings(model: &Model, jwks_url: &str) -> dynarelay::auth::Au
 /// HTTP settings and page limits, the test cursor keys), verifying bearer tokens as its `[auth]`
 /// says against `issuer`'s JWKS.
 pub async fn auth_router(model: &'static Model, store: &Store, issuer: &TestIssuer) -> Router {
+    auth_router_with(model, store, issuer, PageLimits::default()).await
+}
+
+/// [`auth_router`] with page limits of its own.
+pub async fn auth_router_with(
+    model: &'static Model,
+    store: &Store,
+    issuer: &TestIssuer,
+    limits: PageLimits,
+) -> Router {
     let auth = dynarelay::auth::Authenticator::new(model_auth_settings(model, &issuer.url()))
         .await
         .expect("the authenticator starts");
@@ -75,13 +85,7 @@ pub async fn auth_router(model: &'static Model, store: &Store, issuer: &TestIssu
         auth: Some(auth),
         ..HttpSettings::default()
     };
-    router(model_state(
-        model,
-        store,
-        PageLimits::default(),
-        &test_ring(),
-        http,
-    ))
+    router(model_state(model, store, limits, &test_ring(), http))
 }
 
 /// `model` served on fresh tables of its own with bearer tokens verified against `issuer`'s

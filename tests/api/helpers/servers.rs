@@ -370,6 +370,19 @@ pub async fn graphql_at(http: &reqwest::Client, url: &str, query: &str, variable
         .unwrap()
 }
 
+/// POSTs `query` with `variables` to `url`, with `Authorization: Bearer <token>` when there is
+/// a token; the response's JSON (a panic, with the body, when it is not JSON).
+pub async fn graphql_as(url: &str, token: Option<&str>, query: &str, variables: Value) -> Value {
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .json(&json!({ "query": query, "variables": variables }));
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let text = request.send().await.unwrap().text().await.unwrap();
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
 /// `name=value`, URL-encoded.
 pub fn query_string(name: &str, value: &str) -> String {
     let url = reqwest::Url::parse_with_params("http://localhost/", [(name, value)]).unwrap();

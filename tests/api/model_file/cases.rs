@@ -1180,5 +1180,12 @@ pub(super) fn cases() -> Vec<Case> {
             10,
             10,
         ),
+        with_one_table(
+            "totalCount on a table several entities share",
+            &format!("{ORDERS}total_count = true\n"),
+            "`Customer.orders` cannot offer `totalCount`: table `Shop` holds other items than its nodes",
+            26,
+            15,
+        ),
     ]
 }
