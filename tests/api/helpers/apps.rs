@@ -51,7 +51,12 @@ pub fn load_model(path: &str) -> &'static Model {
 /// once per test process, as [`load_model`] loads a file.
 pub fn load_model_with(path: &str, extra: &str) -> &'static Model {
     let mut models = MODELS.lock().unwrap_or_else(|e| e.into_inner());
-    models.entry(format!("{path}\n{extra}")).or_insert_with(|| {
+    // The key names the model in the policy uses' lines: one line, no tabs.
+    let key = format!(
+        "{path} with {}",
+        extra.split_whitespace().collect::<Vec<_>>().join(" ")
+    );
+    models.entry(key).or_insert_with(|| {
         let full = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
         let text = std::fs::read_to_string(&full).unwrap() + "\n" + extra;
         let model = model::parse(path, &text).unwrap_or_else(|e| panic!("{e}"));
