@@ -20,6 +20,7 @@ pub mod node_subscription;
 pub mod nullability;
 pub mod operation;
 pub mod order;
+pub mod relations;
 pub mod resolve;
 pub mod resume;
 pub mod scalars;

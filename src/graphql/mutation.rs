@@ -28,7 +28,7 @@ use super::{
     error::{ApiError, ApiResult},
     limits::FieldCosts,
     node::{loader, node_id, parse_node_id},
-    nullability,
+    nullability, relations,
     resolve::{self, Site},
     values,
 };
@@ -507,7 +507,7 @@ async fn create_item(
         .iter()
         .filter(|r| r.check_on_create)
         .filter_map(|relation| {
-            let key = resolve::relation_key(model, entity, relation, &item)?;
+            let key = relations::relation_key(model, entity, relation, &item)?;
             Some((relation, (model.entities[relation.target].table, key)))
         })
         .collect();

@@ -25,7 +25,7 @@ use super::{
     limits::FieldCosts,
     lookup, mutation,
     node::{self, parse_node_id},
-    nullability,
+    nullability, relations,
     resolve::{self, PagesAhead, Site},
     scalars::{self, field_type, scalar_name},
     subscription, values,
@@ -476,7 +476,7 @@ fn entity_object(model: &'static Model, entity: EntityId, costs: &mut FieldCosts
         let mut out = nullability::field(&relation.name, ty, move |ctx| {
             FieldFuture::new(async move {
                 let item = item(&ctx)?;
-                let found = resolve::follow(&ctx, model, entity, relation, item).await?;
+                let found = relations::follow(&ctx, model, entity, relation, item).await?;
                 Ok(found.map(FieldValue::owned_any))
             })
         });
@@ -536,7 +536,7 @@ fn connection_field(site: Site, costs: &mut FieldCosts, parent_type: &str) -> Fi
             };
             let page = page_of(&ctx, site, parent).await?;
             if site.connection.collection.is_none() {
-                resolve::prefetch_relations(&ctx, model, site.connection.entity, &page).await?;
+                relations::prefetch_relations(&ctx, model, site.connection.entity, &page).await?;
             }
             Ok(Some(FieldValue::owned_any(page)))
         })
