@@ -20,6 +20,7 @@ use crate::{
     },
     model::{AuthSpec, KeysSpec},
     pagination::PageLimits,
+    telemetry::{TraceProtocol, TraceSettings},
 };
 
 /// dynarelay serves DynamoDB tables as a GraphQL API with Relay cursor connections.
@@ -507,6 +508,27 @@ pub struct ApiArgs {
           value_parser = clap::value_parser!(u64).range(1..))]
     pub dynamodb_operation_timeout_ms: u64,
 
+    /// Export traces of GraphQL requests to this OpenTelemetry collector, over OTLP: a span per
+    /// request, operation, page and DynamoDB call, never with a value of the tables, a
+    /// variable, a cursor or a token. Such as `http://localhost:4318` (HTTP/protobuf) or
+    /// `http://localhost:4317` (gRPC), an AWS Distro for OpenTelemetry collector for X-Ray.
+    /// Unset (the default), nothing is traced. `OTEL_SERVICE_NAME`,
+    /// `OTEL_RESOURCE_ATTRIBUTES` and `OTEL_EXPORTER_OTLP_HEADERS` apply.
+    #[arg(long, env = "DYNARELAY_TRACE_ENDPOINT")]
+    pub trace_endpoint: Option<String>,
+
+    /// How traces travel to --trace-endpoint: `http/protobuf` (`/v1/traces` is added to the
+    /// endpoint's path) or `grpc`.
+    #[arg(long, env = "DYNARELAY_TRACE_PROTOCOL", value_enum,
+          default_value_t = TraceProtocol::HttpProtobuf)]
+    pub trace_protocol: TraceProtocol,
+
+    /// The share of requests traced, from 0 to 1, among those whose caller made no sampling
+    /// decision; a request whose `traceparent` (or `X-Amzn-Trace-Id`) says whether it is
+    /// sampled is traced as its caller decided.
+    #[arg(long, env = "DYNARELAY_TRACE_SAMPLE_RATIO", default_value_t = 1.0)]
+    pub trace_sample_ratio: f64,
+
     /// A JWKS URL to verify bearer tokens with, instead of the keys the model's `[auth]` names
     /// (for one model file across environments, each with its own identity provider). Needs
     /// `[auth]` in the model.
@@ -623,6 +645,7 @@ impl ApiArgs {
             rate_limits: self.rate_limits(),
             // Set by `lambda` from `--check-tables`; `serve` always checks.
             ready_checks_tables: true,
+            traces: self.trace_endpoint.is_some(),
         }
     }
 
@@ -660,6 +683,15 @@ impl ApiArgs {
             }
         }
         Ok(())
+    }
+
+    /// Where traces go, when they are on.
+    pub fn traces(&self) -> Option<TraceSettings> {
+        self.trace_endpoint.as_ref().map(|endpoint| TraceSettings {
+            endpoint: endpoint.clone(),
+            protocol: self.trace_protocol,
+            sample_ratio: self.trace_sample_ratio,
+        })
     }
 
     /// How the SDK retries and times out DynamoDB calls.

@@ -15,6 +15,7 @@
 //! | [`dynamo`] | client construction, table layout and creation, item <-> record, the store |
 //! | [`number`] | DynamoDB numbers as exact decimal strings |
 //! | [`model`] | the model file -> a checked, typed model; located errors; JSON Schema; key templates |
+//! | [`metrics`], [`telemetry`] | Prometheus metrics and a request's cost; trace spans and their OTLP export |
 
 pub mod auth;
 pub mod config;
@@ -29,3 +30,4 @@ pub mod number;
 pub mod pagination;
 pub mod policy;
 pub mod stream;
+pub mod telemetry;

@@ -7,6 +7,7 @@ use std::{io::IsTerminal, process::ExitCode, time::Duration};
 
 use anyhow::Context;
 use clap::Parser;
+use dynarelay::telemetry::{self, Traces};
 use dynarelay::{
     auth::Authenticator,
     config::{
@@ -18,7 +19,9 @@ use dynarelay::{
     graphql, http,
     model::{self, Model},
 };
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::{
+    EnvFilter, Layer, Registry, layer::SubscriberExt, util::SubscriberInitExt,
+};
 
 /// mimalloc rather than glibc's malloc: a page allocates and frees many small blocks (the SDK's
 /// items, hyper's buffers, the response), and mimalloc does it with less CPU (see Cargo.toml).
@@ -42,18 +45,16 @@ fn main() -> ExitCode {
 
 async fn run() -> ExitCode {
     let cli = Cli::parse_from(arguments());
-    let logs = tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr);
-    match cli.log_format {
-        LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).init(),
-        LogFormat::Json => logs.json().with_current_span(true).init(),
-    }
+    let traces = match logs_and_traces(&cli) {
+        Ok(traces) => traces,
+        Err(err) => {
+            report(&err);
+            return ExitCode::FAILURE;
+        }
+    };
     let result = match cli.command {
-        Command::Serve(args) => serve(*args).await,
-        Command::Lambda(args) => lambda(*args).await,
+        Command::Serve(args) => serve(*args, traces.as_ref()).await,
+        Command::Lambda(args) => lambda(*args, traces.as_ref()).await,
         Command::Check(args) => check(args).await,
         Command::Schema(args) => schema(&args),
         Command::Tables(TablesCommand::Create(args)) => {
@@ -64,6 +65,9 @@ async fn run() -> ExitCode {
         Command::Policy(args) => policy(&args),
         Command::Seed(args) => seed(args).await,
     };
+    if let Some(traces) = &traces {
+        traces.shutdown().await;
+    }
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
@@ -71,6 +75,50 @@ async fn run() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Sets up the logs (`RUST_LOG`, `--log-format`) and, for `serve` and `lambda` with a
+/// `--trace-endpoint`, the trace exporter, whose spans never reach the logs.
+fn logs_and_traces(cli: &Cli) -> anyhow::Result<Option<Traces>> {
+    type Boxed = Box<dyn Layer<Registry> + Send + Sync>;
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new("info"))
+        .add_directive(telemetry::quiet_in_logs());
+    let logs = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let logs: Boxed = match cli.log_format {
+        LogFormat::Text => logs
+            .with_ansi(std::io::stderr().is_terminal())
+            .with_filter(filter)
+            .boxed(),
+        LogFormat::Json => logs
+            .json()
+            .with_current_span(true)
+            .with_filter(filter)
+            .boxed(),
+    };
+    let settings = match &cli.command {
+        Command::Serve(args) => args.api.traces(),
+        Command::Lambda(args) => args.api.traces(),
+        _ => None,
+    };
+    let (traces, layer) = match &settings {
+        Some(settings) => {
+            let (traces, layer) = Traces::start(settings)?;
+            (Some(traces), Some(layer.boxed()))
+        }
+        None => (None, None),
+    };
+    let layers: Vec<Boxed> = std::iter::once(logs).chain(layer).collect();
+    tracing_subscriber::registry().with(layers).init();
+    if let Some(settings) = &settings {
+        tracing::info!(
+            endpoint = settings.endpoint,
+            protocol = ?settings.protocol,
+            sample_ratio = settings.sample_ratio,
+            "traces are exported"
+        );
+    }
+    Ok(traces)
 }
 
 /// The command line, with `lambda` as the command when the binary runs as `bootstrap` with no
@@ -140,7 +188,10 @@ async fn api_state(args: &ApiArgs, table_check: TableCheck) -> anyhow::Result<ht
              run `dynarelay keygen` for a real key"
         );
     }
-    let client = dynamo::client_from_env_with(&args.sdk()).await;
+    let mut client = dynamo::client_from_env_with(&args.sdk()).await;
+    if args.trace_endpoint.is_some() {
+        client = dynamo::counting_attempts(&client);
+    }
     let names = Tables::new(model, &args.model.table_prefix);
     if table_check == TableCheck::Check {
         // A mismatch stops the server; a DynamoDB that does not answer yet does not (`/ready`
@@ -188,7 +239,7 @@ async fn api_state(args: &ApiArgs, table_check: TableCheck) -> anyhow::Result<ht
         .context("building the GraphQL schema")
 }
 
-async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+async fn serve(args: ServeArgs, _traces: Option<&Traces>) -> anyhow::Result<()> {
     let mut connections = args.connections().map_err(anyhow::Error::msg)?;
     connections.max_connections =
         http::fit_file_limit(connections.max_connections, args.health_listen.is_some());
@@ -256,7 +307,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
 }
 
 /// `lambda`: the API as an AWS Lambda function, one event at a time through the runtime API.
-async fn lambda(args: LambdaArgs) -> anyhow::Result<()> {
+async fn lambda(args: LambdaArgs, traces: Option<&Traces>) -> anyhow::Result<()> {
     let table_check = if args.check_tables {
         TableCheck::Check
     } else {
@@ -264,7 +315,7 @@ async fn lambda(args: LambdaArgs) -> anyhow::Result<()> {
     };
     let state = api_state(&args.api, table_check).await?;
     tracing::info!("dynarelay is waiting for Lambda events");
-    http::lambda::run(http::router(state))
+    http::lambda::run(http::router(state), traces.cloned())
         .await
         .map_err(|err| anyhow::anyhow!("the Lambda runtime stopped: {err}"))
 }

@@ -102,6 +102,18 @@ pub async fn client_from_env_with(settings: &SdkSettings) -> Client {
     Client::new(&shared)
 }
 
+/// The same client, counting the attempts of each call for its trace span (see
+/// [`crate::telemetry::counting_attempts`]): for servers that export traces.
+pub fn counting_attempts(client: &Client) -> Client {
+    Client::from_conf(
+        client
+            .config()
+            .to_builder()
+            .interceptor(crate::telemetry::CountAttempts)
+            .build(),
+    )
+}
+
 /// The configuration of an SDK client (`$sdk`: aws_sdk_dynamodb or aws_sdk_dynamodbstreams, whose
 /// `Config` builders have the same methods but no common trait) for a DynamoDB Local endpoint.
 macro_rules! local_config {

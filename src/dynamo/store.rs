@@ -23,7 +23,7 @@ use aws_sdk_dynamodb::{
         ReturnValue, ReturnValuesOnConditionCheckFailure, WriteRequest,
     },
 };
-use tracing::instrument;
+use tracing::{Instrument, instrument};
 
 use super::{Item, Tables};
 use crate::{
@@ -31,6 +31,7 @@ use crate::{
     metrics::{CallCost, Metrics, Outcome, Usage},
     model::TableId,
     pagination::Fetched,
+    telemetry,
 };
 
 /// What a conditional update did.
@@ -201,15 +202,21 @@ impl Request {
     async fn send(
         &self,
         store: &Store,
-        table: &str,
+        (table, index): (&str, Option<&str>),
         limit: i32,
         start: Option<Item>,
     ) -> Result<Batch, StoreError> {
+        let name = |operation| CallName {
+            operation,
+            table: Some(table),
+            index,
+            limit: Some(limit),
+        };
         match self {
             Request::Query(query) => {
                 let send = query.clone().limit(limit).set_exclusive_start_key(start);
                 let out = store
-                    .observe("Query", table, Box::pin(send.send()), |out| {
+                    .observe(name("Query"), Box::pin(send.send()), |out| {
                         read_cost(out.consumed_capacity(), out.scanned_count, out.count)
                     })
                     .await
@@ -224,7 +231,7 @@ impl Request {
             Request::Scan(scan) => {
                 let send = scan.clone().limit(limit).set_exclusive_start_key(start);
                 let out = store
-                    .observe("Scan", table, Box::pin(send.send()), |out| {
+                    .observe(name("Scan"), Box::pin(send.send()), |out| {
                         read_cost(out.consumed_capacity(), out.scanned_count, out.count)
                     })
                     .await
@@ -492,33 +499,34 @@ impl Store {
         &self.metrics
     }
 
-    /// Runs one DynamoDB call on `table` and records its outcome, duration and cost. The call
-    /// comes boxed (`Unpin`): the SDK's futures are large, and moving them through this wrapper
-    /// by value would put copies on the stack of every poll.
+    /// Runs the DynamoDB call `name` names on one table and records its outcome, duration and
+    /// cost, per table too. The call comes boxed (`Unpin`): the SDK's futures are large, and
+    /// moving them through this wrapper by value would put copies on the stack of every poll.
     async fn observe<T, E, R>(
         &self,
-        operation: &'static str,
-        table: &str,
+        name: CallName<'_>,
         call: impl Future<Output = Result<T, SdkError<E, R>>> + Unpin,
         cost: impl FnOnce(&T) -> CallCost,
     ) -> Result<T, SdkError<E, R>>
     where
         E: ProvideErrorMetadata,
     {
-        self.observe_on(operation, Some(table), call, |out| {
+        self.observe_on(name, call, |out| {
             let cost = cost(out);
-            self.metrics.table_cost(table, cost);
+            if let Some(table) = name.table {
+                self.metrics.table_cost(table, cost);
+            }
             cost
         })
         .await
     }
 
     /// Runs one DynamoDB call and records its outcome and duration, and its total cost in the
-    /// request's usage. `cost` records the cost per table; `table` is `None` for several.
+    /// request's usage; when traces are on, in a span of its own too (see [`telemetry`]).
+    /// `cost` records the cost per table; `name.table` is `None` for several.
     async fn observe_on<T, E, R>(
         &self,
-        operation: &'static str,
-        table: Option<&str>,
+        name: CallName<'_>,
         call: impl Future<Output = Result<T, SdkError<E, R>>> + Unpin,
         cost: impl FnOnce(&T) -> CallCost,
     ) -> Result<T, SdkError<E, R>>
@@ -526,7 +534,15 @@ impl Store {
         E: ProvideErrorMetadata,
     {
         let started = Instant::now();
-        let result = call.await;
+        let span = telemetry::dynamodb_span(name.operation, name.table, name.index, name.limit);
+        let (result, attempts) = if span.is_disabled() {
+            (call.await, None)
+        } else {
+            let (result, attempts) = telemetry::counting_attempts(call)
+                .instrument(span.clone())
+                .await;
+            (result, Some(attempts))
+        };
         let (outcome, cost) = match &result {
             Ok(out) => (Outcome::Ok, cost(out)),
             Err(err) => (
@@ -535,7 +551,21 @@ impl Store {
             ),
         };
         self.metrics
-            .dynamodb_call(operation, table, outcome, started.elapsed());
+            .dynamodb_call(name.operation, name.table, outcome, started.elapsed());
+        if !span.is_disabled() {
+            let error = result.as_ref().err().map(error_kind);
+            telemetry::record_call(
+                &span,
+                telemetry::CallOutcome {
+                    returned: cost.returned,
+                    evaluated: cost.evaluated,
+                    capacity: cost.capacity,
+                    // Counted only by a client with the interceptor (see `dynamo::counting_attempts`).
+                    attempts: attempts.filter(|&n| n > 0),
+                    error,
+                },
+            );
+        }
         if let Some(usage) = &self.usage {
             usage.add(cost);
         }
@@ -557,9 +587,11 @@ impl Store {
     pub async fn check_ready(&self) -> Result<(), StoreError> {
         for name in self.tables.names() {
             let call = Box::pin(self.client.describe_table().table_name(name).send());
-            self.observe("DescribeTable", name, call, |_| CallCost::default())
-                .await
-                .map_err(|e| StoreError::dynamo("DescribeTable", name, e))?;
+            self.observe(CallName::on("DescribeTable", name), call, |_| {
+                CallCost::default()
+            })
+            .await
+            .map_err(|e| StoreError::dynamo("DescribeTable", name, e))?;
         }
         Ok(())
     }
@@ -591,7 +623,7 @@ impl Store {
                 .send(),
         );
         let out = self
-            .observe("GetItem", name, call, |out| {
+            .observe(CallName::on("GetItem", name), call, |out| {
                 let found = u64::from(out.item.is_some());
                 CallCost {
                     capacity: capacity(out.consumed_capacity()),
@@ -621,7 +653,7 @@ impl Store {
         let request = spec.build(&self.client, read.ascending);
         let out = self
             .collect(
-                spec.table,
+                (spec.table, spec.index),
                 request,
                 (!spec.filters.is_empty(), spec.keep.as_ref().map(|k| &*k.0)),
                 &read,
@@ -651,7 +683,9 @@ impl Store {
         loop {
             let left = budget.saturating_sub(evaluated).saturating_add(1);
             let limit = i32::try_from(left).unwrap_or(i32::MAX);
-            let batch = request.send(self, spec.table, limit, start.take()).await?;
+            let batch = request
+                .send(self, (spec.table, spec.index), limit, start.take())
+                .await?;
             evaluated += batch.evaluated as u64;
             count += batch.matched as u64;
             if evaluated > budget {
@@ -670,7 +704,7 @@ impl Store {
     /// is missing. One call returns at most 1 MB, so even unfiltered pages may take several.
     async fn collect(
         &self,
-        table: &str,
+        (table, index): (&str, Option<&str>),
         request: Request,
         (mut filtered, keep): (bool, Option<&KeepFn<'_>>),
         read: &ReadPlan,
@@ -691,7 +725,9 @@ impl Store {
             };
             let limit = estimate.max(missing).min(budget_left).max(1);
             let limit = i32::try_from(limit).unwrap_or(i32::MAX);
-            let batch = request.send(self, table, limit, start.take()).await?;
+            let batch = request
+                .send(self, (table, index), limit, start.take())
+                .await?;
             evaluated += batch.evaluated;
             let mut skipped = 0;
             for item in batch.items {
@@ -743,7 +779,7 @@ impl Store {
                 .send(),
         );
         let result = self
-            .observe("PutItem", name, call, |out| {
+            .observe(CallName::on("PutItem", name), call, |out| {
                 write_cost(out.consumed_capacity())
             })
             .await;
@@ -810,7 +846,7 @@ impl Store {
                 .send(),
         );
         let result = self
-            .observe("UpdateItem", name, call, |out| {
+            .observe(CallName::on("UpdateItem", name), call, |out| {
                 write_cost(out.consumed_capacity())
             })
             .await;
@@ -851,7 +887,7 @@ impl Store {
                 .send(),
         );
         let result = self
-            .observe("DeleteItem", name, call, |out| {
+            .observe(CallName::on("DeleteItem", name), call, |out| {
                 write_cost(out.consumed_capacity())
             })
             .await;
@@ -891,7 +927,7 @@ impl Store {
                         .send(),
                 );
                 let out = self
-                    .observe_on("BatchGetItem", None, call, |out| {
+                    .observe_on(CallName::several("BatchGetItem"), call, |out| {
                         // Capacity and items are reported per table; record them so.
                         let mut total = CallCost::default();
                         for consumed in out.consumed_capacity() {
@@ -981,9 +1017,11 @@ impl Store {
                         .send(),
                 );
                 let out = self
-                    .observe("BatchWriteItem", table, call, |out| CallCost {
-                        capacity: out.consumed_capacity().iter().map(units).sum(),
-                        ..CallCost::default()
+                    .observe(CallName::on("BatchWriteItem", table), call, |out| {
+                        CallCost {
+                            capacity: out.consumed_capacity().iter().map(units).sum(),
+                            ..CallCost::default()
+                        }
                     })
                     .await
                     .map_err(|e| StoreError::dynamo("BatchWriteItem", table, e))?;
@@ -1009,7 +1047,7 @@ impl Store {
     pub async fn is_empty(&self, table: &str) -> Result<bool, StoreError> {
         let call = Box::pin(self.client.scan().table_name(table).limit(1).send());
         let out = self
-            .observe("Scan", table, call, |out| {
+            .observe(CallName::on("Scan", table), call, |out| {
                 read_cost(None, out.scanned_count, out.count)
             })
             .await
@@ -1071,6 +1109,50 @@ fn row(
         record: item,
         kind,
     })
+}
+
+/// A DynamoDB call as its metrics and span name it.
+#[derive(Debug, Clone, Copy)]
+struct CallName<'a> {
+    operation: &'static str,
+    /// `None` for a call on several tables.
+    table: Option<&'a str>,
+    index: Option<&'a str>,
+    /// A read's `Limit`.
+    limit: Option<i32>,
+}
+
+impl<'a> CallName<'a> {
+    fn on(operation: &'static str, table: &'a str) -> Self {
+        Self {
+            operation,
+            table: Some(table),
+            index: None,
+            limit: None,
+        }
+    }
+
+    fn several(operation: &'static str) -> Self {
+        Self {
+            operation,
+            table: None,
+            index: None,
+            limit: None,
+        }
+    }
+}
+
+/// What a span says of a failed call: DynamoDB's error code, or the kind of failure when it
+/// has none (never its message, which may quote the request's values).
+fn error_kind<E: ProvideErrorMetadata, R>(err: &SdkError<E, R>) -> &str {
+    match err {
+        SdkError::ServiceError(service) => service.err().code().unwrap_or("unknown_error"),
+        SdkError::TimeoutError(_) => "timeout",
+        SdkError::DispatchFailure(_) => "dispatch_failure",
+        SdkError::ResponseError(_) => "response_error",
+        SdkError::ConstructionFailure(_) => "construction_failure",
+        _ => "_OTHER",
+    }
 }
 
 fn units(consumed: &ConsumedCapacity) -> f64 {

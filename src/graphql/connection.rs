@@ -9,7 +9,9 @@ use crate::{
     metrics::Metrics,
     model::EntityId,
     pagination::{Direction, Page, PageArgs, PageLimits, PagePlan},
+    telemetry,
 };
+use tracing::Instrument;
 
 /// A page as the `…Connection` object type resolves it.
 #[derive(Debug, Clone)]
@@ -133,6 +135,14 @@ impl Reader<'_> {
         spec: ReadSpec<'_>,
     ) -> ApiResult<PageValue> {
         let Opened { plan, start } = opened;
+        let span = telemetry::page_span(
+            binding.connection(),
+            spec.table,
+            spec.index,
+            plan.size.get(),
+            plan.direction == Direction::Forward,
+            plan.cursor.is_some(),
+        );
         let fetched = self
             .store
             .read_page(
@@ -144,9 +154,17 @@ impl Reader<'_> {
                     budget: self.limits.read_budget(),
                 },
             )
+            .instrument(span.clone())
             .await?;
         let page = plan.finish(fetched);
-        Ok(seal(page, plan.cursor.as_deref(), self.codec, binding))
+        let value = seal(page, plan.cursor.as_deref(), self.codec, binding);
+        telemetry::record_page(
+            &span,
+            value.edges.len(),
+            value.page_info.has_next_page,
+            value.page_info.has_previous_page,
+        );
+        Ok(value)
     }
 }
 

@@ -105,11 +105,13 @@ pub async fn load<'a>(
 /// The per-request loader: batches, and remembers what it loaded for the rest of the request.
 pub type RequestLoader = DataLoader<ItemLoader, HashMapCache>;
 
-/// A fresh loader for one request (its cache must not outlive the request).
+/// A fresh loader for one request (its cache must not outlive the request). Its batches run as
+/// tasks of their own, in the span that asked for them (so that their DynamoDB calls stay in
+/// the request's logs and trace).
 pub fn request_loader(store: &Store) -> RequestLoader {
     DataLoader::with_cache(
         ItemLoader(store.clone()),
-        tokio::spawn,
+        |batch| tokio::spawn(tracing::Instrument::in_current_span(batch)),
         HashMapCache::default(),
     )
 }

@@ -39,6 +39,7 @@ use axum::{
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
+use tracing::Instrument;
 
 use super::{
     AppState,
@@ -53,6 +54,7 @@ use crate::{
         resolve::Env,
     },
     metrics::{Metrics, Usage},
+    telemetry::{self, OperationSpan},
 };
 
 /// The two response media types of GraphQL over HTTP.
@@ -524,13 +526,47 @@ pub(super) enum Streaming<'s> {
 /// turn into events or messages.
 pub(super) async fn execute_as(
     state: &AppState,
-    mut params: Params,
+    params: Params,
     format: Format,
     is_get: bool,
     caller: Caller,
     admission: &Admission<'_>,
     streaming: Streaming<'_>,
 ) -> Response {
+    let span = OperationSpan::new();
+    let request = Incoming {
+        params,
+        format,
+        is_get,
+        caller,
+    };
+    operation(state, request, admission, streaming, &span)
+        .instrument(span.span().clone())
+        .await
+}
+
+/// A request's parts, as [`execute_as`] was given them.
+struct Incoming {
+    params: Params,
+    format: Format,
+    is_get: bool,
+    caller: Caller,
+}
+
+/// [`execute_as`], in the operation's trace span `span`, which it fills in.
+async fn operation(
+    state: &AppState,
+    request: Incoming,
+    admission: &Admission<'_>,
+    streaming: Streaming<'_>,
+    span: &OperationSpan,
+) -> Response {
+    let Incoming {
+        mut params,
+        format,
+        is_get,
+        caller,
+    } = request;
     let has_persisted_query = params.has_persisted_query();
     let query = params.query.take().unwrap_or_default();
     if query.is_empty() && !has_persisted_query {
@@ -584,6 +620,10 @@ pub(super) async fn execute_as(
         },
         _ => None,
     };
+    let persisted_hash = persisted_query
+        .as_ref()
+        .filter(|_| span.is_on())
+        .map(|(hash, _)| hash.clone());
     let document = match (parsed, persisted_query) {
         (Some(parsed), None) => parsed,
         (Some(parsed), Some((hash, persisted))) => {
@@ -616,6 +656,13 @@ pub(super) async fn execute_as(
             return HttpError::bad_request("The request has no `query`.").into_response(format);
         }
     };
+    span.document(
+        || match &persisted_hash {
+            Some(hash) if query.is_empty() => hash.clone(),
+            _ => format!("{:x}", Sha256::digest(query.as_bytes())),
+        },
+        persisted_hash.is_some(),
+    );
     // The one choice of operation that everything below follows.
     let operation = match graphql::operation::choose(&document, params.operation_name.as_deref()) {
         Ok(operation) => operation,
@@ -624,6 +671,16 @@ pub(super) async fn execute_as(
             return request_error(error, code, format, state.metrics());
         }
     };
+    span.operation(
+        if operation.is_mutation() {
+            "mutation"
+        } else if operation.is_subscription() {
+            "subscription"
+        } else {
+            "query"
+        },
+        operation.name,
+    );
     if operation.is_subscription() && matches!(streaming, Streaming::Refused) {
         return request_error(
             ServerError::new(
@@ -772,6 +829,7 @@ pub(super) async fn execute_as(
         let answered = direct::execute(plan, &inputs, &mut body).await;
         state.metrics().direct_execution(answered.is_some());
         if answered.is_some() {
+            span.executor("direct");
             if let Some(cost) = cost_extension(state, &usage) {
                 body.extend_from_slice(b",\"extensions\":{\"cost\":");
                 if serde_json::to_writer(&mut body, &cost).is_err() {
@@ -794,6 +852,7 @@ pub(super) async fn execute_as(
         .data(store)
         .data(caller)
         .data(Arc::clone(&null_items));
+    span.executor("general");
     let mut response = state.api.schema_for(may_introspect).execute(request).await;
     if !graphql::error::is_request_error(&response) {
         document.mark_validated();
@@ -883,6 +942,14 @@ fn graphql_response(
         {
             metrics.graphql_error(code);
         }
+    }
+    if !response.errors.is_empty() {
+        telemetry::record_error_codes(response.errors.iter().filter_map(|error| {
+            match error.extensions.as_ref()?.get("code")? {
+                async_graphql::Value::String(code) => Some(code.as_str()),
+                _ => None,
+            }
+        }));
     }
     let status = match format {
         Format::GraphqlResponse if request_error => StatusCode::BAD_REQUEST,

@@ -23,11 +23,26 @@ use axum::{
     http::{HeaderMap, HeaderValue, Uri},
 };
 use lambda_http::{Request, RequestExt, request::RequestContext};
-use tower::ServiceBuilder;
+use tower::{ServiceBuilder, ServiceExt};
 
-/// Answers Lambda events with `router` until the runtime stops.
-pub async fn run(router: Router) -> Result<(), lambda_http::Error> {
-    let service = ServiceBuilder::new().map_request(prepare).service(router);
+use crate::telemetry::Traces;
+
+/// Answers Lambda events with `router` until the runtime stops. With `traces`, each event's
+/// spans are exported before its answer is given: Lambda may freeze the process until the next
+/// event once it is.
+pub async fn run(router: Router, traces: Option<Traces>) -> Result<(), lambda_http::Error> {
+    let service = ServiceBuilder::new()
+        .map_request(prepare)
+        .service(router)
+        .and_then(move |response| {
+            let traces = traces.clone();
+            async move {
+                if let Some(traces) = traces {
+                    traces.flush().await;
+                }
+                Ok::<_, std::convert::Infallible>(response)
+            }
+        });
     lambda_http::run(service).await
 }
 

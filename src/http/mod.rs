@@ -34,7 +34,7 @@ use tower_http::{
     timeout::TimeoutLayer,
     trace::{DefaultOnResponse, TraceLayer},
 };
-use tracing::Level;
+use tracing::{Instrument, Level};
 
 pub use self::{
     conn::{
@@ -52,6 +52,7 @@ use crate::{
     model::{Access, Model},
     pagination::PageLimits,
     stream::Streams,
+    telemetry,
 };
 
 /// Everything the handlers need, shared: a request's layers and handler each take a copy, which
@@ -209,6 +210,9 @@ pub struct HttpSettings {
     /// `ready` once the API is built, without a call, so that the server needs no
     /// `DescribeTable` (`dynarelay policy --check-tables false`).
     pub ready_checks_tables: bool,
+    /// Give each `/graphql` request a trace span (see [`crate::telemetry`]), child of the
+    /// caller's trace when its headers carry one. Set when traces are exported.
+    pub traces: bool,
 }
 
 impl Default for HttpSettings {
@@ -227,6 +231,7 @@ impl Default for HttpSettings {
             auth: None,
             rate_limits: RateLimitSettings::default(),
             ready_checks_tables: true,
+            traces: false,
         }
     }
 }
@@ -276,6 +281,7 @@ fn routes(state: AppState, api: bool) -> Router {
                 ),
         )
         .layer(from_fn_with_state(state.clone(), track))
+        .option_layer(state.http.traces.then(|| axum::middleware::from_fn(traced)))
         .option_layer(state.http.cors_origins.layer())
         .layer(map_response(coded_layer_rejections))
         .map_response(IntoResponse::into_response)
@@ -321,6 +327,18 @@ fn request_span(request: &axum::http::Request<axum::body::Body>) -> tracing::Spa
         method = %request.method(),
         path = request.uri().path(),
     )
+}
+
+/// A `/graphql` request in a trace span of its own, the parent of its operation's (the other
+/// routes, probes and GraphiQL's files, are not traced). Only in the stack when traces are on.
+async fn traced(request: Request, next: Next) -> Response {
+    if request.uri().path() != "/graphql" {
+        return next.run(request).await;
+    }
+    let span = telemetry::http_span(request.headers(), request.method(), "/graphql");
+    let response = next.run(request).instrument(span.clone()).await;
+    telemetry::record_http_status(&span, response.status().as_u16());
+    response
 }
 
 /// Counts and times every request, including those the inner layers answer (413, 504, CORS).

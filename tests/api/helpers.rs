@@ -5,8 +5,8 @@
 //! applications under test on fresh tables (`apps.rs`), requests through a router (`requests.rs`),
 //! ground-truth reads and raw items (`dynamo.rs`), the DynamoDB calls a client sends
 //! (`calls.rs`), generated files kept in sync (`generated.rs`), walking a connection (`paging.rs`), servers on real sockets and HTTP exchanges
-//! with them (`servers.rs`), Node.js client scripts (`node.rs`), and bearer-token auth
-//! (`auth.rs`).
+//! with them (`servers.rs`), Node.js client scripts (`node.rs`), a loopback OTLP trace receiver
+//! (`otlp.rs`), and bearer-token auth (`auth.rs`).
 
 mod apps;
 mod auth;
@@ -16,6 +16,7 @@ mod generated;
 mod lambda;
 mod live;
 mod node;
+mod otlp;
 mod paging;
 mod requests;
 mod servers;
@@ -48,6 +49,7 @@ pub use live::{
     subscribe_reading, test_stream_settings, warm_up,
 };
 pub use node::{LOCAL_AWS, NodeRun, read_back, run_node, serve_node, written_by, written_with};
+pub use otlp::OtlpReceiver;
 pub use paging::{all_nodes, merge, walk_matches, walk_pages};
 pub use requests::{
     Answer, Origin, answer, error_code, graphql_from, graphql_request, graphql_with_authorization,

@@ -66,4 +66,5 @@ mod tables;
 mod text_ranges;
 mod tools;
 mod total_count;
+mod traces;
 mod websocket;
