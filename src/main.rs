@@ -53,7 +53,7 @@ async fn run() -> ExitCode {
         }
     };
     let result = match cli.command {
-        Command::Serve(args) => serve(*args, traces.as_ref()).await,
+        Command::Serve(args) => serve(*args).await,
         Command::Lambda(args) => lambda(*args, traces.as_ref()).await,
         Command::Check(args) => check(args).await,
         Command::Schema(args) => schema(&args),
@@ -239,7 +239,7 @@ async fn api_state(args: &ApiArgs, table_check: TableCheck) -> anyhow::Result<ht
         .context("building the GraphQL schema")
 }
 
-async fn serve(args: ServeArgs, _traces: Option<&Traces>) -> anyhow::Result<()> {
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let mut connections = args.connections().map_err(anyhow::Error::msg)?;
     connections.max_connections =
         http::fit_file_limit(connections.max_connections, args.health_listen.is_some());

@@ -62,6 +62,8 @@ impl Server {
             .env("DYNARELAY_RATE_LIMIT_BURST", "2000000")
             .env("DYNARELAY_RATE_LIMIT_READ_UNITS", "1000000")
             .env("DYNARELAY_RATE_LIMIT_READ_BURST", "2000000")
+            // Traces, when the bench is run to measure them (see scripts/bench).
+            .envs(std::env::vars().filter(|(name, _)| name.starts_with("DYNARELAY_TRACE_")))
             .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

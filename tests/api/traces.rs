@@ -586,3 +586,37 @@ async fn a_lambda_function_exports_each_events_spans_before_answering() {
     assert_eq!(resource["cloud.provider"], "aws");
     drop(function);
 }
+
+/// Trace settings that cannot work stop the start with one line saying which, before anything
+/// is served.
+#[test]
+fn unusable_trace_settings_stop_the_start() {
+    for (args, says) in [
+        (
+            &["--trace-endpoint", "localhost:4318"][..],
+            "must be an http:// or https:// URL",
+        ),
+        (
+            &[
+                "--trace-endpoint",
+                "http://127.0.0.1:4318",
+                "--trace-sample-ratio",
+                "1.5",
+            ],
+            "must be from 0 to 1",
+        ),
+    ] {
+        let out = dynarelay_command(&endpoint())
+            .arg("serve")
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.starts_with("error: ") && stderr.contains(says),
+            "{args:?}: {stderr}"
+        );
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    }
+}

@@ -13,6 +13,9 @@ per span to stdout, after a first line naming its two ports:
 Every request it gets, whatever its path, is also written as {"request": transport, "path": ...},
 so that a test can tell that nothing was sent at all. It stops on its own after --max-seconds,
 or when its standard input closes (the test that started it ended).
+
+With --discard it answers every OTLP/HTTP export at once, without decoding or writing anything
+after its ports: the collector the benchmark of traces exports to (docs/src/benchmarks.md).
 """
 
 import argparse
@@ -78,12 +81,25 @@ def record_spans(request, transport):
                 )
 
 
+DISCARD = False
+
+
 class HttpReceiver(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("content-length", "0")))
+        if DISCARD:
+            # An empty body is an empty ExportTraceServiceResponse.
+            self.send_response(200)
+            self.send_header("content-type", "application/x-protobuf")
+            self.send_header("content-length", "0")
+            self.end_headers()
+            return
         emit({"request": "http", "path": self.path})
         if self.path != "/v1/traces" or self.headers.get("content-type") != "application/x-protobuf":
             self.send_response(404)
+            self.send_header("content-length", "0")
             self.end_headers()
             return
         request = trace_service_pb2.ExportTraceServiceRequest()
@@ -99,6 +115,7 @@ class HttpReceiver(BaseHTTPRequestHandler):
     def do_GET(self):
         emit({"request": "http", "path": self.path})
         self.send_response(404)
+        self.send_header("content-length", "0")
         self.end_headers()
 
     def log_message(self, *args):
@@ -115,7 +132,10 @@ class GrpcReceiver(trace_service_pb2_grpc.TraceServiceServicer):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--max-seconds", type=float, default=900)
+    parser.add_argument("--discard", action="store_true")
     args = parser.parse_args()
+    global DISCARD
+    DISCARD = args.discard
 
     http_server = ThreadingHTTPServer(("127.0.0.1", 0), HttpReceiver)
     threading.Thread(target=http_server.serve_forever, daemon=True).start()
