@@ -29,7 +29,10 @@ use std::{
 };
 
 use async_graphql::extensions::apollo_persisted_queries::CacheStorage;
-use async_graphql::{ServerError, Variables, parser::types::ExecutableDocument};
+use async_graphql::{
+    ServerError, Variables,
+    parser::types::{ExecutableDocument, OperationType},
+};
 use axum::{
     body::Bytes,
     extract::{ConnectInfo, FromRequest, Query, Request, State},
@@ -656,10 +659,11 @@ async fn operation(
             return HttpError::bad_request("The request has no `query`.").into_response(format);
         }
     };
+    // A persisted query's hash is its text's SHA-256 (checked above when the text came too).
     span.document(
         || match &persisted_hash {
-            Some(hash) if query.is_empty() => hash.clone(),
-            _ => format!("{:x}", Sha256::digest(query.as_bytes())),
+            Some(hash) => hash.clone(),
+            None => format!("{:x}", Sha256::digest(query.as_bytes())),
         },
         persisted_hash.is_some(),
     );
@@ -672,12 +676,10 @@ async fn operation(
         }
     };
     span.operation(
-        if operation.is_mutation() {
-            "mutation"
-        } else if operation.is_subscription() {
-            "subscription"
-        } else {
-            "query"
+        match operation.ty() {
+            OperationType::Query => "query",
+            OperationType::Mutation => "mutation",
+            OperationType::Subscription => "subscription",
         },
         operation.name,
     );
