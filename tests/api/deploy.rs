@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 use crate::{
     fault_proxy::FaultProxy,
-    helpers::{LambdaFunction, endpoint, graphql_at, lint, load_model, model_app},
+    helpers::{LambdaFunction, endpoint, graphql_at, lint, load_model, model_app, tool},
 };
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
@@ -237,6 +237,23 @@ async fn a_packaged_function_serves_its_model_as_lambda_runs_it() {
         "{page}"
     );
     assert_eq!(dynamodb.refused(), Vec::<String>::new());
+    drop(function);
+
+    // The cursor keys, which the template takes from Secrets Manager, must be given to run it.
+    let unkeyed = Command::new(Path::new(ROOT).join("scripts/run-lambda"))
+        .arg("--package")
+        .arg(&out)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("CARGO_LAMBDA", tool("cargo-lambda"))
+        .output()
+        .unwrap();
+    assert_eq!(unkeyed.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&unkeyed.stderr),
+        "the template gives DYNARELAY_CURSOR_KEYS by a reference (Secrets Manager, say): set it \
+         in this shell or pass --env DYNARELAY_CURSOR_KEYS=...\n"
+    );
 
     // A model that does not load is not packaged.
     let bad = scratch("bad.toml", "[tables.Orders]\npartition_key = 3\n");

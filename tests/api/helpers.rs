@@ -56,7 +56,7 @@ pub use requests::{
     metric, metric_sum, metrics_of, post_graphql, post_graphql_text,
 };
 pub use servers::{
-    APOLLO_ACCEPT, Exchange, GQL, JSON, RoundRobin, Running, dynarelay_command,
-    dynarelay_command_at, exchange, graphql_as, graphql_at, loopback_listener, persisted, post,
-    query_string, sha256_hex, spawn_serve, stop,
+    APOLLO_ACCEPT, Exchange, GQL, JSON, RoundRobin, Running, dynarelay_command, exchange,
+    graphql_as, graphql_at, loopback_listener, persisted, post, query_string, sha256_hex,
+    spawn_serve, stop,
 };

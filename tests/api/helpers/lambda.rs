@@ -4,7 +4,7 @@
 
 use std::process::{Child, Command, Stdio};
 
-use super::{TEST_RING, dynarelay_command, dynarelay_command_at, endpoint, tool};
+use super::{TEST_RING, dynarelay_command, endpoint, tool};
 use crate::lambda_emulator::{function_url, runtime_env};
 
 /// The emulator on a free loopback port, with only the variables that point the AWS SDK at
@@ -20,8 +20,8 @@ fn start_emulator() -> (u16, Child) {
 /// when dropped.
 pub struct LambdaFunction {
     port: u16,
-    emulator: Child,
-    function: Child,
+    /// The function and the emulator, or the script that runs both.
+    processes: Vec<Child>,
 }
 
 impl LambdaFunction {
@@ -37,43 +37,62 @@ impl LambdaFunction {
     }
 
     /// As [`LambdaFunction::start`], but the function is the one `scripts/package-lambda` wrote
-    /// to `build`: its `function/bootstrap` started with no arguments, as AWS Lambda's OS-only
-    /// runtimes start a function, with the environment its `template.json` gives it. Paths
-    /// under `/var/task/` (the function's directory on Lambda) are read from `function/`, and
-    /// the cursor keys, which the template resolves from Secrets Manager, are the test ring.
+    /// to `build`, run by the documented command, `scripts/run-lambda --package build --port P`:
+    /// its `function/bootstrap` started with no arguments, as AWS Lambda's OS-only runtimes start
+    /// a function, with the environment its `template.json` gives it (paths under `/var/task/`
+    /// read from `function/`) and the cursor keys, which the template resolves from Secrets
+    /// Manager, from the script's environment: the test ring.
     pub fn start_packaged(dynamodb: &str, build: &std::path::Path) -> Self {
-        let template: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(build.join("template.json")).unwrap())
-                .expect("the template is JSON");
-        let function_dir = build.join("function");
-        let variables = template["Resources"]["Api"]["Properties"]["Environment"]["Variables"]
-            .as_object()
-            .expect("the function's environment");
-        let env: Vec<(String, String)> = variables
-            .iter()
-            .map(|(name, value)| {
-                let value = match value.as_str() {
-                    Some(path) if path.starts_with("/var/task/") => {
-                        let file = function_dir.join(&path["/var/task/".len()..]);
-                        file.to_str().expect("a UTF-8 path").to_owned()
+        // The script takes a port number: a free one is picked, and another if it was taken
+        // in between.
+        for _ in 0..5 {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|listener| listener.local_addr())
+                .expect("a free loopback port")
+                .port();
+            let mut script = Command::new(
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/run-lambda"),
+            )
+            .arg("--package")
+            .arg(build)
+            .args(["--port", &port.to_string()])
+            .env_clear()
+            .envs(crate::local_aws::local_aws_env(dynamodb))
+            .env("HOME", std::env::var_os("HOME").unwrap_or_default())
+            .env("CARGO_LAMBDA", tool("cargo-lambda"))
+            .env("DYNARELAY_CURSOR_KEYS", TEST_RING)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("scripts/run-lambda starts");
+            // It prints the function URL once the emulator listens; it exits when it cannot start.
+            let stdout = script.stdout.take().expect("the script's output");
+            let (listening, told) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                for line in
+                    std::io::BufRead::lines(std::io::BufReader::new(stdout)).map_while(Result::ok)
+                {
+                    if line.starts_with("function URL: ") {
+                        let _ = listening.send(line);
                     }
-                    Some(text) => text.to_owned(),
-                    None => {
-                        assert_eq!(name, "DYNARELAY_CURSOR_KEYS", "{value}");
-                        TEST_RING.to_owned()
-                    }
-                };
-                (name.clone(), value)
-            })
-            .collect();
-        let env: Vec<(&str, &str)> = env.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
-        let prefix = variables["DYNARELAY_TABLE_PREFIX"]
-            .as_str()
-            .expect("the tables' prefix");
-        let (port, emulator) = start_emulator();
-        let mut function = dynarelay_command_at(&function_dir.join("bootstrap"), dynamodb);
-        runtime_env(&mut function, port);
-        Self::run(port, emulator, function, prefix, &env)
+                }
+            });
+            match told.recv_timeout(std::time::Duration::from_secs(60)) {
+                Ok(line) => {
+                    assert_eq!(
+                        line,
+                        format!("function URL: {}", function_url(port, "/graphql"))
+                    );
+                    return Self {
+                        port,
+                        processes: vec![script],
+                    };
+                }
+                Err(_) => stop_all(&mut [script]),
+            }
+        }
+        panic!("scripts/run-lambda did not start the emulator");
     }
 
     fn run(
@@ -94,8 +113,7 @@ impl LambdaFunction {
             .expect("dynarelay lambda starts");
         Self {
             port,
-            emulator,
-            function,
+            processes: vec![function, emulator],
         }
     }
 
@@ -116,9 +134,24 @@ impl LambdaFunction {
 
 impl Drop for LambdaFunction {
     fn drop(&mut self) {
-        for child in [&mut self.function, &mut self.emulator] {
-            let _ = child.kill();
-            let _ = child.wait();
+        stop_all(&mut self.processes);
+    }
+}
+
+/// Stops each of `processes` with SIGTERM (so that `scripts/run-lambda` stops the emulator and
+/// the function it started), and with SIGKILL when one has not exited within 10 s.
+fn stop_all(processes: &mut [Child]) {
+    for child in processes.iter() {
+        let _ = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status();
+    }
+    for child in processes.iter_mut() {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while matches!(child.try_wait(), Ok(None)) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
         }
+        let _ = child.kill();
+        let _ = child.wait();
     }
 }

@@ -22,15 +22,7 @@ use super::{
 /// the standard AWS variables, as in production, but with `endpoint` as DynamoDB, dummy
 /// credentials, no AWS config files, the EC2 metadata service disabled, and the test key ring.
 pub fn dynarelay_command(endpoint: &str) -> std::process::Command {
-    dynarelay_command_at(
-        std::path::Path::new(env!("CARGO_BIN_EXE_dynarelay")),
-        endpoint,
-    )
-}
-
-/// [`dynarelay_command`] for a copy of the binary at `program`.
-pub fn dynarelay_command_at(program: &std::path::Path, endpoint: &str) -> std::process::Command {
-    let mut cmd = std::process::Command::new(program);
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_dynarelay"));
     cmd.env_clear()
         .envs(crate::local_aws::local_aws_env(endpoint))
         .env("DYNARELAY_CURSOR_KEYS", TEST_RING)
