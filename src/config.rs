@@ -8,6 +8,9 @@ use std::{
 
 use clap::{ArgAction, Args, Parser, Subcommand};
 
+mod relay;
+pub use relay::RelayArgs;
+
 use jsonwebtoken::Algorithm;
 
 use crate::{
@@ -85,6 +88,10 @@ pub enum Command {
     /// dynamodb batch-write-item` takes them). The whole file is checked against the model's
     /// keys first: a file with any problem writes nothing.
     Seed(SeedArgs),
+    /// Read the streams of the model's tables and append every change to Redis, for a fleet of
+    /// `serve` instances given the same `--redis-url`: each stream is read by the relay (or two,
+    /// for availability) instead of by every instance.
+    Relay(RelayArgs),
 }
 
 /// `seed` flags.
@@ -322,6 +329,12 @@ pub struct ServeArgs {
     #[arg(long, env = "DYNARELAY_STREAM_POLL_INTERVAL_MS", default_value_t = 250,
           value_parser = clap::value_parser!(u64).range(1..=60_000))]
     pub stream_poll_interval_ms: u64,
+
+    /// Deliver subscriptions' changes from this Redis, which `dynarelay relay` fills from the
+    /// tables' streams, instead of reading the streams here: for a fleet of instances, since a
+    /// stream shard allows about two readers (`redis://[user:password@]host:port[/db]`).
+    #[arg(long, env = "DYNARELAY_REDIS_URL")]
+    pub redis_url: Option<String>,
 
     /// Threads serving client connections, each with a single-threaded runtime and a DynamoDB
     /// connection pool of its own; every connection, with its requests and their DynamoDB calls,

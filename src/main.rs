@@ -12,7 +12,7 @@ use dynarelay::{
     auth::Authenticator,
     config::{
         ApiArgs, CheckArgs, Cli, Command, InitArgs, KeygenArgs, LambdaArgs, LogFormat, ModelArgs,
-        PolicyArgs, RotationStep, SchemaArgs, SeedArgs, ServeArgs, TablesCommand,
+        PolicyArgs, RelayArgs, RotationStep, SchemaArgs, SeedArgs, ServeArgs, TablesCommand,
     },
     cursor::{CursorCodec, CursorSecret},
     dynamo::{self, SdkSettings, Store, Tables, tables},
@@ -64,6 +64,7 @@ async fn run() -> ExitCode {
         Command::Init(args) => init(args).await,
         Command::Policy(args) => policy(&args),
         Command::Seed(args) => seed(args).await,
+        Command::Relay(args) => relay(args).await,
     };
     if let Some(traces) = &traces {
         traces.shutdown().await;
@@ -260,6 +261,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             state.api.model,
             state.store.tables(),
         ));
+        let streams = match &args.redis_url {
+            Some(url) => {
+                tracing::info!("subscriptions' changes are read from Redis");
+                streams.through_redis(dynarelay::stream::redis_feed::RedisFeed::new(url)?)
+            }
+            None => streams,
+        };
         state = state.with_streams(streams);
     }
     let listener = tokio::net::TcpListener::bind(args.listen)
@@ -599,6 +607,40 @@ fn key_list(ids: &[u8]) -> String {
         1 => format!("key {}", ids[0]),
         _ => format!("keys {}", ids.join(", ")),
     }
+}
+
+/// `dynarelay relay`: the model's streamed tables' changes into Redis, until Ctrl-C or SIGTERM.
+async fn relay(args: RelayArgs) -> anyhow::Result<()> {
+    let model = load_model(&args.model)?;
+    let feed = dynarelay::stream::redis_feed::RedisFeed::new(&args.redis_url)?;
+    let names = Tables::new(model, &args.model.table_prefix);
+    let tables: Vec<String> = (0..model.tables.len())
+        .filter(|&t| model.tables[t].stream.is_some())
+        .map(|t| names.name(t).to_owned())
+        .collect();
+    if tables.is_empty() {
+        anyhow::bail!(
+            "the model {} declares no table with a `stream`: there is nothing to relay",
+            args.model.model.display()
+        );
+    }
+    let sdk = SdkSettings::default();
+    let client = dynamo::client_from_env_with(&sdk).await;
+    let metrics = std::sync::Arc::new(dynarelay::metrics::Metrics::default());
+    let streams = dynarelay::stream::Streams::new(
+        client,
+        dynamo::streams_client_from_env_with(&sdk).await,
+        dynarelay::stream::StreamSettings {
+            poll_interval: Duration::from_millis(args.stream_poll_interval_ms),
+            ..dynarelay::stream::StreamSettings::default()
+        },
+        metrics,
+    )
+    .recognising(dynarelay::graphql::subscription::recogniser(model, &names));
+    tracing::info!(tables = ?tables, "dynarelay relays the tables' changes to Redis");
+    dynarelay::stream::relay::relay(streams, tables, feed, args.redis_max_len, shutdown_signal())
+        .await;
+    Ok(())
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

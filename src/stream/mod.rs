@@ -8,15 +8,17 @@
 //! only tables, keys and images.
 
 mod convert;
+mod outlet;
 pub mod reader;
+pub mod redis_feed;
+pub mod relay;
 mod seats;
 
 pub use seats::{Full, Seat, Seats};
 
 use std::{
-    collections::HashMap,
     sync::{
-        Arc, Mutex, Weak,
+        Arc, Weak,
         atomic::{AtomicU64, Ordering},
     },
     time::Duration,
@@ -115,9 +117,11 @@ pub struct Streams {
     streams: aws_sdk_dynamodbstreams::Client,
     settings: StreamSettings,
     metrics: Arc<Metrics>,
-    readers: Arc<Mutex<HashMap<Arc<str>, Arc<Shared>>>>,
+    readers: outlet::Readers,
     seats: Seats,
     recognise: Option<Recognise>,
+    /// Where changes come from when not from the tables' streams: the Redis a relay feeds.
+    redis: Option<redis_feed::RedisFeed>,
 }
 
 impl std::fmt::Debug for Streams {
@@ -147,6 +151,7 @@ impl Streams {
             readers: Arc::default(),
             seats,
             recognise: None,
+            redis: None,
         }
     }
 
@@ -154,6 +159,13 @@ impl Streams {
     /// the others are counted (`stream_changes_unmatched`) and skipped.
     pub fn recognising(mut self, recognise: Recognise) -> Self {
         self.recognise = Some(recognise);
+        self
+    }
+
+    /// The same readers, reading each table's changes from the Redis `feed` that a relay
+    /// (`dynarelay relay`) fills, instead of from the table's stream.
+    pub fn through_redis(mut self, feed: redis_feed::RedisFeed) -> Self {
+        self.redis = Some(feed);
         self
     }
 
@@ -180,18 +192,35 @@ impl Streams {
                 });
                 let table: Arc<str> = Arc::from(table);
                 readers.insert(Arc::clone(&table), Arc::clone(&shared));
-                let reader = reader::Reader {
-                    dynamodb: self.dynamodb.clone(),
-                    streams: self.streams.clone(),
-                    settings: self.settings,
-                    metrics: Arc::clone(&self.metrics),
-                    table,
+                let outlet = outlet::Outlet {
+                    table: Arc::clone(&table),
                     shared: Arc::clone(&shared),
                     readers: Arc::clone(&self.readers),
                     recognise: self.recognise.clone(),
-                    started: std::time::SystemTime::now(),
+                    metrics: Arc::clone(&self.metrics),
                 };
-                tokio::spawn(reader.run());
+                match &self.redis {
+                    Some(feed) => {
+                        let reader = redis_feed::RedisReader {
+                            feed: feed.clone(),
+                            settings: self.settings,
+                            outlet,
+                        };
+                        tokio::spawn(reader.run());
+                    }
+                    None => {
+                        let reader = reader::Reader {
+                            dynamodb: self.dynamodb.clone(),
+                            streams: self.streams.clone(),
+                            settings: self.settings,
+                            metrics: Arc::clone(&self.metrics),
+                            table,
+                            outlet,
+                            started: std::time::SystemTime::now(),
+                        };
+                        tokio::spawn(reader.run());
+                    }
+                }
                 shared
             }
         };

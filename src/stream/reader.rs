@@ -22,8 +22,8 @@
 //! reader itself.
 
 use std::{
-    collections::{BTreeMap, HashMap},
-    sync::{Arc, Mutex, atomic::Ordering},
+    collections::BTreeMap,
+    sync::Arc,
     time::{Duration, SystemTime},
 };
 
@@ -36,7 +36,10 @@ use aws_sdk_dynamodbstreams::{
     types::{Record, ShardIteratorType, StreamStatus},
 };
 
-use super::{Change, Event, Recognise, Shared, Signal, StreamSettings, convert};
+use super::{
+    Change, StreamSettings, convert,
+    outlet::{Backoff, Outlet},
+};
 use crate::metrics::Metrics;
 
 /// Most records one `GetRecords` call returns.
@@ -51,10 +54,8 @@ pub(super) struct Reader {
     pub(super) settings: StreamSettings,
     pub(super) metrics: Arc<Metrics>,
     pub(super) table: Arc<str>,
-    pub(super) shared: Arc<Shared>,
-    pub(super) readers: Arc<Mutex<HashMap<Arc<str>, Arc<Shared>>>>,
-    /// Which items are anything to subscribers; `None`: all.
-    pub(super) recognise: Option<Recognise>,
+    /// Where what it reads goes.
+    pub(super) outlet: Outlet,
     /// When the reader started.
     pub(super) started: SystemTime,
 }
@@ -162,38 +163,11 @@ impl Reader {
                 }
             }
         }
-        self.leave();
+        self.outlet.leave();
     }
 
-    /// Removes this reader from the process's readers (unless another took its place), so that
-    /// the next subscriber starts a new one, and its subscribers see the end.
-    fn leave(&self) {
-        let mut readers = self.readers.lock().unwrap_or_else(|e| e.into_inner());
-        if readers
-            .get(&self.table)
-            .is_some_and(|shared| Arc::ptr_eq(shared, &self.shared))
-        {
-            readers.remove(&self.table);
-        }
-    }
-
-    /// True when nobody listens; then this reader is removed from the process's readers while
-    /// the lock is held, so that no subscriber joins a reader that is stopping.
     fn unsubscribed(&self) -> bool {
-        if self.shared.sender.receiver_count() > 0 {
-            return false;
-        }
-        let mut readers = self.readers.lock().unwrap_or_else(|e| e.into_inner());
-        if self.shared.sender.receiver_count() > 0 {
-            return false;
-        }
-        if readers
-            .get(&self.table)
-            .is_some_and(|shared| Arc::ptr_eq(shared, &self.shared))
-        {
-            readers.remove(&self.table);
-        }
-        true
+        self.outlet.unsubscribed()
     }
 
     /// The table's current stream ARN; `None` when it has none; `Err` when the call failed.
@@ -334,7 +308,7 @@ impl Reader {
             }
             // Subscribers that joined before this round get their place after it, if it reads
             // every shard to where it stands.
-            let asked = self.shared.asked.load(Ordering::Acquire);
+            let asked = self.outlet.asked();
             let mut complete = true;
             let mut read_any = false;
             let mut shard_closed = false;
@@ -397,7 +371,7 @@ impl Reader {
             }
             // New shards found in this round are read in the next one.
             if complete && !failed && !shard_closed && asked > marked {
-                let _ = self.shared.sender.send(Signal::Mark(asked));
+                self.outlet.mark(asked);
                 marked = asked;
             }
             if failed {
@@ -518,14 +492,8 @@ impl Reader {
             if let Some(change) = self.change(record)
                 && !old
                 && !again
-                && self.recognised(&change)
             {
-                // No receiver is not an error: `unsubscribed` stops the reader next round.
-                let _ = self
-                    .shared
-                    .sender
-                    .send(Signal::Event(Event::Change(Arc::new(change))));
-                self.metrics.stream_record(&self.table);
+                self.outlet.send(change);
             }
             if let Some(sequence) = record.dynamodb().and_then(|r| r.sequence_number()) {
                 shard.last = Some(sequence.to_owned());
@@ -542,21 +510,6 @@ impl Reader {
             shard.finished = true;
         }
         Ok(records.len())
-    }
-
-    /// Whether a change is of an item subscribers may want (counted when not).
-    fn recognised(&self, change: &Change) -> bool {
-        let Some(recognise) = &self.recognise else {
-            return true;
-        };
-        let known = [&change.old, &change.new]
-            .into_iter()
-            .flatten()
-            .any(|image| recognise(&self.table, image));
-        if !known {
-            self.metrics.stream_unmatched(&self.table);
-        }
-        known
     }
 
     /// What a failed `GetRecords` means.
@@ -585,8 +538,7 @@ impl Reader {
 
     /// Tells subscribers that changes were lost.
     fn gap(&self) {
-        let _ = self.shared.sender.send(Signal::Event(Event::Gap));
-        self.metrics.stream_gap(&self.table);
+        self.outlet.gap();
     }
 
     fn failed<E: std::error::Error + 'static, R: std::fmt::Debug>(
@@ -601,30 +553,6 @@ impl Reader {
             error = %aws_sdk_dynamodbstreams::error::DisplayErrorContext(err),
             "a stream call failed"
         );
-    }
-}
-
-/// Exponential backoff between failed calls.
-struct Backoff {
-    settings: StreamSettings,
-    next: Duration,
-}
-
-impl Backoff {
-    fn new(settings: StreamSettings) -> Self {
-        Self {
-            settings,
-            next: settings.initial_backoff,
-        }
-    }
-
-    async fn wait(&mut self) {
-        tokio::time::sleep(self.next).await;
-        self.next = (self.next * 2).min(self.settings.max_backoff);
-    }
-
-    fn reset(&mut self) {
-        self.next = self.settings.initial_backoff;
     }
 }
 

@@ -18,6 +18,7 @@ mod live;
 mod node;
 mod otlp;
 mod paging;
+mod redis;
 mod requests;
 mod servers;
 
@@ -27,7 +28,7 @@ pub use crate::shop_data::ShopTables;
 pub use apps::{
     ModelApp, TEST_RING, TestApp, app_state, audited, control_client, endpoint, example_models,
     lint, load_model, load_model_with, model_app, model_app_at, model_app_from, model_app_over,
-    model_state, shop, shop_store, test_ring, tool, unique_prefix,
+    model_file, model_state, shop, shop_store, test_ring, tool, unique_prefix,
 };
 pub use auth::{
     auth_model_app, auth_router, auth_router_with, graphql_with_token, logged_model_app,
@@ -45,12 +46,13 @@ pub use generated::check_generated;
 pub use lambda::LambdaFunction;
 pub use live::{
     Received, WAIT, auth_live_router, live_router, live_router_logged, live_router_streams_at,
-    live_router_with_streams, next_event, received_within, refusal, subscribe, subscribe_as,
-    subscribe_reading, test_stream_settings, warm_up,
+    live_router_through_redis, live_router_with_streams, next_event, received_within, refusal,
+    subscribe, subscribe_as, subscribe_reading, test_stream_settings, warm_up,
 };
 pub use node::{LOCAL_AWS, NodeRun, read_back, run_node, serve_node, written_by, written_with};
 pub use otlp::OtlpReceiver;
 pub use paging::{all_nodes, merge, walk_matches, walk_pages};
+pub use redis::{RedisServer, Relay};
 pub use requests::{
     Answer, Origin, answer, error_code, graphql_from, graphql_request, graphql_with_authorization,
     metric, metric_sum, metrics_of, post_graphql, post_graphql_text,

@@ -9,6 +9,7 @@ mod audits;
 mod auth;
 mod binary;
 mod browser;
+mod change_relay;
 mod connections;
 mod cursors;
 mod deploy;

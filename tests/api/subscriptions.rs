@@ -84,7 +84,7 @@ pub async fn follow(app: &ModelApp, router: &Router, variables: Value) -> mpsc::
 }
 
 /// Skips a warm-up note's events, up to its removal.
-async fn drain_warm_up(events: &mut mpsc::Receiver<Received>) {
+pub async fn drain_warm_up(events: &mut mpsc::Receiver<Received>) {
     loop {
         let event = next_event(events).await;
         if change(&event)["kind"] == "REMOVED" {

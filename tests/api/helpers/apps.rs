@@ -373,7 +373,8 @@ impl Drop for ModelApp {
 }
 
 /// Writes the model file `text` to a file of its own; its path.
-fn model_file(text: &str) -> String {
+/// Writes the model file `text` to a file of its own; its path.
+pub fn model_file(text: &str) -> String {
     let dir = std::env::temp_dir().join(format!("dynarelay-model-{}", unique_prefix()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("dynarelay.toml");

@@ -58,6 +58,23 @@ pub fn live_router_with_streams(
     )
 }
 
+/// `app` served as an instance of a fleet: its subscriptions' changes read from the Redis at
+/// `url`, which `dynarelay relay` fills, instead of from the tables' streams.
+pub fn live_router_through_redis(app: &ModelApp, url: &str) -> Router {
+    let feed = dynarelay::stream::redis_feed::RedisFeed::new(url).expect("a Redis URL");
+    live_router_from(
+        app,
+        HttpSettings::default(),
+        streams_over(
+            app,
+            test_stream_settings(),
+            dynamo::client_for_local(&endpoint()),
+            dynamo::streams_client_for_local(&endpoint()),
+        )
+        .through_redis(feed),
+    )
+}
+
 /// [`live_router`], its stream reader reading DynamoDB Streams at `endpoint` (a fault proxy's).
 pub fn live_router_streams_at(app: &ModelApp, endpoint: &str) -> Router {
     live_router_over(
@@ -96,15 +113,27 @@ fn live_router_over(
     dynamodb: aws_sdk_dynamodb::Client,
     streams: aws_sdk_dynamodbstreams::Client,
 ) -> Router {
-    // Its calls held to the model's policy, as the app's DynamoDB calls are.
+    live_router_from(app, http, streams_over(app, settings, dynamodb, streams))
+}
+
+/// Stream readers for `app` (recognising the model's entities, and counting in the app's
+/// metrics), their calls held to the model's policy, as the app's DynamoDB calls are.
+fn streams_over(
+    app: &ModelApp,
+    settings: StreamSettings,
+    dynamodb: aws_sdk_dynamodb::Client,
+    streams: aws_sdk_dynamodbstreams::Client,
+) -> Streams {
     let audit = super::PolicyAudit::of(app.model, &app.prefix);
     let streams = aws_sdk_dynamodbstreams::Client::from_conf(
         streams.config().to_builder().interceptor(audit).build(),
     );
-    let streams =
-        Streams::new(dynamodb, streams, settings, Arc::clone(app.store.metrics())).recognising(
-            dynarelay::graphql::subscription::recogniser(app.model, app.store.tables()),
-        );
+    Streams::new(dynamodb, streams, settings, Arc::clone(app.store.metrics())).recognising(
+        dynarelay::graphql::subscription::recogniser(app.model, app.store.tables()),
+    )
+}
+
+fn live_router_from(app: &ModelApp, http: HttpSettings, streams: Streams) -> Router {
     router(
         model_state(
             app.model,

@@ -1,0 +1,31 @@
+//! `relay` flags.
+
+use clap::Args;
+
+use super::ModelArgs;
+
+/// `relay` flags.
+#[derive(Debug, Args)]
+pub struct RelayArgs {
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub model: ModelArgs,
+
+    /// The Redis the fleet's `serve` instances read changes from
+    /// (`redis://[user:password@]host:port[/db]`).
+    #[arg(long, env = "DYNARELAY_REDIS_URL")]
+    pub redis_url: String,
+
+    /// About how many changes each table's Redis stream keeps (`XADD … MAXLEN ~`): an instance
+    /// cut off from Redis for longer than it takes to write this many changes tells its
+    /// subscribers to resume by cursor.
+    #[arg(long, env = "DYNARELAY_REDIS_MAX_LEN", default_value_t = 100_000,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1_000..=100_000_000))]
+    pub redis_max_len: usize,
+
+    /// Wait, in milliseconds, before reading again a stream shard that had nothing new (as for
+    /// `serve`).
+    #[arg(long, env = "DYNARELAY_STREAM_POLL_INTERVAL_MS", default_value_t = 250,
+          value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    pub stream_poll_interval_ms: u64,
+}

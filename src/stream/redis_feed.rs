@@ -1,0 +1,424 @@
+//! Changes through Redis, for a fleet: a relay (`dynarelay relay`) reads each table's stream once
+//! and appends every change to a Redis stream of that table (`XADD` with a bounded length), and
+//! each `serve` instance given the same Redis reads those entries (`XREAD` from the last id it
+//! read) instead of the table's stream, handing them to its subscribers as its own reader would.
+//!
+//! Redis Streams rather than publish/subscribe: an instance whose connection drops reads on from
+//! its last id when it is back, so a short outage loses nothing. When the entries after that id
+//! are gone (trimmed by the bounded length, or Redis restarted without them), its subscribers are
+//! told of a gap, as for records the table's stream trimmed, and resume by cursor. An entry is
+//! a change of one item (its keys, old and new images in DynamoDB's typed JSON, and the table
+//! stream's sequence number), or a gap the relay saw. Changes published twice (two relays, or a
+//! relay that restarted from its last checkpoint) are passed on once: the sequence number
+//! decides.
+
+use std::{num::NonZeroUsize, sync::Arc, time::Duration};
+
+use redis::{
+    AsyncCommands, Value,
+    aio::MultiplexedConnection,
+    streams::{StreamId, StreamMaxlen, StreamRangeReply, StreamReadOptions, StreamReadReply},
+};
+
+use super::{
+    Change, Event, StreamSettings,
+    outlet::{Backoff, Outlet},
+};
+use crate::dynamo::typed_json::{item_from_json, item_to_json};
+
+/// The version of the entries' layout, in each entry's `v`.
+const LAYOUT: &str = "1";
+/// How long one `XREAD` waits for entries before the reader looks at its subscribers again.
+const BLOCK: Duration = Duration::from_millis(1000);
+/// Most entries one `XREAD` returns.
+const BATCH: usize = 500;
+/// Sequence numbers remembered to pass each change on once.
+const SEEN: usize = 65_536;
+
+/// The Redis stream of `table`'s (its full name) changes.
+pub fn key(table: &str) -> String {
+    format!("dynarelay:changes:{table}")
+}
+
+/// The Redis a fleet shares.
+#[derive(Clone)]
+pub struct RedisFeed {
+    client: redis::Client,
+}
+
+impl std::fmt::Debug for RedisFeed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The URL may hold a password.
+        f.debug_struct("RedisFeed").finish_non_exhaustive()
+    }
+}
+
+impl RedisFeed {
+    /// The Redis at `url` (`redis://[user:password@]host:port[/db]`; TLS, `rediss://`, is not
+    /// built in); nothing is connected yet.
+    pub fn new(url: &str) -> anyhow::Result<Self> {
+        let client = redis::Client::open(url)
+            .map_err(|err| anyhow::anyhow!("the Redis URL is not usable ({:?})", err.kind()))?;
+        Ok(Self { client })
+    }
+
+    /// A connection whose calls may wait as long as a blocking `XREAD`.
+    async fn connect(&self) -> redis::RedisResult<MultiplexedConnection> {
+        let config = redis::AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(Duration::from_secs(5)))
+            .set_response_timeout(Some(BLOCK + Duration::from_secs(10)));
+        self.client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await
+    }
+
+    /// A publisher of changes, connected.
+    pub async fn publisher(&self, max_len: usize) -> redis::RedisResult<Publisher> {
+        Ok(Publisher {
+            connection: self.connect().await?,
+            max_len,
+        })
+    }
+}
+
+/// Appends events to the tables' Redis streams.
+pub struct Publisher {
+    connection: MultiplexedConnection,
+    /// About how many entries each stream keeps (`MAXLEN ~`).
+    max_len: usize,
+}
+
+impl std::fmt::Debug for Publisher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Publisher")
+            .field("max_len", &self.max_len)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Publisher {
+    /// Appends `event` of `table` (its full name) to the table's Redis stream; its entry id.
+    pub async fn publish(&mut self, table: &str, event: &Event) -> redis::RedisResult<String> {
+        let fields = entry(event);
+        self.connection
+            .xadd_maxlen(key(table), StreamMaxlen::Approx(self.max_len), "*", &fields)
+            .await
+    }
+}
+
+/// An event as an entry's fields.
+fn entry(event: &Event) -> Vec<(&'static str, String)> {
+    let mut fields = vec![("v", LAYOUT.to_owned())];
+    match event {
+        Event::Gap => fields.push(("kind", "gap".to_owned())),
+        Event::Change(change) => {
+            fields.push(("kind", "change".to_owned()));
+            fields.push(("seq", change.sequence.clone()));
+            fields.push(("keys", item_to_json(&change.keys).to_string()));
+            for (name, image) in [("old", &change.old), ("new", &change.new)] {
+                if let Some(image) = image {
+                    fields.push((name, item_to_json(image).to_string()));
+                }
+            }
+        }
+    }
+    fields
+}
+
+/// An entry of `table`'s stream as an event; `None` for one this build does not read (another
+/// layout, or damaged).
+fn event(table: &Arc<str>, entry: &StreamId) -> Option<Event> {
+    if entry.get::<String>("v")? != LAYOUT {
+        return None;
+    }
+    let image = |name: &str| -> Option<Option<crate::dynamo::Item>> {
+        match entry.get::<String>(name) {
+            None => Some(None),
+            Some(text) => {
+                let json = serde_json::from_str(&text).ok()?;
+                Some(Some(item_from_json(&json).ok()?))
+            }
+        }
+    };
+    match entry.get::<String>("kind")?.as_str() {
+        "gap" => Some(Event::Gap),
+        "change" => Some(Event::Change(Arc::new(Change {
+            table: Arc::clone(table),
+            sequence: entry.get("seq")?,
+            keys: image("keys")??,
+            old: image("old")?,
+            new: image("new")?,
+        }))),
+        _ => None,
+    }
+}
+
+/// A Redis stream entry id, `milliseconds-sequence`, as numbers to compare.
+fn entry_id(id: &str) -> Option<(u64, u64)> {
+    let (ms, seq) = id.split_once('-')?;
+    Some((ms.parse().ok()?, seq.parse().ok()?))
+}
+
+/// What `XINFO STREAM` says about a stream: how many entries were ever added, and the newest
+/// entry removed (by trimming or deletion); zeros for a stream that does not exist.
+async fn stream_info(
+    connection: &mut MultiplexedConnection,
+    key: &str,
+) -> redis::RedisResult<(u64, (u64, u64))> {
+    let exists: bool = connection.exists(key).await?;
+    if !exists {
+        return Ok((0, (0, 0)));
+    }
+    let info: std::collections::HashMap<String, Value> = redis::cmd("XINFO")
+        .arg("STREAM")
+        .arg(key)
+        .query_async(connection)
+        .await?;
+    let added = info
+        .get("entries-added")
+        .and_then(|v| redis::from_redis_value_ref::<u64>(v).ok())
+        .unwrap_or(0);
+    let deleted = info
+        .get("max-deleted-entry-id")
+        .and_then(|v| redis::from_redis_value_ref::<String>(v).ok())
+        .and_then(|id| entry_id(&id))
+        .unwrap_or((0, 0));
+    Ok((added, deleted))
+}
+
+/// Where a reader stands in a table's Redis stream.
+#[derive(Debug, Clone)]
+struct Position {
+    /// The last entry read.
+    last: String,
+    /// `entries-added` when last looked at: fewer later means the stream was made anew.
+    added: u64,
+}
+
+/// One table's reader over Redis, as [`super::Streams`] starts it for an instance given one.
+pub(super) struct RedisReader {
+    pub(super) feed: RedisFeed,
+    pub(super) settings: StreamSettings,
+    pub(super) outlet: Outlet,
+}
+
+impl RedisReader {
+    /// Reads until nobody listens, then leaves the process's readers.
+    pub(super) async fn run(self) {
+        let key = key(&self.outlet.table);
+        let mut backoff = Backoff::new(self.settings);
+        let mut position: Option<Position> = None;
+        let mut seen: lru::LruCache<String, ()> =
+            lru::LruCache::new(NonZeroUsize::new(SEEN).expect("not zero"));
+        let mut marked = 0;
+        'connect: loop {
+            if self.outlet.unsubscribed() {
+                break;
+            }
+            let mut connection = match self.feed.connect().await {
+                Ok(connection) => connection,
+                Err(err) => {
+                    self.failed("connect", &err);
+                    backoff.wait().await;
+                    continue;
+                }
+            };
+            match self.place(&mut connection, &key, position.as_mut()).await {
+                Ok(Some(start)) => position = Some(start),
+                Ok(None) => {}
+                Err(err) => {
+                    self.failed("XINFO", &err);
+                    backoff.wait().await;
+                    continue;
+                }
+            }
+            let Some(at) = position.as_mut() else {
+                continue;
+            };
+            loop {
+                if self.outlet.unsubscribed() {
+                    break 'connect;
+                }
+                let asked = self.outlet.asked();
+                let options = StreamReadOptions::default()
+                    .block(BLOCK.as_millis() as usize)
+                    .count(BATCH);
+                let read: redis::RedisResult<Option<StreamReadReply>> = connection
+                    .xread_options(&[&key], &[&at.last], &options)
+                    .await;
+                let entries = match read {
+                    Ok(reply) => reply
+                        .into_iter()
+                        .flat_map(|r| r.keys)
+                        .flat_map(|k| k.ids)
+                        .collect::<Vec<_>>(),
+                    Err(err) => {
+                        self.failed("XREAD", &err);
+                        backoff.wait().await;
+                        continue 'connect;
+                    }
+                };
+                backoff.reset();
+                let full = entries.len() >= BATCH;
+                for entry in &entries {
+                    at.last.clone_from(&entry.id);
+                    match event(&self.outlet.table, entry) {
+                        Some(Event::Change(change)) => {
+                            if seen.put(change.sequence.clone(), ()).is_none() {
+                                self.outlet.send(Arc::unwrap_or_clone(change));
+                            }
+                        }
+                        Some(Event::Gap) => self.outlet.gap(),
+                        None => tracing::warn!(
+                            table = %self.outlet.table,
+                            entry = %entry.id,
+                            "a Redis entry that is no change of this layout was skipped"
+                        ),
+                    }
+                }
+                // A full batch may mean this reader fell behind past what Redis keeps.
+                if full {
+                    match self.place(&mut connection, &key, Some(at)).await {
+                        Ok(_) => {}
+                        Err(err) => {
+                            self.failed("XINFO", &err);
+                            continue 'connect;
+                        }
+                    }
+                }
+                if asked > marked {
+                    self.outlet.mark(asked);
+                    marked = asked;
+                }
+            }
+        }
+        self.outlet.leave();
+    }
+
+    /// Where to read from: at the first connection, after the stream's newest entry (a new
+    /// [`Position`]); later, on from `at`, telling subscribers of a gap when entries after it are
+    /// gone (the stream trimmed past it, or made anew).
+    async fn place(
+        &self,
+        connection: &mut MultiplexedConnection,
+        key: &str,
+        at: Option<&mut Position>,
+    ) -> redis::RedisResult<Option<Position>> {
+        let (added, deleted) = stream_info(connection, key).await?;
+        match at {
+            None => {
+                let newest: StreamRangeReply = connection.xrevrange_count(key, "+", "-", 1).await?;
+                let last = newest
+                    .ids
+                    .first()
+                    .map_or_else(|| "0-0".to_owned(), |e| e.id.clone());
+                Ok(Some(Position { last, added }))
+            }
+            Some(at) => {
+                let last = entry_id(&at.last).unwrap_or((0, 0));
+                // The last entry read is gone when Redis came back without it (no persistence).
+                let held: StreamRangeReply = if at.last == "0-0" {
+                    StreamRangeReply::default()
+                } else {
+                    connection.xrange_count(key, &at.last, &at.last, 1).await?
+                };
+                let forgotten = at.last != "0-0" && held.ids.is_empty();
+                if forgotten || added < at.added || deleted > last {
+                    tracing::warn!(
+                        table = %self.outlet.table,
+                        "entries of the table's Redis stream were lost before they were read"
+                    );
+                    self.outlet.gap();
+                    // A stream made anew holds only entries newer than the lost ones: all are
+                    // news. One trimmed past `at` is read on from there, its oldest kept next.
+                    if forgotten || added < at.added {
+                        at.last = "0-0".to_owned();
+                    }
+                }
+                at.added = added;
+                Ok(None)
+            }
+        }
+    }
+
+    fn failed(&self, call: &'static str, err: &redis::RedisError) {
+        self.outlet.metrics.stream_call_failed(call);
+        tracing::warn!(
+            table = %self.outlet.table,
+            call,
+            error = %err,
+            "a Redis call failed"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use aws_sdk_dynamodb::types::AttributeValue;
+
+    use super::*;
+
+    fn entry_of(fields: Vec<(&'static str, String)>) -> StreamId {
+        StreamId {
+            id: "1-0".to_owned(),
+            map: fields
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), Value::BulkString(v.into_bytes())))
+                .collect(),
+            ..StreamId::default()
+        }
+    }
+
+    #[test]
+    fn changes_and_gaps_read_back_as_published() {
+        let table: Arc<str> = Arc::from("t_Purchases");
+        let item = crate::dynamo::Item::from([
+            ("userId".to_owned(), AttributeValue::S("u#1".to_owned())),
+            (
+                "amount".to_owned(),
+                AttributeValue::N("12345678901234567890123456789.123456789".to_owned()),
+            ),
+        ]);
+        for change in [
+            Change {
+                table: Arc::clone(&table),
+                sequence: "4900000000000000000000000000000000001".to_owned(),
+                keys: item.clone(),
+                old: None,
+                new: Some(item.clone()),
+            },
+            Change {
+                table: Arc::clone(&table),
+                sequence: "7".to_owned(),
+                keys: item.clone(),
+                old: Some(item.clone()),
+                new: None,
+            },
+        ] {
+            let published = Event::Change(Arc::new(change));
+            assert_eq!(event(&table, &entry_of(entry(&published))), Some(published));
+        }
+        assert_eq!(
+            event(&table, &entry_of(entry(&Event::Gap))),
+            Some(Event::Gap)
+        );
+        // Another layout, or a damaged entry, is no event.
+        let mut other = entry(&Event::Gap);
+        other[0].1 = "2".to_owned();
+        assert_eq!(event(&table, &entry_of(other)), None);
+        let damaged = vec![
+            ("v", "1".to_owned()),
+            ("kind", "change".to_owned()),
+            ("seq", "1".to_owned()),
+            ("keys", "{not json".to_owned()),
+        ];
+        assert_eq!(event(&table, &entry_of(damaged)), None);
+    }
+
+    #[test]
+    fn entry_ids_compare_as_numbers() {
+        assert!(entry_id("10-0") > entry_id("9-5"));
+        assert!(entry_id("9-10") > entry_id("9-9"));
+        assert_eq!(entry_id("x"), None);
+    }
+}

@@ -1,0 +1,128 @@
+//! A real `redis-server` (Debian's package; `scripts/test` finds it and names it in
+//! `DYNARELAY_TEST_REDIS_SERVER`) on a loopback port, keeping nothing on disk, and the change
+//! relay (`dynarelay relay`) feeding it. Both stop when dropped.
+
+use std::{
+    net::TcpStream,
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use super::{ModelApp, dynarelay_command, endpoint, model_file};
+
+/// A `redis-server` of its own.
+pub struct RedisServer {
+    port: u16,
+    server: Child,
+}
+
+fn redis_server() -> std::path::PathBuf {
+    std::env::var_os("DYNARELAY_TEST_REDIS_SERVER")
+        .expect(
+            "DYNARELAY_TEST_REDIS_SERVER is not set: run the tests with scripts/test, which finds \
+             redis-server (apt-get install redis-server)",
+        )
+        .into()
+}
+
+/// Starts `redis-server` on `port`, in memory only; `None` when it does not listen (the port
+/// was taken in between).
+fn start_on(port: u16) -> Option<Child> {
+    let mut server = Command::new(redis_server())
+        .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+        .args(["--save", "", "--appendonly", "no"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("redis-server starts");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Some(server);
+        }
+        if server.try_wait().expect("redis-server's status").is_some() {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+    None
+}
+
+impl RedisServer {
+    /// A server on a free loopback port.
+    pub fn start() -> Self {
+        for _ in 0..5 {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .expect("a free loopback port")
+                .port();
+            if let Some(server) = start_on(port) {
+                return Self { port, server };
+            }
+        }
+        panic!("redis-server did not start");
+    }
+
+    /// Its URL.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Stops it and starts a new one on the same port, with nothing of what it held (as Redis
+    /// without persistence comes back).
+    pub fn restart(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+        // The port is free again once the old process is gone; retried while the kernel lets go.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(server) = start_on(self.port) {
+                self.server = server;
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "redis-server did not start again"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+    }
+}
+
+/// `dynarelay relay` for `app`'s tables (the model file `model`, its text) into the Redis at
+/// `url`, polling the stream often.
+pub struct Relay(Child);
+
+impl Relay {
+    pub fn start(app: &ModelApp, model: &str, url: &str) -> Self {
+        let relay = dynarelay_command(&endpoint())
+            .arg("relay")
+            .env("DYNARELAY_MODEL", model_file(model))
+            .env("DYNARELAY_TABLE_PREFIX", &app.prefix)
+            .env("DYNARELAY_REDIS_URL", url)
+            .env("DYNARELAY_STREAM_POLL_INTERVAL_MS", "50")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("dynarelay relay starts");
+        Self(relay)
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
