@@ -9,7 +9,7 @@ use std::{
 use clap::{ArgAction, Args, Parser, Subcommand};
 
 mod relay;
-pub use relay::RelayArgs;
+pub use relay::{LambdaRelayArgs, RedisArgs, RelayArgs};
 
 use jsonwebtoken::Algorithm;
 
@@ -92,6 +92,11 @@ pub enum Command {
     /// `serve` instances given the same `--redis-url`: each stream is read by the relay (or two,
     /// for availability) instead of by every instance.
     Relay(RelayArgs),
+    /// Run as an AWS Lambda function given DynamoDB Streams events by an event source mapping,
+    /// appending each change to Redis as `relay` does; records that fail are reported as
+    /// partial batch failures, for Lambda to retry. `bootstrap` runs it, rather than `lambda`,
+    /// when DYNARELAY_LAMBDA_COMMAND=lambda-relay.
+    LambdaRelay(LambdaRelayArgs),
 }
 
 /// `seed` flags.

@@ -11,8 +11,9 @@ use dynarelay::telemetry::{self, Traces};
 use dynarelay::{
     auth::Authenticator,
     config::{
-        ApiArgs, CheckArgs, Cli, Command, InitArgs, KeygenArgs, LambdaArgs, LogFormat, ModelArgs,
-        PolicyArgs, RelayArgs, RotationStep, SchemaArgs, SeedArgs, ServeArgs, TablesCommand,
+        ApiArgs, CheckArgs, Cli, Command, InitArgs, KeygenArgs, LambdaArgs, LambdaRelayArgs,
+        LogFormat, ModelArgs, PolicyArgs, RelayArgs, RotationStep, SchemaArgs, SeedArgs, ServeArgs,
+        TablesCommand,
     },
     cursor::{CursorCodec, CursorSecret},
     dynamo::{self, SdkSettings, Store, Tables, tables},
@@ -65,6 +66,7 @@ async fn run() -> ExitCode {
         Command::Policy(args) => policy(&args),
         Command::Seed(args) => seed(args).await,
         Command::Relay(args) => relay(args).await,
+        Command::LambdaRelay(args) => lambda_relay(args).await,
     };
     if let Some(traces) = &traces {
         traces.shutdown().await;
@@ -125,13 +127,17 @@ fn logs_and_traces(cli: &Cli) -> anyhow::Result<Option<Traces>> {
 /// The command line, with `lambda` as the command when the binary runs as `bootstrap` with no
 /// arguments: the name and the call AWS Lambda's OS-only runtimes (`provided.al2023`) give a
 /// function's executable, so the binary deploys as it is, configured by its environment.
+/// `DYNARELAY_LAMBDA_COMMAND=lambda-relay` makes it the stream events' function instead.
 fn arguments() -> Vec<std::ffi::OsString> {
     let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let bootstrap = args.first().is_some_and(|program| {
         std::path::Path::new(program).file_name() == Some(std::ffi::OsStr::new("bootstrap"))
     });
     if bootstrap && args.len() == 1 {
-        args.push("lambda".into());
+        let command = std::env::var_os("DYNARELAY_LAMBDA_COMMAND")
+            .filter(|c| !c.is_empty())
+            .unwrap_or_else(|| "lambda".into());
+        args.push(command);
     }
     args
 }
@@ -612,18 +618,9 @@ fn key_list(ids: &[u8]) -> String {
 /// `dynarelay relay`: the model's streamed tables' changes into Redis, until Ctrl-C or SIGTERM.
 async fn relay(args: RelayArgs) -> anyhow::Result<()> {
     let model = load_model(&args.model)?;
-    let feed = dynarelay::stream::redis_feed::RedisFeed::new(&args.redis_url)?;
+    let feed = dynarelay::stream::redis_feed::RedisFeed::new(&args.redis.redis_url)?;
     let names = Tables::new(model, &args.model.table_prefix);
-    let tables: Vec<String> = (0..model.tables.len())
-        .filter(|&t| model.tables[t].stream.is_some())
-        .map(|t| names.name(t).to_owned())
-        .collect();
-    if tables.is_empty() {
-        anyhow::bail!(
-            "the model {} declares no table with a `stream`: there is nothing to relay",
-            args.model.model.display()
-        );
-    }
+    let tables = streamed_tables(model, &names, &args.model)?;
     let sdk = SdkSettings::default();
     let client = dynamo::client_from_env_with(&sdk).await;
     let metrics = std::sync::Arc::new(dynarelay::metrics::Metrics::default());
@@ -638,9 +635,58 @@ async fn relay(args: RelayArgs) -> anyhow::Result<()> {
     )
     .recognising(dynarelay::graphql::subscription::recogniser(model, &names));
     tracing::info!(tables = ?tables, "dynarelay relays the tables' changes to Redis");
-    dynarelay::stream::relay::relay(streams, tables, feed, args.redis_max_len, shutdown_signal())
-        .await;
+    dynarelay::stream::relay::relay(
+        streams,
+        tables,
+        feed,
+        args.redis.redis_max_len,
+        shutdown_signal(),
+    )
+    .await;
     Ok(())
+}
+
+/// The full names of the model's tables with a stream; an error when there is none.
+fn streamed_tables(model: &Model, names: &Tables, args: &ModelArgs) -> anyhow::Result<Vec<String>> {
+    let tables: Vec<String> = (0..model.tables.len())
+        .filter(|&t| model.tables[t].stream.is_some())
+        .map(|t| names.name(t).to_owned())
+        .collect();
+    if tables.is_empty() {
+        anyhow::bail!(
+            "the model {} declares no table with a `stream`: there is nothing to relay",
+            args.model.display()
+        );
+    }
+    Ok(tables)
+}
+
+/// `dynarelay lambda-relay`: DynamoDB Streams events, from Lambda's runtime API, into Redis.
+async fn lambda_relay(args: LambdaRelayArgs) -> anyhow::Result<()> {
+    let model = load_model(&args.model)?;
+    let feed = dynarelay::stream::redis_feed::RedisFeed::new(&args.redis.redis_url)?;
+    let names = Tables::new(model, &args.model.table_prefix);
+    let tables = streamed_tables(model, &names, &args.model)?;
+    let events = std::sync::Arc::new(tokio::sync::Mutex::new(
+        dynarelay::stream::stream_events::StreamEvents::new(
+            feed,
+            args.redis.redis_max_len,
+            tables,
+            dynarelay::graphql::subscription::recogniser(model, &names),
+        ),
+    ));
+    tracing::info!("dynarelay is waiting for DynamoDB Streams events");
+    let handler =
+        lambda_http::service_fn(move |event: lambda_http::LambdaEvent<serde_json::Value>| {
+            let events = std::sync::Arc::clone(&events);
+            async move {
+                let response = events.lock().await.handle(event.payload).await?;
+                Ok::<_, lambda_http::Error>(response)
+            }
+        });
+    lambda_http::lambda_runtime::run(handler)
+        .await
+        .map_err(|err| anyhow::anyhow!("the Lambda runtime stopped: {err}"))
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

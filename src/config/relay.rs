@@ -1,16 +1,12 @@
-//! `relay` flags.
+//! `relay` and `lambda-relay` flags.
 
 use clap::Args;
 
 use super::ModelArgs;
 
-/// `relay` flags.
+/// Where relays publish changes.
 #[derive(Debug, Args)]
-pub struct RelayArgs {
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub model: ModelArgs,
-
+pub struct RedisArgs {
     /// The Redis the fleet's `serve` instances read changes from
     /// (`redis://[user:password@]host:port[/db]`).
     #[arg(long, env = "DYNARELAY_REDIS_URL")]
@@ -22,10 +18,35 @@ pub struct RelayArgs {
     #[arg(long, env = "DYNARELAY_REDIS_MAX_LEN", default_value_t = 100_000,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1_000..=100_000_000))]
     pub redis_max_len: usize,
+}
+
+/// `relay` flags.
+#[derive(Debug, Args)]
+pub struct RelayArgs {
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub model: ModelArgs,
+
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub redis: RedisArgs,
 
     /// Wait, in milliseconds, before reading again a stream shard that had nothing new (as for
     /// `serve`).
     #[arg(long, env = "DYNARELAY_STREAM_POLL_INTERVAL_MS", default_value_t = 250,
           value_parser = clap::value_parser!(u64).range(1..=60_000))]
     pub stream_poll_interval_ms: u64,
+}
+
+/// `lambda-relay` flags: the function given DynamoDB Streams events, configured by its
+/// environment as `lambda` is.
+#[derive(Debug, Args)]
+pub struct LambdaRelayArgs {
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub model: ModelArgs,
+
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub redis: RedisArgs,
 }

@@ -13,6 +13,7 @@ pub mod reader;
 pub mod redis_feed;
 pub mod relay;
 mod seats;
+pub mod stream_events;
 
 pub use seats::{Full, Seat, Seats};
 

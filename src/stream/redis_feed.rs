@@ -32,8 +32,20 @@ const LAYOUT: &str = "1";
 const BLOCK: Duration = Duration::from_millis(1000);
 /// Most entries one `XREAD` returns.
 const BATCH: usize = 500;
-/// Sequence numbers remembered to pass each change on once.
-const SEEN: usize = 65_536;
+/// Changes remembered, by a hash of their sequence number, to pass each on once: two relays at
+/// the head of a stream publish the same change moments apart, far fewer than this many changes
+/// apart (under a megabyte per table when full).
+const SEEN: usize = 16_384;
+
+/// A sequence number's hash, to remember it by (a collision within [`SEEN`] changes has odds
+/// of about one in 2^50).
+fn fingerprint(sequence: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    // Seeded the same everywhere: the hash only has to tell sequence numbers apart.
+    let mut hasher = std::hash::DefaultHasher::new();
+    sequence.hash(&mut hasher);
+    hasher.finish()
+}
 
 /// The Redis stream of `table`'s (its full name) changes.
 pub fn key(table: &str) -> String {
@@ -208,7 +220,7 @@ impl RedisReader {
         let key = key(&self.outlet.table);
         let mut backoff = Backoff::new(self.settings);
         let mut position: Option<Position> = None;
-        let mut seen: lru::LruCache<String, ()> =
+        let mut seen: lru::LruCache<u64, ()> =
             lru::LruCache::new(NonZeroUsize::new(SEEN).expect("not zero"));
         let mut marked = 0;
         'connect: loop {
@@ -264,7 +276,7 @@ impl RedisReader {
                     at.last.clone_from(&entry.id);
                     match event(&self.outlet.table, entry) {
                         Some(Event::Change(change)) => {
-                            if seen.put(change.sequence.clone(), ()).is_none() {
+                            if seen.put(fingerprint(&change.sequence), ()).is_none() {
                                 self.outlet.send(Arc::unwrap_or_clone(change));
                             }
                         }

@@ -4,15 +4,17 @@
 //! instance, receives each change once (the two relays publish every change twice) and in order;
 //! and when Redis restarts with nothing it held, a subscriber whose changes may have been lost is
 //! ended with `CHANGES_LOST`, and resuming from the cursor of the last edge it holds misses
-//! nothing.
+//! nothing. The Lambda function given DynamoDB Streams events (`lambda-relay`, under
+//! cargo-lambda's emulator) publishes them the same way, and reports the first record it cannot
+//! read or publish as the batch's failure.
 
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::{
     helpers::{
-        Received, RedisServer, Relay, live_router_through_redis, model_app_from, next_event,
-        put_plain, subscribe,
+        LambdaFunction, Received, RedisServer, Relay, live_router_through_redis, model_app_from,
+        model_file, next_event, put_plain, subscribe,
     },
     subscriptions::{MODEL, change, drain_warm_up, follow, note},
 };
@@ -153,4 +155,193 @@ async fn redis_restarted_without_its_entries_ends_subscriptions_that_resume_by_c
         [("ADDED".to_owned(), Some("after".to_owned()))],
         "{saw:?}"
     );
+}
+
+/// A DynamoDB Streams record of `table` as an event source mapping hands it to Lambda.
+fn stream_record(
+    table: &str,
+    name: &str,
+    sequence: &str,
+    keys: Value,
+    old: Option<Value>,
+    new: Option<Value>,
+) -> Value {
+    let mut data = json!({
+        "ApproximateCreationDateTime": 1_764_000_000,
+        "Keys": keys,
+        "SequenceNumber": sequence,
+        "SizeBytes": 64,
+        "StreamViewType": "NEW_AND_OLD_IMAGES",
+    });
+    if let Some(old) = old {
+        data["OldImage"] = old;
+    }
+    if let Some(new) = new {
+        data["NewImage"] = new;
+    }
+    json!({
+        "eventID": format!("event-{sequence}"),
+        "eventName": name,
+        "eventVersion": "1.1",
+        "eventSource": "aws:dynamodb",
+        "awsRegion": "us-east-1",
+        "dynamodb": data,
+        "eventSourceARN": format!("arn:aws:dynamodb:us-east-1:123456789012:table/{table}/stream/2026-11-28T00:00:00.000"),
+    })
+}
+
+/// A note's keys and image in DynamoDB's typed JSON.
+fn typed_note(at: i64, text: &str) -> (Value, Value) {
+    let keys = json!({ "owner": { "S": "alice" }, "at": { "N": at.to_string() } });
+    let image = json!({
+        "owner": { "S": "alice" }, "at": { "N": at.to_string() },
+        "text": { "S": text }, "state": { "S": "OPEN" },
+    });
+    (keys, image)
+}
+
+/// Invokes the function with `records` as Lambda does; its answer.
+async fn invoke(http: &reqwest::Client, function: &LambdaFunction, records: Vec<Value>) -> Value {
+    let response = http
+        .post(function.invocations())
+        .json(&json!({ "Records": records }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    response.json().await.unwrap()
+}
+
+/// The `seq` and `kind` of every entry of `table`'s Redis stream, oldest first.
+async fn entries(url: &str, table: &str) -> Vec<(String, String)> {
+    use redis::AsyncCommands;
+    let mut redis = redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let all: redis::streams::StreamRangeReply = redis
+        .xrange_all(dynarelay::stream::redis_feed::key(table))
+        .await
+        .unwrap();
+    all.ids
+        .iter()
+        .map(|e| {
+            (
+                e.get::<String>("seq").unwrap_or_default(),
+                e.get::<String>("kind").unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn published(pairs: &[&str]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|seq| ((*seq).to_owned(), "change".to_owned()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lambda_function_publishes_stream_events_and_reports_the_first_failure() {
+    let mut redis = RedisServer::start();
+    let app = model_app_from(MODEL).await;
+    let table = app.table("Notes");
+    let function = LambdaFunction::start_relay(&app.prefix, &model_file(MODEL), &redis.url());
+    let http = reqwest::Client::new();
+
+    // A batch: an insert, an update, a record of a table the model does not stream, and a
+    // removal: three changes published, in order.
+    let (keys, first) = typed_note(1, "first");
+    let (_, again) = typed_note(1, "first, again");
+    let batch = vec![
+        stream_record(
+            &table,
+            "INSERT",
+            "100",
+            keys.clone(),
+            None,
+            Some(first.clone()),
+        ),
+        stream_record(
+            &table,
+            "MODIFY",
+            "101",
+            keys.clone(),
+            Some(first.clone()),
+            Some(again.clone()),
+        ),
+        stream_record(
+            &format!("{}Other", app.prefix),
+            "INSERT",
+            "102",
+            keys.clone(),
+            None,
+            Some(first),
+        ),
+        stream_record(&table, "REMOVE", "103", keys.clone(), Some(again), None),
+    ];
+    assert_eq!(
+        invoke(&http, &function, batch).await,
+        json!({ "batchItemFailures": [] })
+    );
+    assert_eq!(
+        entries(&redis.url(), &table).await,
+        published(&["100", "101", "103"])
+    );
+
+    // A record that cannot be read is the batch's failure: the ones before it are published,
+    // the ones after it left for Lambda's retry from it.
+    let (keys, second) = typed_note(2, "second");
+    let (keys3, third) = typed_note(3, "third");
+    let mut poisoned = stream_record(
+        &table,
+        "INSERT",
+        "201",
+        keys.clone(),
+        None,
+        Some(second.clone()),
+    );
+    poisoned["dynamodb"]["Keys"] = json!("not a map");
+    let batch = vec![
+        stream_record(&table, "INSERT", "200", keys, None, Some(second)),
+        poisoned,
+        stream_record(
+            &table,
+            "INSERT",
+            "202",
+            keys3.clone(),
+            None,
+            Some(third.clone()),
+        ),
+    ];
+    assert_eq!(
+        invoke(&http, &function, batch).await,
+        json!({ "batchItemFailures": [{ "itemIdentifier": "201" }] })
+    );
+    assert_eq!(
+        entries(&redis.url(), &table).await,
+        published(&["100", "101", "103", "200"])
+    );
+
+    // Redis away: the first record fails, and Lambda's retry of the batch publishes it.
+    redis.stop();
+    let batch = vec![stream_record(
+        &table,
+        "INSERT",
+        "202",
+        keys3,
+        None,
+        Some(third),
+    )];
+    assert_eq!(
+        invoke(&http, &function, batch.clone()).await,
+        json!({ "batchItemFailures": [{ "itemIdentifier": "202" }] })
+    );
+    redis.start_again();
+    assert_eq!(
+        invoke(&http, &function, batch).await,
+        json!({ "batchItemFailures": [] })
+    );
+    assert_eq!(entries(&redis.url(), &table).await, published(&["202"]));
 }

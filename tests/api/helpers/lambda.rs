@@ -36,6 +36,36 @@ impl LambdaFunction {
         Self::run(port, emulator, function, prefix, env)
     }
 
+    /// The stream events' function: the binary started as Lambda starts it, as `bootstrap`
+    /// with no arguments, made `dynarelay lambda-relay` by `DYNARELAY_LAMBDA_COMMAND`, for the
+    /// model file at `model` over the tables under `prefix`, publishing into the Redis at
+    /// `redis`.
+    pub fn start_relay(prefix: &str, model: &str, redis: &str) -> Self {
+        let (port, emulator) = start_emulator();
+        let dir =
+            std::env::temp_dir().join(format!("dynarelay-function-{}", super::unique_prefix()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let bootstrap = dir.join("bootstrap");
+        std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_dynarelay"), &bootstrap).unwrap();
+        let mut function = Command::new(&bootstrap);
+        function
+            .env_clear()
+            .envs(crate::local_aws::local_aws_env(&endpoint()))
+            .env("RUST_LOG", "info");
+        runtime_env(&mut function, port);
+        Self::run(
+            port,
+            emulator,
+            function,
+            prefix,
+            &[
+                ("DYNARELAY_LAMBDA_COMMAND", "lambda-relay"),
+                ("DYNARELAY_MODEL", model),
+                ("DYNARELAY_REDIS_URL", redis),
+            ],
+        )
+    }
+
     /// As [`LambdaFunction::start`], but the function is the one `scripts/package-lambda` wrote
     /// to `build`, run by the documented command, `scripts/run-lambda --package build --port P`:
     /// its `function/bootstrap` started with no arguments, as AWS Lambda's OS-only runtimes start

@@ -74,8 +74,18 @@ impl RedisServer {
     /// Stops it and starts a new one on the same port, with nothing of what it held (as Redis
     /// without persistence comes back).
     pub fn restart(&mut self) {
+        self.stop();
+        self.start_again();
+    }
+
+    /// Stops it: calls to it fail until [`RedisServer::start_again`].
+    pub fn stop(&mut self) {
         let _ = self.server.kill();
         let _ = self.server.wait();
+    }
+
+    /// Starts it again on its port, with nothing of what it held.
+    pub fn start_again(&mut self) {
         // The port is free again once the old process is gone; retried while the kernel lets go.
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
