@@ -624,6 +624,22 @@ async fn relay(args: RelayArgs) -> anyhow::Result<()> {
     let sdk = SdkSettings::default();
     let client = dynamo::client_from_env_with(&sdk).await;
     let metrics = std::sync::Arc::new(dynarelay::metrics::Metrics::default());
+    let progress = std::sync::Arc::new(dynarelay::stream::relay::Progress::default());
+    if let Some(address) = args.health_listen {
+        let listener = tokio::net::TcpListener::bind(address)
+            .await
+            .with_context(|| format!("binding {address} (--health-listen)"))?;
+        tracing::info!(address = %listener.local_addr()?, "health checks are served");
+        let router = http::relay_health::relay_health_router(
+            std::sync::Arc::clone(&metrics),
+            std::sync::Arc::clone(&progress),
+        );
+        tokio::spawn(async move {
+            if let Err(err) = axum::serve(listener, router).await {
+                tracing::warn!(error = %err, "the health listener stopped");
+            }
+        });
+    }
     let streams = dynarelay::stream::Streams::new(
         client,
         dynamo::streams_client_from_env_with(&sdk).await,
@@ -631,7 +647,7 @@ async fn relay(args: RelayArgs) -> anyhow::Result<()> {
             poll_interval: Duration::from_millis(args.stream_poll_interval_ms),
             ..dynarelay::stream::StreamSettings::default()
         },
-        metrics,
+        std::sync::Arc::clone(&metrics),
     )
     .recognising(dynarelay::graphql::subscription::recogniser(model, &names));
     tracing::info!(tables = ?tables, "dynarelay relays the tables' changes to Redis");
@@ -640,6 +656,7 @@ async fn relay(args: RelayArgs) -> anyhow::Result<()> {
         tables,
         feed,
         args.redis.redis_max_len,
+        (metrics, progress),
         shutdown_signal(),
     )
     .await;

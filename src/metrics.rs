@@ -47,6 +47,7 @@ pub struct Metrics {
     stream_call_failures: Family<StreamCallLabels, Counter>,
     stream_lag: Family<TableLabels, Gauge>,
     stream_unmatched: Family<TableLabels, Counter>,
+    changes_published: Family<TableLabels, Counter>,
     subscriptions: Gauge,
     subscriptions_refused: Family<ReasonLabels, Counter>,
     subscription_events: Counter,
@@ -341,7 +342,8 @@ impl Metrics {
             "stream_lag_seconds",
             "Age of the last stream record read, by table, when it was read: how far the reader \
              is behind the table's writes (records' times are rounded to the second, by DynamoDB \
-             Local to the minute)",
+             Local to the minute); on an instance reading changes from Redis, the age of the last \
+             Redis entry read, since the relay appended it",
             stream_lag.clone(),
         );
         let stream_unmatched = Family::<TableLabels, Counter>::default();
@@ -350,6 +352,13 @@ impl Metrics {
             "Stream records of items that are no entity of the model (no entity's rule tells \
              them), skipped by every subscriber, by table",
             stream_unmatched.clone(),
+        );
+        let changes_published = Family::<TableLabels, Counter>::default();
+        registry.register(
+            "changes_published",
+            "Changes a relay (`dynarelay relay` or `lambda-relay`) appended to Redis for the \
+             fleet's instances, by table",
+            changes_published.clone(),
         );
         let subscriptions = Gauge::default();
         registry.register(
@@ -401,6 +410,7 @@ impl Metrics {
             stream_call_failures,
             stream_lag,
             stream_unmatched,
+            changes_published,
             subscriptions,
             subscriptions_refused,
             subscription_events,
@@ -433,6 +443,15 @@ impl Metrics {
                 table: table.to_owned(),
             })
             .set(i64::try_from(lag.as_secs()).unwrap_or(i64::MAX));
+    }
+
+    /// Records a change of `table` a relay appended to Redis.
+    pub fn change_published(&self, table: &str) {
+        self.changes_published
+            .get_or_create(&TableLabels {
+                table: table.to_owned(),
+            })
+            .inc();
     }
 
     /// Records a stream record of `table` whose item is no entity of the model.

@@ -36,6 +36,11 @@ pub struct RelayArgs {
     #[arg(long, env = "DYNARELAY_STREAM_POLL_INTERVAL_MS", default_value_t = 250,
           value_parser = clap::value_parser!(u64).range(1..=60_000))]
     pub stream_poll_interval_ms: u64,
+
+    /// An address serving the relay's /health, /ready (200 once it reads every table's stream)
+    /// and /metrics, for probes and Prometheus. None by default.
+    #[arg(long, env = "DYNARELAY_HEALTH_LISTEN")]
+    pub health_listen: Option<std::net::SocketAddr>,
 }
 
 /// `lambda-relay` flags: the function given DynamoDB Streams events, configured by its

@@ -9,6 +9,7 @@ mod cors;
 mod graphql;
 pub mod lambda;
 mod rate_limit;
+pub mod relay_health;
 mod sse;
 mod ws;
 

@@ -272,6 +272,14 @@ impl RedisReader {
                 };
                 backoff.reset();
                 let full = entries.len() >= BATCH;
+                // The newest entry's age: its id holds the time Redis appended it, in ms.
+                if let Some((ms, _)) = entries.last().and_then(|e| entry_id(&e.id)) {
+                    let appended = std::time::UNIX_EPOCH + Duration::from_millis(ms);
+                    let lag = std::time::SystemTime::now()
+                        .duration_since(appended)
+                        .unwrap_or_default();
+                    self.outlet.metrics.stream_lag(&self.outlet.table, lag);
+                }
                 for entry in &entries {
                     at.last.clone_from(&entry.id);
                     match event(&self.outlet.table, entry) {

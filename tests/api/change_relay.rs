@@ -1,10 +1,10 @@
 //! Live data across a fleet, with a real `redis-server` and DynamoDB Local's streams: two change
 //! relays (`dynarelay relay`, the binary) read the table's stream and append its changes to Redis,
 //! and two instances read them from there instead of from the stream. Every subscriber, on either
-//! instance, receives each change once (the two relays publish every change twice) and in order;
-//! and when Redis restarts with nothing it held, a subscriber whose changes may have been lost is
-//! ended with `CHANGES_LOST`, and resuming from the cursor of the last edge it holds misses
-//! nothing. The Lambda function given DynamoDB Streams events (`lambda-relay`, under
+//! instance, receives each change once (the two relays publish every change twice) and in order,
+//! also once one relay is killed; and when Redis restarts with nothing it held, a subscriber whose
+//! changes may have been lost is ended with `CHANGES_LOST`, and resuming from the cursor of the
+//! last edge it holds misses nothing. The Lambda function given DynamoDB Streams events (`lambda-relay`, under
 //! cargo-lambda's emulator) publishes them the same way, and reports the first record it cannot
 //! read or publish as the batch's failure.
 
@@ -13,8 +13,8 @@ use tokio::sync::mpsc;
 
 use crate::{
     helpers::{
-        LambdaFunction, Received, RedisServer, Relay, live_router_through_redis, model_app_from,
-        model_file, next_event, put_plain, subscribe,
+        LambdaFunction, Received, RedisServer, Relay, live_router_through_redis, metric,
+        model_app_from, model_file, next_event, put_plain, subscribe,
     },
     subscriptions::{MODEL, change, drain_warm_up, follow, note},
 };
@@ -46,10 +46,8 @@ async fn every_instance_delivers_each_change_once_in_order_through_redis() {
     let app = model_app_from(MODEL).await;
     let table = app.table("Notes");
     // Two relays: each publishes every change, and the instances pass each on once.
-    let _relays = [
-        Relay::start(&app, MODEL, &redis.url()),
-        Relay::start(&app, MODEL, &redis.url()),
-    ];
+    let relay = Relay::start(&app, MODEL, &redis.url());
+    let other_relay = Relay::start(&app, MODEL, &redis.url());
     let first = live_router_through_redis(&app, &redis.url());
     let second = live_router_through_redis(&app, &redis.url());
     let mut on_first = follow(&app, &first, json!({ "owner": "alice" })).await;
@@ -106,6 +104,45 @@ async fn every_instance_delivers_each_change_once_in_order_through_redis() {
     }
     // The same edges on both instances: the same ids and cursors.
     assert_eq!(first_saw, second_saw);
+    // Each relay is ready, and counts what it published: at least the 14 changes above.
+    let http = reqwest::Client::new();
+    for relay in [&relay, &other_relay] {
+        let ready = http.get(relay.url("/ready")).send().await.unwrap();
+        assert_eq!(ready.status(), 200);
+        let metrics = http.get(relay.url("/metrics")).send().await.unwrap();
+        let text = metrics.text().await.unwrap();
+        let published = format!("dynarelay_changes_published_total{{table=\"{table}\"}}");
+        assert!(metric(&text, &published) >= 14.0, "{text}");
+    }
+
+    // One relay killed: the other goes on, and nothing is lost or repeated.
+    drop(relay);
+    for at in 11..=15 {
+        put_plain(
+            app.client(),
+            &table,
+            [note("alice", at, &format!("n{at}"), "OPEN")],
+        )
+        .await;
+    }
+    put_plain(
+        app.client(),
+        &table,
+        [note("alice", 98, "after the relay", "OPEN")],
+    )
+    .await;
+    let mut expected: Vec<(String, Option<String>)> = (11..=15)
+        .map(|at| ("ADDED".to_owned(), Some(format!("n{at}"))))
+        .collect();
+    expected.push(("ADDED".to_owned(), Some("after the relay".to_owned())));
+    for events in [&mut on_first, &mut on_second] {
+        let saw = changes_until(events, "after the relay").await;
+        assert_eq!(
+            saw.iter().map(seen).collect::<Vec<_>>(),
+            expected,
+            "{saw:?}"
+        );
+    }
 }
 
 const RESUME: &str = "subscription($owner: String!, $after: String) {

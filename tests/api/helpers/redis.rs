@@ -110,29 +110,56 @@ impl Drop for RedisServer {
 }
 
 /// `dynarelay relay` for `app`'s tables (the model file `model`, its text) into the Redis at
-/// `url`, polling the stream often.
-pub struct Relay(Child);
+/// `url`, polling the stream often, with its health checks on a loopback port.
+pub struct Relay {
+    relay: Child,
+    /// Its health listener's address.
+    health: String,
+}
 
 impl Relay {
     pub fn start(app: &ModelApp, model: &str, url: &str) -> Self {
-        let relay = dynarelay_command(&endpoint())
+        let mut relay = dynarelay_command(&endpoint())
             .arg("relay")
             .env("DYNARELAY_MODEL", model_file(model))
             .env("DYNARELAY_TABLE_PREFIX", &app.prefix)
             .env("DYNARELAY_REDIS_URL", url)
             .env("DYNARELAY_STREAM_POLL_INTERVAL_MS", "50")
+            .env("DYNARELAY_HEALTH_LISTEN", "127.0.0.1:0")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("dynarelay relay starts");
-        Self(relay)
+        // Its log, passed on, and the address of its health listener read from it.
+        let log = relay.stderr.take().expect("the relay's log");
+        let (found, address) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufRead::lines(std::io::BufReader::new(log)).map_while(Result::ok)
+            {
+                eprintln!("{line}");
+                if line.contains("health checks are served")
+                    && let Some(at) = line.split("address=").nth(1)
+                {
+                    let _ = found.send(at.split_whitespace().next().unwrap_or_default().to_owned());
+                }
+            }
+        });
+        let health = address
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the relay logs its health listener's address");
+        Self { relay, health }
+    }
+
+    /// The URL of `path` on its health listener.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.health)
     }
 }
 
 impl Drop for Relay {
     fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        let _ = self.relay.kill();
+        let _ = self.relay.wait();
     }
 }
