@@ -251,6 +251,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     connections.max_connections =
         http::fit_file_limit(connections.max_connections, args.health_listen.is_some());
     let mut state = api_state(&args.api, TableCheck::Check).await?;
+    if args.redis_url.is_some() && !dynarelay::graphql::subscription::any(state.api.model) {
+        tracing::warn!(
+            "--redis-url is set, but the model has no subscription: no change is read from Redis"
+        );
+    }
     if dynarelay::graphql::subscription::any(state.api.model) {
         let streams = dynarelay::stream::Streams::new(
             state.store.client().clone(),

@@ -284,6 +284,11 @@ impl Subscription {
             .map_or(0, |shared| shared.asked.fetch_add(1, Ordering::AcqRel) + 1)
     }
 
+    /// Whether the table's reader still runs (it stops for good when the table has no stream).
+    pub fn running(&self) -> bool {
+        self.shared.upgrade().is_some()
+    }
+
     /// Whether the changes a ticket of [`Subscription::ask`] waits for have all come: every
     /// event [`Subscription::next`] returns from now on was recorded after the ticket was taken
     /// (give or take the moments a stream takes to show a record).

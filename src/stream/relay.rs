@@ -83,7 +83,8 @@ async fn relay_table(streams: Streams, table: Table, feed: RedisFeed, max_len: u
     loop {
         let mut changes = streams.subscribe(&table);
         changes.ready().await;
-        if !placed {
+        // A reader that stopped at once found no stream: not read, so not ready.
+        if !placed && changes.running() {
             placed = true;
             progress.placed.fetch_add(1, Ordering::AcqRel);
         }

@@ -382,3 +382,17 @@ async fn the_lambda_function_publishes_stream_events_and_reports_the_first_failu
     );
     assert_eq!(entries(&redis.url(), &table).await, published(&["202"]));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relay_is_not_ready_while_a_table_has_no_stream() {
+    let redis = RedisServer::start();
+    // The tables as they are: no stream, although the relay's model declares one.
+    let unstreamed = MODEL
+        .replace("stream = \"NEW_AND_OLD_IMAGES\"\n", "")
+        .replace("subscription = \"notesChanged\"\n", "");
+    let app = model_app_from(&unstreamed).await;
+    let relay = Relay::start(&app, MODEL, &redis.url());
+    relay.wait_for_log("the table has no stream");
+    let ready = reqwest::get(relay.url("/ready")).await.unwrap();
+    assert_eq!(ready.status(), 503);
+}

@@ -115,6 +115,8 @@ pub struct Relay {
     relay: Child,
     /// Its health listener's address.
     health: String,
+    /// Its log's lines so far.
+    log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Relay {
@@ -134,10 +136,13 @@ impl Relay {
         // Its log, passed on, and the address of its health listener read from it.
         let log = relay.stderr.take().expect("the relay's log");
         let (found, address) = std::sync::mpsc::channel();
+        let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = std::sync::Arc::clone(&lines);
         std::thread::spawn(move || {
             for line in std::io::BufRead::lines(std::io::BufReader::new(log)).map_while(Result::ok)
             {
                 eprintln!("{line}");
+                kept.lock().unwrap().push(line.clone());
                 if line.contains("health checks are served")
                     && let Some(at) = line.split("address=").nth(1)
                 {
@@ -148,7 +153,20 @@ impl Relay {
         let health = address
             .recv_timeout(Duration::from_secs(30))
             .expect("the relay logs its health listener's address");
-        Self { relay, health }
+        Self {
+            relay,
+            health,
+            log: lines,
+        }
+    }
+
+    /// Waits until its log has a line holding `text` (a missing one fails the test).
+    pub fn wait_for_log(&self, text: &str) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !self.log.lock().unwrap().iter().any(|l| l.contains(text)) {
+            assert!(Instant::now() < deadline, "the relay did not log {text:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// The URL of `path` on its health listener.
