@@ -45,6 +45,17 @@ pub struct Change {
     pub new: Option<Item>,
 }
 
+impl Change {
+    /// Whether `recognise` knows the item before or after the change: whether it is anything to
+    /// subscribers.
+    pub fn recognised_by(&self, recognise: &Recognise) -> bool {
+        [&self.old, &self.new]
+            .into_iter()
+            .flatten()
+            .any(|image| recognise(&self.table, image))
+    }
+}
+
 /// A change, or word that changes were lost: the stream trimmed records before the reader got
 /// to them, or the reader fell too far behind. A subscriber that receives [`Event::Gap`] can no
 /// longer tell what changed and must start over.

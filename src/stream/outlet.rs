@@ -92,10 +92,7 @@ impl Outlet {
         let Some(recognise) = &self.recognise else {
             return true;
         };
-        let known = [&change.old, &change.new]
-            .into_iter()
-            .flatten()
-            .any(|image| recognise(&self.table, image));
+        let known = change.recognised_by(recognise);
         if !known {
             self.metrics.stream_unmatched(&self.table);
         }

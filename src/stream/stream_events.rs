@@ -134,11 +134,7 @@ impl StreamEvents {
             old: image(data.old_image),
             new: image(data.new_image),
         };
-        let known = [&change.old, &change.new]
-            .into_iter()
-            .flatten()
-            .any(|image| (self.recognise)(table, image));
-        if !known {
+        if !change.recognised_by(&self.recognise) {
             return Ok(());
         }
         let publisher = match &mut self.publisher {
