@@ -45,6 +45,13 @@ pub struct Change {
     pub new: Option<Item>,
 }
 
+/// Whether sequence number `a` comes after `b`: both are decimal digits, up to 40 of them
+/// (DynamoDB Local pads them with leading zeros), compared as numbers.
+pub(crate) fn sequence_after(a: &str, b: &str) -> bool {
+    let (a, b) = (a.trim_start_matches('0'), b.trim_start_matches('0'));
+    (a.len(), a) > (b.len(), b)
+}
+
 impl Change {
     /// Whether `recognise` knows the item before or after the change: whether it is anything to
     /// subscribers.
@@ -319,5 +326,28 @@ impl Subscription {
                 Err(broadcast::error::RecvError::Closed) => return None,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sequence_after;
+
+    #[test]
+    fn sequence_numbers_compare_as_numbers() {
+        assert!(sequence_after("100", "99"));
+        assert!(!sequence_after("99", "100"));
+        assert!(!sequence_after("42", "42"));
+        assert!(sequence_after(
+            "4900000000000000000000000000000000002",
+            "4900000000000000000000000000000000001"
+        ));
+        // DynamoDB Local's, padded with zeros.
+        assert!(sequence_after(
+            "000000000000000000010",
+            "000000000000000000009"
+        ));
+        assert!(sequence_after("000000000000000000010", "9"));
+        assert!(!sequence_after("000000000000000000007", "7"));
     }
 }

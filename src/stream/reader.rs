@@ -39,6 +39,7 @@ use aws_sdk_dynamodbstreams::{
 use super::{
     Change, StreamSettings, convert,
     outlet::{Backoff, Outlet},
+    sequence_after,
 };
 use crate::metrics::Metrics;
 
@@ -93,12 +94,6 @@ enum Start {
 /// created and still be delivered: approximate creation times are rounded (DynamoDB Local's down
 /// to the minute).
 const EMPTY_START_SLACK: Duration = Duration::from_secs(60);
-
-/// Whether sequence number `a` comes after `b`: both are decimal digits, up to 40 of them, with
-/// no leading zeros.
-fn sequence_after(a: &str, b: &str) -> bool {
-    (a.len(), a) > (b.len(), b)
-}
 
 /// Why a walk of one stream ended.
 enum Ended {
@@ -553,21 +548,5 @@ impl Reader {
             error = %aws_sdk_dynamodbstreams::error::DisplayErrorContext(err),
             "a stream call failed"
         );
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::sequence_after;
-
-    #[test]
-    fn sequence_numbers_compare_as_numbers() {
-        assert!(sequence_after("100", "99"));
-        assert!(!sequence_after("99", "100"));
-        assert!(!sequence_after("42", "42"));
-        assert!(sequence_after(
-            "4900000000000000000000000000000000002",
-            "4900000000000000000000000000000000001"
-        ));
     }
 }

@@ -9,8 +9,8 @@
 //! told of a gap, as for records the table's stream trimmed, and resume by cursor. An entry is
 //! a change of one item (its keys, old and new images in DynamoDB's typed JSON, and the table
 //! stream's sequence number), or a gap the relay saw. Changes published twice (two relays, or a
-//! relay that restarted from its last checkpoint) are passed on once: the sequence number
-//! decides.
+//! relay that restarted from its last checkpoint) are passed on once, and each item's in its
+//! order: a change whose item already had a later one (by the sequence number) is not news.
 
 use std::{num::NonZeroUsize, sync::Arc, time::Duration};
 
@@ -23,6 +23,7 @@ use redis::{
 use super::{
     Change, Event, StreamSettings,
     outlet::{Backoff, Outlet},
+    sequence_after,
 };
 use crate::dynamo::typed_json::{item_from_json, item_to_json};
 
@@ -32,19 +33,54 @@ const LAYOUT: &str = "1";
 const BLOCK: Duration = Duration::from_millis(1000);
 /// Most entries one `XREAD` returns.
 const BATCH: usize = 500;
-/// Changes remembered, by a hash of their sequence number, to pass each on once: two relays at
-/// the head of a stream publish the same change moments apart, far fewer than this many changes
-/// apart (under a megabyte per table when full).
-const SEEN: usize = 16_384;
+/// Items remembered with the sequence number of their last change passed on, to pass each
+/// change on once and in its item's order: two relays publish every change moments apart, and a
+/// relay placed late, or restarted from a checkpoint, publishes older changes after newer ones
+/// (about 100 bytes an item: under 2 MB per table when full).
+const ITEMS: usize = 16_384;
+/// Entries a reader starting anew looks at before its start, to know the items' last changes
+/// already published (which a relay behind the other may publish again after it starts).
+const LOOK_BACK: usize = 1_000;
 
-/// A sequence number's hash, to remember it by (a collision within [`SEEN`] changes has odds
-/// of about one in 2^50).
-fn fingerprint(sequence: &str) -> u64 {
+/// An item's primary key's hash, to remember it by (a collision within [`ITEMS`] items has
+/// odds of about one in 2^50): its attributes in name order, each with its typed value.
+fn identity(keys: &crate::dynamo::Item) -> u64 {
     use std::hash::{Hash, Hasher};
-    // Seeded the same everywhere: the hash only has to tell sequence numbers apart.
+    let mut names: Vec<&String> = keys.keys().collect();
+    names.sort();
+    // Seeded the same everywhere: the hash only has to tell keys apart.
     let mut hasher = std::hash::DefaultHasher::new();
-    sequence.hash(&mut hasher);
+    for name in names {
+        name.hash(&mut hasher);
+        crate::dynamo::typed_json::value_to_json(&keys[name])
+            .to_string()
+            .hash(&mut hasher);
+    }
     hasher.finish()
+}
+
+/// The last change passed on of each item remembered: a change is news when its item's last one
+/// came before it.
+struct Passed(lru::LruCache<u64, String>);
+
+impl Passed {
+    fn new() -> Self {
+        Self(lru::LruCache::new(
+            NonZeroUsize::new(ITEMS).expect("not zero"),
+        ))
+    }
+
+    /// Whether `change` comes after its item's last one; if so, it becomes the last.
+    fn news(&mut self, change: &Change) -> bool {
+        let item = identity(&change.keys);
+        match self.0.get(&item) {
+            Some(last) if !sequence_after(&change.sequence, last) => false,
+            _ => {
+                self.0.put(item, change.sequence.clone());
+                true
+            }
+        }
+    }
 }
 
 /// The Redis stream of `table`'s (its full name) changes.
@@ -220,8 +256,7 @@ impl RedisReader {
         let key = key(&self.outlet.table);
         let mut backoff = Backoff::new(self.settings);
         let mut position: Option<Position> = None;
-        let mut seen: lru::LruCache<u64, ()> =
-            lru::LruCache::new(NonZeroUsize::new(SEEN).expect("not zero"));
+        let mut passed = Passed::new();
         let mut marked = 0;
         'connect: loop {
             if self.outlet.unsubscribed() {
@@ -235,7 +270,10 @@ impl RedisReader {
                     continue;
                 }
             };
-            match self.place(&mut connection, &key, position.as_mut()).await {
+            match self
+                .place(&mut connection, &key, position.as_mut(), &mut passed)
+                .await
+            {
                 Ok(Some(start)) => position = Some(start),
                 Ok(None) => {}
                 Err(err) => {
@@ -284,7 +322,7 @@ impl RedisReader {
                     at.last.clone_from(&entry.id);
                     match event(&self.outlet.table, entry) {
                         Some(Event::Change(change)) => {
-                            if seen.put(fingerprint(&change.sequence), ()).is_none() {
+                            if passed.news(&change) {
                                 self.outlet.send(Arc::unwrap_or_clone(change));
                             }
                         }
@@ -298,7 +336,10 @@ impl RedisReader {
                 }
                 // A full batch may mean this reader fell behind past what Redis keeps.
                 if full {
-                    match self.place(&mut connection, &key, Some(at)).await {
+                    match self
+                        .place(&mut connection, &key, Some(at), &mut passed)
+                        .await
+                    {
                         Ok(_) => {}
                         Err(err) => {
                             self.failed("XINFO", &err);
@@ -316,22 +357,31 @@ impl RedisReader {
     }
 
     /// Where to read from: at the first connection, after the stream's newest entry (a new
-    /// [`Position`]); later, on from `at`, telling subscribers of a gap when entries after it are
-    /// gone (the stream trimmed past it, or made anew).
+    /// [`Position`]), with the items' last changes among the [`LOOK_BACK`] entries before it
+    /// remembered in `passed`; later, on from `at`, telling subscribers of a gap when entries
+    /// after it are gone (the stream trimmed past it, or made anew).
     async fn place(
         &self,
         connection: &mut MultiplexedConnection,
         key: &str,
         at: Option<&mut Position>,
+        passed: &mut Passed,
     ) -> redis::RedisResult<Option<Position>> {
         let (added, deleted) = stream_info(connection, key).await?;
         match at {
             None => {
-                let newest: StreamRangeReply = connection.xrevrange_count(key, "+", "-", 1).await?;
+                let newest: StreamRangeReply =
+                    connection.xrevrange_count(key, "+", "-", LOOK_BACK).await?;
                 let last = newest
                     .ids
                     .first()
                     .map_or_else(|| "0-0".to_owned(), |e| e.id.clone());
+                // Oldest first, so that each item's last change is remembered.
+                for entry in newest.ids.iter().rev() {
+                    if let Some(Event::Change(change)) = event(&self.outlet.table, entry) {
+                        passed.news(&change);
+                    }
+                }
                 Ok(Some(Position { last, added }))
             }
             Some(at) => {
@@ -433,6 +483,48 @@ mod tests {
             ("keys", "{not json".to_owned()),
         ];
         assert_eq!(event(&table, &entry_of(damaged)), None);
+    }
+
+    fn change_of(at: &str, sequence: &str) -> Change {
+        Change {
+            table: Arc::from("Notes"),
+            sequence: sequence.to_owned(),
+            keys: crate::dynamo::Item::from([
+                ("owner".to_owned(), AttributeValue::S("alice".to_owned())),
+                ("at".to_owned(), AttributeValue::N(at.to_owned())),
+            ]),
+            old: None,
+            new: None,
+        }
+    }
+
+    #[test]
+    fn each_items_changes_pass_once_and_in_order() {
+        let mut passed = Passed::new();
+        assert!(passed.news(&change_of("1", "000000000000000000004")));
+        // Published again by the other relay.
+        assert!(!passed.news(&change_of("1", "000000000000000000004")));
+        assert!(passed.news(&change_of("1", "000000000000000000007")));
+        // A relay behind the other publishes an older change of the item after a newer one.
+        assert!(!passed.news(&change_of("1", "000000000000000000006")));
+        assert!(!passed.news(&change_of("1", "000000000000000000004")));
+        // Another item's older change is news: the order is each item's.
+        assert!(passed.news(&change_of("2", "000000000000000000005")));
+        assert!(passed.news(&change_of("1", "000000000000000000010")));
+        // The same keys in any order are the same item; a key's type tells items apart.
+        let mut reordered = change_of("2", "000000000000000000005");
+        let mut pairs: Vec<_> = reordered.keys.into_iter().collect();
+        pairs.reverse();
+        reordered.keys = pairs.into_iter().collect();
+        assert_eq!(
+            identity(&reordered.keys),
+            identity(&change_of("2", "1").keys)
+        );
+        let mut typed = change_of("2", "1");
+        typed
+            .keys
+            .insert("at".to_owned(), AttributeValue::S("2".to_owned()));
+        assert_ne!(identity(&typed.keys), identity(&change_of("2", "1").keys));
     }
 
     #[test]

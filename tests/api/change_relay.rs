@@ -2,7 +2,8 @@
 //! relays (`dynarelay relay`, the binary) read the table's stream and append its changes to Redis,
 //! and two instances read them from there instead of from the stream. Every subscriber, on either
 //! instance, receives each change once (the two relays publish every change twice) and in order,
-//! also once one relay is killed; and when Redis restarts with nothing it held, a subscriber whose
+//! also once one relay is killed, and a relay behind the other that publishes an item's older
+//! change after a newer one never takes the item back; and when Redis restarts with nothing it held, a subscriber whose
 //! changes may have been lost is ended with `CHANGES_LOST`, and resuming from the cursor of the
 //! last edge it holds misses nothing. The Lambda function given DynamoDB Streams events (`lambda-relay`, under
 //! cargo-lambda's emulator) publishes them the same way, and reports the first record it cannot
@@ -53,7 +54,15 @@ async fn every_instance_delivers_each_change_once_in_order_through_redis() {
     let mut on_first = follow(&app, &first, json!({ "owner": "alice" })).await;
     let mut on_second = follow(&app, &second, json!({ "owner": "alice" })).await;
     // The second subscriber's warm-up reached the first one too.
-    drain_warm_up(&mut on_first).await;
+    let mut warm_up = Vec::new();
+    loop {
+        let change = change(&next_event(&mut on_first).await).clone();
+        let removed = change["kind"] == "REMOVED";
+        warm_up.push(change);
+        if removed {
+            break;
+        }
+    }
 
     for at in 1..=10 {
         put_plain(
@@ -96,11 +105,13 @@ async fn every_instance_delivers_each_change_once_in_order_through_redis() {
     let first_saw = changes_until(&mut on_first, "last").await;
     let second_saw = changes_until(&mut on_second, "last").await;
     for saw in [&first_saw, &second_saw] {
-        assert_eq!(
-            saw.iter().map(seen).collect::<Vec<_>>(),
-            expected,
-            "{saw:?}"
-        );
+        if saw.iter().map(seen).collect::<Vec<_>>() != expected {
+            panic!(
+                "expected {expected:?}\nsaw {saw:?}\nthe first subscriber's second warm-up: \
+                 {warm_up:?}\nthe table's Redis stream:\n{}",
+                stream_dump(&redis.url(), &table).await
+            );
+        }
     }
     // The same edges on both instances: the same ids and cursors.
     assert_eq!(first_saw, second_saw);
@@ -140,6 +151,66 @@ async fn every_instance_delivers_each_change_once_in_order_through_redis() {
         assert_eq!(
             saw.iter().map(seen).collect::<Vec<_>>(),
             expected,
+            "{saw:?}"
+        );
+    }
+}
+
+/// Appends again, as a relay behind the other would, the entry of `table`'s Redis stream whose
+/// new image's text is `text`.
+async fn publish_again(url: &str, table: &str, text: &str) {
+    use redis::AsyncCommands;
+    let all = stream_entries(url, table).await;
+    let entry = all
+        .iter()
+        .find(|e| {
+            e.get::<String>("new")
+                .is_some_and(|new| new.contains(&format!("{{\"S\":\"{text}\"}}")))
+        })
+        .unwrap_or_else(|| panic!("no entry of {text:?} in {all:?}"));
+    let fields: Vec<(String, String)> = entry
+        .map
+        .iter()
+        .map(|(name, value)| (name.clone(), redis::from_redis_value_ref(value).unwrap()))
+        .collect();
+    let key = dynarelay::stream::redis_feed::key(table);
+    let _: String = connect(url).await.xadd(&key, "*", &fields).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relay_behind_the_other_never_takes_an_item_back() {
+    let redis = RedisServer::start();
+    let app = model_app_from(MODEL).await;
+    let table = app.table("Notes");
+    let _relay = Relay::start(&app, MODEL, &redis.url());
+    let first = live_router_through_redis(&app, &redis.url());
+    let mut on_first = follow(&app, &first, json!({ "owner": "alice" })).await;
+    put_plain(app.client(), &table, [note("alice", 1, "v1", "OPEN")]).await;
+    put_plain(app.client(), &table, [note("alice", 1, "v2", "OPEN")]).await;
+    let saw = changes_until(&mut on_first, "v2").await;
+    assert_eq!(
+        saw.iter().map(seen).collect::<Vec<_>>(),
+        [
+            ("ADDED".to_owned(), Some("v1".to_owned())),
+            ("UPDATED".to_owned(), Some("v2".to_owned())),
+        ]
+    );
+    // An instance started now, after those entries, knows them too.
+    let second = live_router_through_redis(&app, &redis.url());
+    let mut on_second = follow(&app, &second, json!({ "owner": "alice" })).await;
+    // The first subscriber saw the second one's warm-up note come and go.
+    drain_warm_up(&mut on_first).await;
+
+    // A relay behind publishes the item's older change, and its newer one, again: neither is
+    // news to anyone. Another item's change, published after them, is.
+    publish_again(&redis.url(), &table, "v1").await;
+    publish_again(&redis.url(), &table, "v2").await;
+    put_plain(app.client(), &table, [note("alice", 2, "next", "OPEN")]).await;
+    for events in [&mut on_first, &mut on_second] {
+        let saw = changes_until(events, "next").await;
+        assert_eq!(
+            saw.iter().map(seen).collect::<Vec<_>>(),
+            [("ADDED".to_owned(), Some("next".to_owned()))],
             "{saw:?}"
         );
     }
@@ -249,19 +320,30 @@ async fn invoke(http: &reqwest::Client, function: &LambdaFunction, records: Vec<
     response.json().await.unwrap()
 }
 
-/// The `seq` and `kind` of every entry of `table`'s Redis stream, oldest first.
-async fn entries(url: &str, table: &str) -> Vec<(String, String)> {
-    use redis::AsyncCommands;
-    let mut redis = redis::Client::open(url)
+/// A connection to the Redis at `url`.
+async fn connect(url: &str) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(url)
         .unwrap()
         .get_multiplexed_async_connection()
         .await
-        .unwrap();
-    let all: redis::streams::StreamRangeReply = redis
+        .unwrap()
+}
+
+/// Every entry of `table`'s Redis stream, oldest first.
+async fn stream_entries(url: &str, table: &str) -> Vec<redis::streams::StreamId> {
+    use redis::AsyncCommands;
+    let all: redis::streams::StreamRangeReply = connect(url)
+        .await
         .xrange_all(dynarelay::stream::redis_feed::key(table))
         .await
         .unwrap();
     all.ids
+}
+
+/// The `seq` and `kind` of every entry of `table`'s Redis stream, oldest first.
+async fn entries(url: &str, table: &str) -> Vec<(String, String)> {
+    stream_entries(url, table)
+        .await
         .iter()
         .map(|e| {
             (
@@ -270,6 +352,28 @@ async fn entries(url: &str, table: &str) -> Vec<(String, String)> {
             )
         })
         .collect()
+}
+
+/// Every entry of `table`'s Redis stream, one per line (its id and fields), to tell what a
+/// failing test's relays published.
+async fn stream_dump(url: &str, table: &str) -> String {
+    stream_entries(url, table)
+        .await
+        .iter()
+        .map(|e| {
+            let mut fields: Vec<String> = e
+                .map
+                .iter()
+                .map(|(name, value)| {
+                    let value: String = redis::from_redis_value_ref(value).unwrap_or_default();
+                    format!("{name}={value}")
+                })
+                .collect();
+            fields.sort();
+            format!("{} {}", e.id, fields.join(" "))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn published(pairs: &[&str]) -> Vec<(String, String)> {

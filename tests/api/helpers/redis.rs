@@ -38,7 +38,8 @@ fn start_on(port: u16) -> Option<Child> {
         .expect("redis-server starts");
     let deadline = Instant::now() + Duration::from_secs(30);
     while Instant::now() < deadline {
-        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+        // Another test's server may hold the port: only this process's answer counts.
+        if serves(port, server.id()) {
             return Some(server);
         }
         if server.try_wait().expect("redis-server's status").is_some() {
@@ -49,6 +50,39 @@ fn start_on(port: u16) -> Option<Child> {
     let _ = server.kill();
     let _ = server.wait();
     None
+}
+
+/// Whether the Redis listening on `port` is the process `pid` (`INFO server`'s `process_id`).
+fn serves(port: u16, pid: u32) -> bool {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    if stream.write_all(b"INFO server\r\n").is_err() {
+        return false;
+    }
+    // The answer is one bulk string: `$<length>`, then that many bytes.
+    let mut reader = BufReader::new(stream);
+    let mut head = String::new();
+    if reader.read_line(&mut head).is_err() {
+        return false;
+    }
+    let Some(length) = head
+        .trim_end()
+        .strip_prefix('$')
+        .and_then(|n| n.parse().ok())
+    else {
+        return false;
+    };
+    let mut body = vec![0; length];
+    if reader.read_exact(&mut body).is_err() {
+        return false;
+    }
+    let wanted = format!("process_id:{pid}");
+    String::from_utf8_lossy(&body)
+        .lines()
+        .any(|line| line.trim_end() == wanted)
 }
 
 impl RedisServer {
