@@ -132,6 +132,11 @@ pub struct PolicyArgs {
     /// off, its default.
     #[arg(long, env = "DYNARELAY_POLICY_CHECK_TABLES", default_value_t = true, action = ArgAction::Set)]
     pub check_tables: bool,
+    /// What runs with the policy: `api` (`serve` or the `lambda` function), `relay` (`dynarelay
+    /// relay`: reads the tables' streams) or `stream-function` (the Lambda function given
+    /// DynamoDB Streams events: its event source mapping reads the streams with its role).
+    #[arg(long = "for", env = "DYNARELAY_POLICY_FOR", value_enum, default_value_t = crate::policy::Role::Api)]
+    pub role: crate::policy::Role,
 }
 
 /// A region for an ARN: `*`, or lowercase letters, digits and `-` (`eu-west-1`).

@@ -549,7 +549,13 @@ fn policy(args: &PolicyArgs) -> anyhow::Result<()> {
         account: args.account.clone(),
         check_tables: args.check_tables,
     };
-    let document = dynarelay::policy::policy(model, &target);
+    if args.role != dynarelay::policy::Role::Api && model.streamed_tables().next().is_none() {
+        anyhow::bail!(
+            "the model {} declares no table with a `stream`: there is nothing to relay, and no policy to print for it",
+            args.model.model.display()
+        );
+    }
+    let document = dynarelay::policy::policy_for(model, &target, args.role);
     println!("{}", serde_json::to_string_pretty(&document)?);
     Ok(())
 }
@@ -670,8 +676,8 @@ async fn relay(args: RelayArgs) -> anyhow::Result<()> {
 
 /// The full names of the model's tables with a stream; an error when there is none.
 fn streamed_tables(model: &Model, names: &Tables, args: &ModelArgs) -> anyhow::Result<Vec<String>> {
-    let tables: Vec<String> = (0..model.tables.len())
-        .filter(|&t| model.tables[t].stream.is_some())
+    let tables: Vec<String> = model
+        .streamed_tables()
         .map(|t| names.name(t).to_owned())
         .collect();
     if tables.is_empty() {

@@ -18,6 +18,14 @@
 //!   streams; `lambda` holds no subscription open), with `DescribeTable` on the table, which
 //!   finds its stream.
 //!
+//!
+//! The processes that only carry changes get the stream part alone: `dynarelay relay` reads the
+//! stream of every table with a `stream` as the server does (`DescribeTable` to find it, then
+//! `DescribeStream`, `GetShardIterator`, `GetRecords`); the Lambda function given DynamoDB
+//! Streams events reads nothing itself, but its event source mapping reads the streams with the
+//! function's role, which AWS documents as `DescribeStream`, `GetRecords`, `GetShardIterator`
+//! on the streams, and `ListStreams` (on `*`: IAM scopes it to no resource).
+//!
 //! Written from the model only, as the store's calls are: nothing here reaches DynamoDB.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -41,6 +49,18 @@ pub struct PolicyTarget {
     pub check_tables: bool,
 }
 
+/// What runs with a policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Role {
+    /// The API: `serve`, or the `lambda` function.
+    Api,
+    /// `dynarelay relay`, reading the tables' streams into Redis.
+    Relay,
+    /// The Lambda function given DynamoDB Streams events (`lambda-relay`), whose event source
+    /// mapping reads the streams.
+    StreamFunction,
+}
+
 /// A table, one of its indexes, or its stream.
 type Resource = (TableId, Part);
 
@@ -52,8 +72,35 @@ enum Part {
     Stream,
 }
 
-/// The actions each table and index needs.
-fn actions(model: &Model, check_tables: bool) -> BTreeMap<Resource, BTreeSet<&'static str>> {
+/// The actions each table, index and stream needs, for `role`.
+fn actions(
+    model: &Model,
+    check_tables: bool,
+    role: Role,
+) -> BTreeMap<Resource, BTreeSet<&'static str>> {
+    match role {
+        Role::Api => api_actions(model, check_tables),
+        Role::Relay | Role::StreamFunction => {
+            let mut out: BTreeMap<Resource, BTreeSet<&'static str>> = BTreeMap::new();
+            for t in model.streamed_tables() {
+                out.entry((t, Part::Stream)).or_default().extend([
+                    "DescribeStream",
+                    "GetShardIterator",
+                    "GetRecords",
+                ]);
+                if role == Role::Relay {
+                    out.entry((t, Part::Table))
+                        .or_default()
+                        .insert("DescribeTable");
+                }
+            }
+            out
+        }
+    }
+}
+
+/// The actions each table, index and stream needs, for the API.
+fn api_actions(model: &Model, check_tables: bool) -> BTreeMap<Resource, BTreeSet<&'static str>> {
     let mut out: BTreeMap<Resource, BTreeSet<&'static str>> = BTreeMap::new();
     let mut allow = |resource: Resource, action: &'static str| {
         out.entry(resource).or_default().insert(action);
@@ -144,11 +191,16 @@ fn sid(words: &[&str]) -> String {
         .collect()
 }
 
-/// The policy document: one statement per table and per index, each allowing exactly the
-/// actions the model sends there, on exactly that resource.
+/// The API's policy document: one statement per table and per index, each allowing exactly
+/// the actions the model sends there, on exactly that resource.
 pub fn policy(model: &Model, target: &PolicyTarget) -> Value {
+    policy_for(model, target, Role::Api)
+}
+
+/// The policy document of what runs as `role`.
+pub fn policy_for(model: &Model, target: &PolicyTarget, role: Role) -> Value {
     let mut ids: BTreeSet<String> = BTreeSet::new();
-    let statements: Vec<Value> = actions(model, target.check_tables)
+    let statements: Vec<Value> = actions(model, target.check_tables, role)
         .into_iter()
         .map(|((t, index), actions)| {
             let table = &model.tables[t];
@@ -186,5 +238,15 @@ pub fn policy(model: &Model, target: &PolicyTarget) -> Value {
             })
         })
         .collect();
+    let mut statements = statements;
+    // `ListStreams` names no resource (IAM takes only `*` for it) and returns only streams' ARNs.
+    if role == Role::StreamFunction && model.streamed_tables().next().is_some() {
+        statements.push(json!({
+            "Sid": "ListStreams",
+            "Effect": "Allow",
+            "Action": ["dynamodb:ListStreams"],
+            "Resource": "*",
+        }));
+    }
     json!({ "Version": "2012-10-17", "Statement": statements })
 }

@@ -748,6 +748,12 @@ pub struct CreateMutation {
 }
 
 impl Model {
+    /// The tables with a `stream`: those a change relay (`dynarelay relay`, or the Lambda
+    /// function given stream events) publishes the changes of.
+    pub fn streamed_tables(&self) -> impl Iterator<Item = TableId> + '_ {
+        (0..self.tables.len()).filter(|&t| self.tables[t].stream.is_some())
+    }
+
     /// The table of an entity.
     pub fn table_of(&self, entity: EntityId) -> &Table {
         &self.tables[self.entities[entity].table]

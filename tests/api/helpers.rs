@@ -59,6 +59,6 @@ pub use requests::{
 };
 pub use servers::{
     APOLLO_ACCEPT, Exchange, GQL, JSON, RoundRobin, Running, dynarelay_command, exchange,
-    graphql_as, graphql_at, loopback_listener, persisted, post, query_string, sha256_hex,
-    spawn_serve, stop,
+    graphql_as, graphql_at, loopback_listener, persisted, post, query_string, run_succeeding,
+    sha256_hex, spawn_serve, stop,
 };

@@ -10,7 +10,9 @@
 //! `scripts/test` checks that every action the policy of every example allows was used by one of
 //! those calls.
 //!
-//! AWS's policy linter, parliament (PyPI), reports nothing on the policy of any example.
+//! AWS's policy linter, parliament (PyPI), reports nothing on the policy of any example, nor on
+//! the policies of what carries its changes (`--for relay`, `--for stream-function`), which allow
+//! reading the streams and nothing else.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -441,4 +443,115 @@ fn without_the_table_check_the_policy_drops_describe_table_and_nothing_else() {
             "{path}: {unchecked:?}"
         );
     }
+}
+
+/// What carries changes gets the stream part alone, on the tables with a `stream`: the relay
+/// reads each stream as `serve` does (the same actions `serve`'s policy gives its stream reader,
+/// whose calls the suite audits), and the Lambda function given stream events gets what AWS
+/// documents for its event source mapping (`ListStreams` on `*`, which IAM takes alone for it).
+/// Both pass parliament.
+#[test]
+fn the_relays_policies_allow_reading_the_streams_and_nothing_else() {
+    use dynarelay::policy::{Role, policy_for};
+    let mut streamed = 0;
+    for path in example_models() {
+        let model = crate::helpers::load_model(&path);
+        let target = PolicyTarget {
+            prefix: "prod_".to_owned(),
+            region: "eu-west-1".to_owned(),
+            account: "123456789012".to_owned(),
+            check_tables: true,
+        };
+        let arn = |t: usize| {
+            format!(
+                "arn:aws:dynamodb:eu-west-1:123456789012:table/prod_{}",
+                model.tables[t].name
+            )
+        };
+        let mut relay = BTreeSet::new();
+        let mut function = BTreeSet::new();
+        for t in model.streamed_tables() {
+            streamed += 1;
+            relay.insert(("dynamodb:DescribeTable".to_owned(), arn(t)));
+            for action in [
+                "DescribeStream",
+                "GetShardIterator",
+                "GetRecords",
+                "ListStreams",
+            ] {
+                let pair = (format!("dynamodb:{action}"), format!("{}/stream/*", arn(t)));
+                if action == "ListStreams" {
+                    // Named by no resource: `*`, once.
+                    function.insert((pair.0, "*".to_owned()));
+                } else {
+                    relay.insert(pair.clone());
+                    function.insert(pair);
+                }
+            }
+        }
+        let relay_policy = policy_for(model, &target, Role::Relay);
+        let function_policy = policy_for(model, &target, Role::StreamFunction);
+        assert_eq!(allowed(&relay_policy), relay, "{path}");
+        assert_eq!(allowed(&function_policy), function, "{path}");
+        // Where subscriptions follow every streamed table, the relay's reading is `serve`'s.
+        let follows_all = model.streamed_tables().all(|t| {
+            model.tables[t].stream == Some(dynarelay::model::StreamView::NewAndOldImages)
+                && model.entities.iter().any(|e| e.table == t)
+        });
+        if follows_all {
+            let api = allowed(&policy(model, &target));
+            assert!(relay.is_subset(&api), "{path}: {relay:?} not in {api:?}");
+        }
+        for document in [&relay_policy, &function_policy] {
+            if !relay.is_empty() {
+                let (passed, findings) = parliament(document);
+                assert!(passed, "{path}: {findings}\n{document:#}");
+            }
+        }
+    }
+    assert!(
+        streamed >= 3,
+        "only {streamed} streamed tables among the examples"
+    );
+}
+
+/// `dynarelay policy --for` prints the same documents; a model with no `stream` has no relay
+/// policy, and says so.
+#[test]
+fn the_command_prints_the_relays_policies_and_refuses_a_model_without_streams() {
+    use dynarelay::policy::{Role, policy_for};
+    let shop = crate::helpers::load_model("examples/shop/dynarelay.toml");
+    let target = PolicyTarget {
+        prefix: String::new(),
+        region: "*".to_owned(),
+        account: "*".to_owned(),
+        check_tables: true,
+    };
+    for (flag, role) in [
+        ("relay", Role::Relay),
+        ("stream-function", Role::StreamFunction),
+    ] {
+        let out = crate::helpers::run_succeeding(
+            crate::helpers::dynarelay_command(&crate::helpers::endpoint())
+                .args(["policy", "--for", flag]),
+        );
+        let printed: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(printed, policy_for(shop, &target, role), "{flag}");
+    }
+    let refused = crate::helpers::dynarelay_command(&crate::helpers::endpoint())
+        .args([
+            "policy",
+            "--for",
+            "relay",
+            "--model",
+            "examples/orders/dynarelay.toml",
+        ])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("declares no table with a `stream`: there is nothing to relay"),
+        "{stderr}"
+    );
 }

@@ -16,7 +16,9 @@ use serde_json::{Value, json};
 
 use crate::{
     ecommerce_data,
-    helpers::{check_generated, dynarelay_command, endpoint, scan_all, unique_prefix},
+    helpers::{
+        check_generated, dynarelay_command, endpoint, run_succeeding, scan_all, unique_prefix,
+    },
     shop_data::{self, PurchaseRecord, SPECIAL_COUNTS, SeedSpec},
 };
 
@@ -44,15 +46,10 @@ fn seed(prefix: &str, file: &str, extra: &[&str]) -> (bool, String) {
 /// A fresh prefix with the fleet's tables created.
 fn fleet_tables() -> String {
     let prefix = unique_prefix();
-    let out = dynarelay_command(&endpoint())
-        .env("DYNARELAY_TABLE_PREFIX", &prefix)
-        .args(["tables", "create", "--model", FLEET])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    run_succeeding(
+        dynarelay_command(&endpoint())
+            .env("DYNARELAY_TABLE_PREFIX", &prefix)
+            .args(["tables", "create", "--model", FLEET]),
     );
     prefix
 }

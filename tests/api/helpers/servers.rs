@@ -34,6 +34,17 @@ pub fn dynarelay_command(endpoint: &str) -> std::process::Command {
     cmd
 }
 
+/// Runs `command` to its end, which must succeed (its stderr shown when not); its stdout.
+pub fn run_succeeding(command: &mut std::process::Command) -> Vec<u8> {
+    let out = command.output().expect("the command starts");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
 /// Starts `serve` and reads the address it listens on from its log.
 pub fn spawn_serve(command: &mut std::process::Command) -> (std::process::Child, String) {
     let mut server = command
