@@ -342,9 +342,15 @@ pub struct ServeArgs {
 
     /// Deliver subscriptions' changes from this Redis, which `dynarelay relay` fills from the
     /// tables' streams, instead of reading the streams here: for a fleet of instances, since a
-    /// stream shard allows about two readers (`redis://[user:password@]host:port[/db]`).
+    /// stream shard allows about two readers (`redis://[user:password@]host:port[/db]`, or
+    /// `rediss://` for TLS).
     #[arg(long, env = "DYNARELAY_REDIS_URL")]
     pub redis_url: Option<String>,
+
+    /// A PEM file of the certificate authority to trust for a `rediss://` Redis, instead of the
+    /// system's (for a Redis whose certificate a private CA signed).
+    #[arg(long, env = "DYNARELAY_REDIS_CA_FILE", requires = "redis_url")]
+    pub redis_ca_file: Option<std::path::PathBuf>,
 
     /// Threads serving client connections, each with a single-threaded runtime and a DynamoDB
     /// connection pool of its own; every connection, with its requests and their DynamoDB calls,

@@ -275,7 +275,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         let streams = match &args.redis_url {
             Some(url) => {
                 tracing::info!("subscriptions' changes are read from Redis");
-                streams.through_redis(dynarelay::stream::redis_feed::RedisFeed::new(url)?)
+                streams.through_redis(dynarelay::stream::redis_feed::RedisFeed::new(
+                    url,
+                    args.redis_ca_file.as_deref(),
+                )?)
             }
             None => streams,
         };
@@ -629,7 +632,10 @@ fn key_list(ids: &[u8]) -> String {
 /// `dynarelay relay`: the model's streamed tables' changes into Redis, until Ctrl-C or SIGTERM.
 async fn relay(args: RelayArgs) -> anyhow::Result<()> {
     let model = load_model(&args.model)?;
-    let feed = dynarelay::stream::redis_feed::RedisFeed::new(&args.redis.redis_url)?;
+    let feed = dynarelay::stream::redis_feed::RedisFeed::new(
+        &args.redis.redis_url,
+        args.redis.redis_ca_file.as_deref(),
+    )?;
     let names = Tables::new(model, &args.model.table_prefix);
     let tables = streamed_tables(model, &names, &args.model)?;
     let sdk = SdkSettings::default();
@@ -692,7 +698,10 @@ fn streamed_tables(model: &Model, names: &Tables, args: &ModelArgs) -> anyhow::R
 /// `dynarelay lambda-relay`: DynamoDB Streams events, from Lambda's runtime API, into Redis.
 async fn lambda_relay(args: LambdaRelayArgs) -> anyhow::Result<()> {
     let model = load_model(&args.model)?;
-    let feed = dynarelay::stream::redis_feed::RedisFeed::new(&args.redis.redis_url)?;
+    let feed = dynarelay::stream::redis_feed::RedisFeed::new(
+        &args.redis.redis_url,
+        args.redis.redis_ca_file.as_deref(),
+    )?;
     let names = Tables::new(model, &args.model.table_prefix);
     let tables = streamed_tables(model, &names, &args.model)?;
     let events = std::sync::Arc::new(tokio::sync::Mutex::new(

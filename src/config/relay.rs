@@ -8,9 +8,14 @@ use super::ModelArgs;
 #[derive(Debug, Args)]
 pub struct RedisArgs {
     /// The Redis the fleet's `serve` instances read changes from
-    /// (`redis://[user:password@]host:port[/db]`).
+    /// (`redis://[user:password@]host:port[/db]`, or `rediss://` for TLS).
     #[arg(long, env = "DYNARELAY_REDIS_URL")]
     pub redis_url: String,
+
+    /// A PEM file of the certificate authority to trust for a `rediss://` Redis, instead of the
+    /// system's (for a Redis whose certificate a private CA signed).
+    #[arg(long, env = "DYNARELAY_REDIS_CA_FILE")]
+    pub redis_ca_file: Option<std::path::PathBuf>,
 
     /// About how many changes each table's Redis stream keeps (`XADD … MAXLEN ~`): an instance
     /// cut off from Redis for longer than it takes to write this many changes tells its

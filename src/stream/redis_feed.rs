@@ -102,11 +102,36 @@ impl std::fmt::Debug for RedisFeed {
 }
 
 impl RedisFeed {
-    /// The Redis at `url` (`redis://[user:password@]host:port[/db]`; TLS, `rediss://`, is not
-    /// built in); nothing is connected yet.
-    pub fn new(url: &str) -> anyhow::Result<Self> {
-        let client = redis::Client::open(url)
-            .map_err(|err| anyhow::anyhow!("the Redis URL is not usable ({:?})", err.kind()))?;
+    /// The Redis at `url` (`redis://[user:password@]host:port[/db]`, or `rediss://` for TLS,
+    /// trusting the system's certificate authorities, or only the one in the PEM file `ca` when
+    /// given); nothing is connected yet.
+    pub fn new(url: &str, ca: Option<&std::path::Path>) -> anyhow::Result<Self> {
+        // The URL may hold a password: only the kind of error is shown.
+        let unusable = |err: redis::RedisError| {
+            anyhow::anyhow!("the Redis URL is not usable ({:?})", err.kind())
+        };
+        let client = match ca {
+            None => redis::Client::open(url).map_err(unusable)?,
+            Some(ca) => {
+                if !url.starts_with("rediss://") {
+                    anyhow::bail!(
+                        "a Redis certificate authority ({}) is for a TLS Redis: its URL starts with rediss://",
+                        ca.display()
+                    );
+                }
+                let pem = std::fs::read(ca).map_err(|err| {
+                    anyhow::anyhow!(
+                        "cannot read the Redis certificate authority {}: {err}",
+                        ca.display()
+                    )
+                })?;
+                let certificates = redis::TlsCertificates {
+                    client_tls: None,
+                    root_cert: Some(pem),
+                };
+                redis::Client::build_with_tls(url, certificates).map_err(unusable)?
+            }
+        };
         Ok(Self { client })
     }
 

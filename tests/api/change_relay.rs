@@ -3,7 +3,8 @@
 //! and two instances read them from there instead of from the stream. Every subscriber, on either
 //! instance, receives each change once (the two relays publish every change twice) and in order,
 //! also once one relay is killed, and a relay behind the other that publishes an item's older
-//! change after a newer one never takes the item back; and when Redis restarts with nothing it held, a subscriber whose
+//! change after a newer one never takes the item back; a TLS-only Redis is reached with its
+//! certificate authority's file; and when Redis restarts with nothing it held, a subscriber whose
 //! changes may have been lost is ended with `CHANGES_LOST`, and resuming from the cursor of the
 //! last edge it holds misses nothing. The Lambda function given DynamoDB Streams events (`lambda-relay`, under
 //! cargo-lambda's emulator) publishes them the same way, and reports the first record it cannot
@@ -14,8 +15,9 @@ use tokio::sync::mpsc;
 
 use crate::{
     helpers::{
-        LambdaFunction, Received, RedisServer, Relay, live_router_through_redis, metric,
-        model_app_from, model_file, next_event, put_plain, subscribe,
+        LambdaFunction, Received, RedisServer, Relay, TlsRedisServer, live_router_through_feed,
+        live_router_through_redis, metric, model_app_from, model_file, next_event, put_plain,
+        subscribe,
     },
     subscriptions::{MODEL, change, drain_warm_up, follow, note},
 };
@@ -214,6 +216,38 @@ async fn a_relay_behind_the_other_never_takes_an_item_back() {
             "{saw:?}"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changes_go_through_a_redis_over_tls_with_its_certificate_authority() {
+    use dynarelay::stream::redis_feed::RedisFeed;
+    let redis = TlsRedisServer::start().await;
+    let ca = redis.ca_file();
+    // Its certificate authority is not among the system's: without it, no connection.
+    let untrusted = RedisFeed::new(&redis.url(), None).unwrap();
+    assert!(untrusted.publisher(1_000).await.is_err());
+    // A certificate authority is for a TLS Redis only.
+    let plain = RedisFeed::new("redis://127.0.0.1:6379", Some(&ca)).unwrap_err();
+    assert!(plain.to_string().contains("rediss://"), "{plain}");
+
+    let app = model_app_from(MODEL).await;
+    let table = app.table("Notes");
+    let ca_text = ca.to_str().unwrap();
+    let _relay = Relay::start_with(
+        &app,
+        MODEL,
+        &redis.url(),
+        &[("DYNARELAY_REDIS_CA_FILE", ca_text)],
+    );
+    let feed = RedisFeed::new(&redis.url(), Some(&ca)).unwrap();
+    let instance = live_router_through_feed(&app, feed);
+    let mut events = follow(&app, &instance, json!({ "owner": "alice" })).await;
+    put_plain(app.client(), &table, [note("alice", 1, "over TLS", "OPEN")]).await;
+    let saw = changes_until(&mut events, "over TLS").await;
+    assert_eq!(
+        saw.iter().map(seen).collect::<Vec<_>>(),
+        [("ADDED".to_owned(), Some("over TLS".to_owned()))]
+    );
 }
 
 const RESUME: &str = "subscription($owner: String!, $after: String) {

@@ -46,13 +46,14 @@ pub use generated::check_generated;
 pub use lambda::LambdaFunction;
 pub use live::{
     Received, WAIT, auth_live_router, live_router, live_router_logged, live_router_streams_at,
-    live_router_through_redis, live_router_with_streams, next_event, received_within, refusal,
-    subscribe, subscribe_as, subscribe_reading, test_stream_settings, warm_up,
+    live_router_through_feed, live_router_through_redis, live_router_with_streams, next_event,
+    received_within, refusal, subscribe, subscribe_as, subscribe_reading, test_stream_settings,
+    warm_up,
 };
 pub use node::{LOCAL_AWS, NodeRun, read_back, run_node, serve_node, written_by, written_with};
 pub use otlp::OtlpReceiver;
 pub use paging::{all_nodes, merge, walk_matches, walk_pages};
-pub use redis::{RedisServer, Relay};
+pub use redis::{RedisServer, Relay, TlsRedisServer};
 pub use requests::{
     Answer, Origin, answer, error_code, graphql_from, graphql_request, graphql_with_authorization,
     metric, metric_sum, metrics_of, post_graphql, post_graphql_text,

@@ -61,7 +61,15 @@ pub fn live_router_with_streams(
 /// `app` served as an instance of a fleet: its subscriptions' changes read from the Redis at
 /// `url`, which `dynarelay relay` fills, instead of from the tables' streams.
 pub fn live_router_through_redis(app: &ModelApp, url: &str) -> Router {
-    let feed = dynarelay::stream::redis_feed::RedisFeed::new(url).expect("a Redis URL");
+    let feed = dynarelay::stream::redis_feed::RedisFeed::new(url, None).expect("a Redis URL");
+    live_router_through_feed(app, feed)
+}
+
+/// [`live_router_through_redis`], reading from `feed`.
+pub fn live_router_through_feed(
+    app: &ModelApp,
+    feed: dynarelay::stream::redis_feed::RedisFeed,
+) -> Router {
     live_router_from(
         app,
         HttpSettings::default(),

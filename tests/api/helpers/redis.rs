@@ -28,14 +28,12 @@ fn redis_server() -> std::path::PathBuf {
 /// Starts `redis-server` on `port`, in memory only; `None` when it does not listen (the port
 /// was taken in between).
 fn start_on(port: u16) -> Option<Child> {
-    let mut server = Command::new(redis_server())
-        .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
-        .args(["--save", "", "--appendonly", "no"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("redis-server starts");
+    let mut server = spawn_redis(Command::new(redis_server()).args([
+        "--bind",
+        "127.0.0.1",
+        "--port",
+        &port.to_string(),
+    ]));
     let deadline = Instant::now() + Duration::from_secs(30);
     while Instant::now() < deadline {
         // Another test's server may hold the port: only this process's answer counts.
@@ -50,6 +48,17 @@ fn start_on(port: u16) -> Option<Child> {
     let _ = server.kill();
     let _ = server.wait();
     None
+}
+
+/// Starts `command` (`redis-server` with its flags) keeping nothing on disk.
+fn spawn_redis(command: &mut Command) -> Child {
+    command
+        .args(["--save", "", "--appendonly", "no"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("redis-server starts")
 }
 
 /// Whether the Redis listening on `port` is the process `pid` (`INFO server`'s `process_id`).
@@ -155,8 +164,14 @@ pub struct Relay {
 
 impl Relay {
     pub fn start(app: &ModelApp, model: &str, url: &str) -> Self {
+        Self::start_with(app, model, url, &[])
+    }
+
+    /// [`Relay::start`], with `env` (name, value) set too.
+    pub fn start_with(app: &ModelApp, model: &str, url: &str, env: &[(&str, &str)]) -> Self {
         let mut relay = dynarelay_command(&endpoint())
             .arg("relay")
+            .envs(env.iter().copied())
             .env("DYNARELAY_MODEL", model_file(model))
             .env("DYNARELAY_TABLE_PREFIX", &app.prefix)
             .env("DYNARELAY_REDIS_URL", url)
@@ -213,5 +228,160 @@ impl Drop for Relay {
     fn drop(&mut self) {
         let _ = self.relay.kill();
         let _ = self.relay.wait();
+    }
+}
+
+/// A `redis-server` of its own serving TLS only, with a password, its certificate (for
+/// 127.0.0.1) signed by a throwaway certificate authority that `openssl` makes in a directory of
+/// its own. Stops when dropped.
+pub struct TlsRedisServer {
+    port: u16,
+    server: Child,
+    dir: std::path::PathBuf,
+}
+
+/// The password of [`TlsRedisServer`]s: another test's server on the same port refuses it.
+const TLS_PASSWORD: &str = "tls-test-password";
+
+fn tls_url(port: u16) -> String {
+    format!("rediss://:{TLS_PASSWORD}@127.0.0.1:{port}")
+}
+
+impl TlsRedisServer {
+    /// A server on a free loopback port, ready.
+    pub async fn start() -> Self {
+        let dir = std::env::temp_dir().join(format!(
+            "dynarelay-redis-tls-{}-{}",
+            std::process::id(),
+            crate::helpers::unique_prefix()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let openssl = |args: &[&str]| {
+            let out = Command::new("openssl")
+                .current_dir(&dir)
+                .args(args)
+                .output()
+                .expect("openssl runs (apt-get install openssl)");
+            assert!(
+                out.status.success(),
+                "openssl {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        let ec = [
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+        ];
+        openssl(
+            &[
+                &["req", "-x509"][..],
+                &ec,
+                &[
+                    "-keyout",
+                    "ca.key",
+                    "-out",
+                    "ca.pem",
+                    "-days",
+                    "2",
+                    "-subj",
+                    "/CN=dynarelay test CA",
+                ],
+            ]
+            .concat(),
+        );
+        openssl(
+            &[
+                &["req"][..],
+                &ec,
+                &[
+                    "-keyout",
+                    "server.key",
+                    "-out",
+                    "server.csr",
+                    "-subj",
+                    "/CN=127.0.0.1",
+                ],
+            ]
+            .concat(),
+        );
+        std::fs::write(dir.join("san.ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.pem",
+            "-days",
+            "2",
+            "-extfile",
+            "san.ext",
+        ]);
+        for _ in 0..5 {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .expect("a free loopback port")
+                .port();
+            let mut server = spawn_redis(
+                Command::new(redis_server())
+                    .current_dir(&dir)
+                    .args(["--bind", "127.0.0.1", "--port", "0"])
+                    .args(["--tls-port", &port.to_string()])
+                    .args([
+                        "--tls-cert-file",
+                        "server.pem",
+                        "--tls-key-file",
+                        "server.key",
+                    ])
+                    .args(["--tls-ca-cert-file", "ca.pem", "--tls-auth-clients", "no"])
+                    .args(["--requirepass", TLS_PASSWORD]),
+            );
+            // Ready once a TLS connection with the password is taken: only this server can.
+            let url = tls_url(port);
+            let feed =
+                dynarelay::stream::redis_feed::RedisFeed::new(&url, Some(&dir.join("ca.pem")))
+                    .expect("a Redis URL");
+            let deadline = Instant::now() + Duration::from_secs(30);
+            loop {
+                if feed.publisher(1_000).await.is_ok() {
+                    return Self { port, server, dir };
+                }
+                if server.try_wait().expect("redis-server's status").is_some()
+                    || Instant::now() > deadline
+                {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            let _ = server.kill();
+            let _ = server.wait();
+        }
+        panic!("redis-server with TLS did not start");
+    }
+
+    /// Its URL, with the password.
+    pub fn url(&self) -> String {
+        tls_url(self.port)
+    }
+
+    /// The PEM file of the certificate authority that signed its certificate.
+    pub fn ca_file(&self) -> std::path::PathBuf {
+        self.dir.join("ca.pem")
+    }
+}
+
+impl Drop for TlsRedisServer {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
