@@ -18,7 +18,6 @@
 //!   streams; `lambda` holds no subscription open), with `DescribeTable` on the table, which
 //!   finds its stream.
 //!
-//!
 //! The processes that only carry changes get the stream part alone: `dynarelay relay` reads the
 //! stream of every table with a `stream` as the server does (`DescribeTable` to find it, then
 //! `DescribeStream`, `GetShardIterator`, `GetRecords`); the Lambda function given DynamoDB
@@ -61,6 +60,9 @@ pub enum Role {
     StreamFunction,
 }
 
+/// What reading a table's stream takes: the reader's calls, or an event source mapping's.
+const STREAM_READS: [&str; 3] = ["DescribeStream", "GetShardIterator", "GetRecords"];
+
 /// A table, one of its indexes, or its stream.
 type Resource = (TableId, Part);
 
@@ -83,11 +85,9 @@ fn actions(
         Role::Relay | Role::StreamFunction => {
             let mut out: BTreeMap<Resource, BTreeSet<&'static str>> = BTreeMap::new();
             for t in model.streamed_tables() {
-                out.entry((t, Part::Stream)).or_default().extend([
-                    "DescribeStream",
-                    "GetShardIterator",
-                    "GetRecords",
-                ]);
+                out.entry((t, Part::Stream))
+                    .or_default()
+                    .extend(STREAM_READS);
                 if role == Role::Relay {
                     out.entry((t, Part::Table))
                         .or_default()
@@ -173,7 +173,7 @@ fn api_actions(model: &Model, check_tables: bool) -> BTreeMap<Resource, BTreeSet
                 && model.entities.iter().any(|e| e.table == t)
             {
                 allow((t, Part::Table), "DescribeTable");
-                for action in ["DescribeStream", "GetShardIterator", "GetRecords"] {
+                for action in STREAM_READS {
                     allow((t, Part::Stream), action);
                 }
             }
@@ -200,7 +200,7 @@ pub fn policy(model: &Model, target: &PolicyTarget) -> Value {
 /// The policy document of what runs as `role`.
 pub fn policy_for(model: &Model, target: &PolicyTarget, role: Role) -> Value {
     let mut ids: BTreeSet<String> = BTreeSet::new();
-    let statements: Vec<Value> = actions(model, target.check_tables, role)
+    let mut statements: Vec<Value> = actions(model, target.check_tables, role)
         .into_iter()
         .map(|((t, index), actions)| {
             let table = &model.tables[t];
@@ -238,7 +238,6 @@ pub fn policy_for(model: &Model, target: &PolicyTarget, role: Role) -> Value {
             })
         })
         .collect();
-    let mut statements = statements;
     // `ListStreams` names no resource (IAM takes only `*` for it) and returns only streams' ARNs.
     if role == Role::StreamFunction && model.streamed_tables().next().is_some() {
         statements.push(json!({
