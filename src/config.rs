@@ -137,6 +137,11 @@ pub struct PolicyArgs {
     /// DynamoDB Streams events: its event source mapping reads the streams with its role).
     #[arg(long = "for", env = "DYNARELAY_POLICY_FOR", value_enum, default_value_t = crate::policy::Role::Api)]
     pub role: crate::policy::Role,
+
+    /// The relays' lease table (`relay --lease-table`), after the table prefix: `--for relay`
+    /// allows making it and reading and writing its leases.
+    #[arg(long, env = "DYNARELAY_LEASE_TABLE", default_value = crate::stream::leases::DEFAULT_TABLE)]
+    pub lease_table: String,
 }
 
 /// A region for an ARN: `*`, or lowercase letters, digits and `-` (`eu-west-1`).

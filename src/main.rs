@@ -551,6 +551,7 @@ fn policy(args: &PolicyArgs) -> anyhow::Result<()> {
         region: args.region.clone(),
         account: args.account.clone(),
         check_tables: args.check_tables,
+        lease_table: args.lease_table.clone(),
     };
     if args.role != dynarelay::policy::Role::Api && model.streamed_tables().next().is_none() {
         anyhow::bail!(
@@ -657,26 +658,28 @@ async fn relay(args: RelayArgs) -> anyhow::Result<()> {
             }
         });
     }
-    let streams = dynarelay::stream::Streams::new(
-        client,
-        dynamo::streams_client_from_env_with(&sdk).await,
-        dynarelay::stream::StreamSettings {
+    let leases = dynarelay::stream::leases::LeaseTable::new(
+        client.clone(),
+        format!("{}{}", args.model.table_prefix, args.lease_table),
+    );
+    let parts = dynarelay::stream::relay::RelayParts {
+        dynamodb: client,
+        streams: dynamo::streams_client_from_env_with(&sdk).await,
+        leases,
+        feed,
+        recognise: dynarelay::graphql::subscription::recogniser(model, &names),
+        metrics,
+    };
+    let settings = dynarelay::stream::relay::RelaySettings {
+        stream: dynarelay::stream::StreamSettings {
             poll_interval: Duration::from_millis(args.stream_poll_interval_ms),
             ..dynarelay::stream::StreamSettings::default()
         },
-        std::sync::Arc::clone(&metrics),
-    )
-    .recognising(dynarelay::graphql::subscription::recogniser(model, &names));
-    tracing::info!(tables = ?tables, "dynarelay relays the tables' changes to Redis");
-    dynarelay::stream::relay::relay(
-        streams,
-        tables,
-        feed,
-        args.redis.redis_max_len,
-        (metrics, progress),
-        shutdown_signal(),
-    )
-    .await;
+        lease_period: Duration::from_millis(args.lease_period_ms),
+        max_len: args.redis.redis_max_len,
+    };
+    tracing::info!(tables = ?tables, lease_table = %parts.leases.name(), "dynarelay relays the tables' changes to Redis");
+    dynarelay::stream::relay::relay(parts, tables, settings, progress, shutdown_signal()).await?;
     Ok(())
 }
 

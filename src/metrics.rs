@@ -48,6 +48,7 @@ pub struct Metrics {
     stream_lag: Family<TableLabels, Gauge>,
     stream_unmatched: Family<TableLabels, Counter>,
     changes_published: Family<TableLabels, Counter>,
+    relay_leases: Family<TableLabels, Gauge>,
     subscriptions: Gauge,
     subscriptions_refused: Family<ReasonLabels, Counter>,
     subscription_events: Counter,
@@ -360,6 +361,13 @@ impl Metrics {
              fleet's instances, by table",
             changes_published.clone(),
         );
+        let relay_leases = Family::<TableLabels, Gauge>::default();
+        registry.register(
+            "relay_leases",
+            "Stream shards whose lease this relay holds and reads, by table (0 on a relay standing \
+             by while another holds them all)",
+            relay_leases.clone(),
+        );
         let subscriptions = Gauge::default();
         registry.register(
             "subscriptions",
@@ -411,6 +419,7 @@ impl Metrics {
             stream_lag,
             stream_unmatched,
             changes_published,
+            relay_leases,
             subscriptions,
             subscriptions_refused,
             subscription_events,
@@ -452,6 +461,15 @@ impl Metrics {
                 table: table.to_owned(),
             })
             .inc();
+    }
+
+    /// Records how many of `table`'s stream shards this relay holds the lease of.
+    pub fn leases_held(&self, table: &str, leases: i64) {
+        self.relay_leases
+            .get_or_create(&TableLabels {
+                table: table.to_owned(),
+            })
+            .set(leases);
     }
 
     /// Records a stream record of `table` whose item is no entity of the model.

@@ -46,6 +46,8 @@ pub struct PolicyTarget {
     /// Whether the server checks the live tables (a `DescribeTable` per table): `serve` always
     /// does; `lambda` only with `--check-tables true`.
     pub check_tables: bool,
+    /// The relays' lease table (`--lease-table`), before the prefix.
+    pub lease_table: String,
 }
 
 /// What runs with a policy.
@@ -62,6 +64,16 @@ pub enum Role {
 
 /// What reading a table's stream takes: the reader's calls, or an event source mapping's.
 const STREAM_READS: [&str; 3] = ["DescribeStream", "GetShardIterator", "GetRecords"];
+
+/// What a relay does with its lease table (see `crate::stream::leases`).
+pub const LEASE_ACTIONS: [&str; 6] = [
+    "CreateTable",
+    "DeleteItem",
+    "DescribeTable",
+    "PutItem",
+    "Query",
+    "UpdateItem",
+];
 
 /// A table, one of its indexes, or its stream.
 type Resource = (TableId, Part);
@@ -245,6 +257,18 @@ pub fn policy_for(model: &Model, target: &PolicyTarget, role: Role) -> Value {
             "Effect": "Allow",
             "Action": ["dynamodb:ListStreams"],
             "Resource": "*",
+        }));
+    }
+    // The relays' leases and checkpoints: the table is made by the first relay if missing.
+    if role == Role::Relay && model.streamed_tables().next().is_some() {
+        statements.push(json!({
+            "Sid": "Leases",
+            "Effect": "Allow",
+            "Action": LEASE_ACTIONS.iter().map(|a| format!("dynamodb:{a}")).collect::<Vec<_>>(),
+            "Resource": format!(
+                "arn:aws:dynamodb:{}:{}:table/{}{}",
+                target.region, target.account, target.prefix, target.lease_table
+            ),
         }));
     }
     json!({ "Version": "2012-10-17", "Statement": statements })

@@ -42,8 +42,26 @@ pub struct RelayArgs {
           value_parser = clap::value_parser!(u64).range(1..=60_000))]
     pub stream_poll_interval_ms: u64,
 
-    /// An address serving the relay's /health, /ready (200 once it reads every table's stream)
-    /// and /metrics, for probes and Prometheus. None by default.
+    /// The DynamoDB table of the relays' leases and checkpoints (key `stream`, `shard`), after
+    /// the table prefix; made, on demand billing, when missing. Relays of the same tables share
+    /// it: each shard is read by the one relay holding its lease.
+    #[arg(
+        long,
+        env = "DYNARELAY_LEASE_TABLE",
+        default_value = "dynarelay-leases"
+    )]
+    pub lease_table: String,
+
+    /// How long, in milliseconds, a relay's lease lasts without renewal: the longest a dead
+    /// relay's shards wait for another relay (one that stops lets go of them at once). Held
+    /// leases are renewed three times a period.
+    #[arg(long, env = "DYNARELAY_LEASE_PERIOD_MS", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u64).range(300..=600_000))]
+    pub lease_period_ms: u64,
+
+    /// An address serving the relay's /health, /ready (200 while it follows every table's
+    /// stream by its leases, holding some or standing by) and /metrics, for probes and
+    /// Prometheus. None by default.
     #[arg(long, env = "DYNARELAY_HEALTH_LISTEN")]
     pub health_listen: Option<std::net::SocketAddr>,
 }

@@ -7,11 +7,14 @@
 //! subscriber (which connection it enters or leaves) is decided above this layer: here there are
 //! only tables, keys and images.
 
+mod calls;
 mod convert;
+pub mod leases;
 mod outlet;
 pub mod reader;
 pub mod redis_feed;
 pub mod relay;
+mod relay_shard;
 mod seats;
 pub mod stream_events;
 

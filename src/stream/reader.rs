@@ -27,24 +27,14 @@ use std::{
     time::{Duration, SystemTime},
 };
 
-use aws_sdk_dynamodbstreams::{
-    error::SdkError,
-    operation::{
-        describe_stream::DescribeStreamError, get_records::GetRecordsError,
-        get_shard_iterator::GetShardIteratorError,
-    },
-    types::{Record, ShardIteratorType, StreamStatus},
-};
-
 use super::{
-    Change, StreamSettings, convert,
+    StreamSettings,
+    calls::{self, Calls, Failure, Position, RECORDS_PER_CALL, ShardInfo},
     outlet::{Backoff, Outlet},
     sequence_after,
 };
 use crate::metrics::Metrics;
 
-/// Most records one `GetRecords` call returns.
-const RECORDS_PER_CALL: i32 = 1000;
 /// How often the stream is described again to find new shards while none closes.
 const DESCRIBE_EVERY: Duration = Duration::from_secs(10);
 
@@ -103,18 +93,6 @@ enum Ended {
     StreamGone,
 }
 
-/// A failed call, by what the reader does about it.
-enum Failure {
-    /// The iterator expired: take a new one.
-    Expired,
-    /// The records wanted were trimmed.
-    Trimmed,
-    /// The stream or shard no longer exists.
-    Gone,
-    /// Throttled, or an error worth retrying later.
-    Retry,
-}
-
 impl Reader {
     /// Reads until nobody listens or the table has no stream, then leaves the process's readers.
     pub(super) async fn run(self) {
@@ -126,7 +104,7 @@ impl Reader {
             if self.unsubscribed() {
                 break;
             }
-            let arn = match self.find_stream().await {
+            let arn = match self.calls().find_stream().await {
                 Ok(Some(arn)) if gone.as_ref() == Some(&arn) => {
                     backoff.wait().await;
                     continue;
@@ -165,73 +143,13 @@ impl Reader {
         self.outlet.unsubscribed()
     }
 
-    /// The table's current stream ARN; `None` when it has none; `Err` when the call failed.
-    async fn find_stream(&self) -> Result<Option<String>, ()> {
-        match self
-            .dynamodb
-            .describe_table()
-            .table_name(&*self.table)
-            .send()
-            .await
-        {
-            Ok(out) => Ok(out
-                .table()
-                .filter(|t| t.stream_specification().is_some_and(|s| s.stream_enabled()))
-                .and_then(|t| t.latest_stream_arn())
-                .map(str::to_owned)),
-            Err(err) => {
-                tracing::warn!(table = %self.table, error = %aws_sdk_dynamodb::error::DisplayErrorContext(&err), "describing the table for its stream failed");
-                Err(())
-            }
-        }
-    }
-
-    /// Every shard of the stream, with its parent and whether it is closed.
-    async fn describe(&self, arn: &str) -> Result<Vec<(String, Option<String>, bool)>, Failure> {
-        let mut shards = Vec::new();
-        let mut after: Option<String> = None;
-        loop {
-            let out = self
-                .streams
-                .describe_stream()
-                .stream_arn(arn)
-                .set_exclusive_start_shard_id(after.take())
-                .send()
-                .await
-                .map_err(|err| {
-                    let failure = match err.as_service_error() {
-                        Some(DescribeStreamError::ResourceNotFoundException(_)) => Failure::Gone,
-                        _ => Failure::Retry,
-                    };
-                    self.failed("DescribeStream", &err);
-                    failure
-                })?;
-            let Some(description) = out.stream_description() else {
-                return Err(Failure::Retry);
-            };
-            // A disabled stream records nothing more: the table's next stream, if it gets one,
-            // is another (and changes between the two were never recorded).
-            if matches!(
-                description.stream_status(),
-                Some(StreamStatus::Disabled | StreamStatus::Disabling)
-            ) {
-                return Err(Failure::Gone);
-            }
-            for shard in description.shards() {
-                let Some(id) = shard.shard_id() else { continue };
-                let closed = shard
-                    .sequence_number_range()
-                    .is_some_and(|r| r.ending_sequence_number().is_some());
-                shards.push((
-                    id.to_owned(),
-                    shard.parent_shard_id().map(str::to_owned),
-                    closed,
-                ));
-            }
-            match description.last_evaluated_shard_id() {
-                Some(last) => after = Some(last.to_owned()),
-                None => return Ok(shards),
-            }
+    /// Its stream calls.
+    fn calls(&self) -> Calls<'_> {
+        Calls {
+            dynamodb: &self.dynamodb,
+            streams: &self.streams,
+            metrics: &self.metrics,
+            table: &self.table,
         }
     }
 
@@ -247,9 +165,9 @@ impl Reader {
             if self.unsubscribed() {
                 return Ended::Unsubscribed;
             }
-            match self.describe(arn).await {
+            match self.calls().describe(arn).await {
                 Ok(found) => {
-                    for (id, parent, closed) in found {
+                    for ShardInfo { id, parent, closed } in found {
                         let shard = Shard {
                             parent,
                             start: if first { Start::Latest } else { Start::Oldest },
@@ -346,15 +264,15 @@ impl Reader {
                 }
             }
             if shard_closed || described.elapsed() >= DESCRIBE_EVERY {
-                match self.describe(arn).await {
+                match self.calls().describe(arn).await {
                     Ok(found) => {
                         let listed: std::collections::BTreeSet<&str> =
-                            found.iter().map(|(id, _, _)| id.as_str()).collect();
+                            found.iter().map(|s| s.id.as_str()).collect();
                         // Shards trimmed from the stream's description are done with.
                         shards.retain(|id, shard| listed.contains(id.as_str()) || !shard.finished);
-                        for (id, parent, _) in &found {
-                            shards.entry(id.clone()).or_insert_with(|| Shard {
-                                parent: parent.clone(),
+                        for info in &found {
+                            shards.entry(info.id.clone()).or_insert_with(|| Shard {
+                                parent: info.parent.clone(),
                                 ..Shard::default()
                             });
                         }
@@ -380,32 +298,11 @@ impl Reader {
         }
     }
 
-    /// Looks at a shard's oldest record before taking a `LATEST` iterator: DynamoDB Local never
-    /// moves a `LATEST` iterator taken on a shard that holds no record yet (observed: it returns
-    /// nothing while the table is written). A shard found empty is read from its start instead,
-    /// every record of which is newer than the reader; one that holds records is read from
-    /// `LATEST`, which works there, as everywhere on DynamoDB.
+    /// Looks at a shard's oldest record before taking a `LATEST` iterator: a shard found empty
+    /// is read from its start instead (see [`Calls::empty_start`]).
     async fn probe(&self, arn: &str, id: &str, shard: &mut Shard) -> Result<(), Failure> {
-        let mut oldest = Shard {
-            start: Start::Oldest,
-            ..Shard::default()
-        };
-        self.take_iterator(arn, id, &mut oldest).await?;
-        let Some(iterator) = oldest.iterator else {
-            return Ok(());
-        };
-        let out = self
-            .streams
-            .get_records()
-            .shard_iterator(iterator)
-            .limit(1)
-            .send()
-            .await
-            .map_err(|err| self.records_failed(&err))?;
-        if out.records().is_empty()
-            && let Some(next) = out.next_shard_iterator()
-        {
-            shard.iterator = Some(next.to_owned());
+        if let Some(iterator) = self.calls().empty_start(arn, id).await? {
+            shard.iterator = Some(iterator);
             shard.start = Start::Empty;
         }
         Ok(())
@@ -413,30 +310,12 @@ impl Reader {
 
     /// Takes a shard's iterator: after its last record read, or where it starts.
     async fn take_iterator(&self, arn: &str, id: &str, shard: &mut Shard) -> Result<(), Failure> {
-        let request = self
-            .streams
-            .get_shard_iterator()
-            .stream_arn(arn)
-            .shard_id(id);
-        let request = match (&shard.last, shard.start) {
-            (Some(last), _) => request
-                .shard_iterator_type(ShardIteratorType::AfterSequenceNumber)
-                .sequence_number(last),
-            (None, Start::Latest) => request.shard_iterator_type(ShardIteratorType::Latest),
-            (None, Start::Oldest | Start::Empty) => {
-                request.shard_iterator_type(ShardIteratorType::TrimHorizon)
-            }
+        let position = match (&shard.last, shard.start) {
+            (Some(last), _) => Position::After(last),
+            (None, Start::Latest) => Position::Latest,
+            (None, Start::Oldest | Start::Empty) => Position::Oldest,
         };
-        let out = request.send().await.map_err(|err| {
-            let failure = match err.as_service_error() {
-                Some(GetShardIteratorError::ResourceNotFoundException(_)) => Failure::Gone,
-                Some(GetShardIteratorError::TrimmedDataAccessException(_)) => Failure::Trimmed,
-                _ => Failure::Retry,
-            };
-            self.failed("GetShardIterator", &err);
-            failure
-        })?;
-        shard.iterator = out.shard_iterator().map(str::to_owned);
+        shard.iterator = self.calls().iterator(arn, id, position).await?;
         if shard.iterator.is_none() {
             // No iterator for a closed shard with nothing left.
             shard.finished = true;
@@ -454,29 +333,16 @@ impl Reader {
             }
         }
         let iterator = shard.iterator.clone().unwrap_or_default();
-        let out = self
-            .streams
-            .get_records()
-            .shard_iterator(iterator)
-            .limit(RECORDS_PER_CALL)
-            .send()
-            .await
-            .map_err(|err| self.records_failed(&err))?;
-        let records = out.records();
-        // When the newest record read was created: the reader's lag, measured once a call.
-        let mut newest = None;
+        let calls = self.calls();
+        let page = calls.records(&iterator, RECORDS_PER_CALL).await?;
+        let records = &page.records;
         for record in records {
             // A shard read from an empty start holds only newer records, unless DynamoDB
             // answered its first read empty although it held some: those older than the
             // reader (give or take the rounding of their times) are not news.
-            let created = record
-                .dynamodb()
-                .and_then(|r| r.approximate_creation_date_time())
-                .and_then(|t| SystemTime::try_from(*t).ok());
             let old = shard.start == Start::Empty
-                && created.is_some_and(|t| t + EMPTY_START_SLACK < self.started);
-            newest = created.or(newest);
-            let sequence = record.dynamodb().and_then(|r| r.sequence_number());
+                && calls::created(record).is_some_and(|t| t + EMPTY_START_SLACK < self.started);
+            let sequence = calls::sequence(record);
             let again = match (&shard.read_through, sequence) {
                 (Some(through), Some(sequence)) => !sequence_after(sequence, through),
                 _ => false,
@@ -484,69 +350,26 @@ impl Reader {
             if !again {
                 shard.read_through = None;
             }
-            if let Some(change) = self.change(record)
+            if let Some(change) = calls::change(&self.table, record)
                 && !old
                 && !again
             {
                 self.outlet.send(change);
             }
-            if let Some(sequence) = record.dynamodb().and_then(|r| r.sequence_number()) {
+            if let Some(sequence) = sequence {
                 shard.last = Some(sequence.to_owned());
             }
         }
-        if let Some(created) = newest {
-            let lag = SystemTime::now()
-                .duration_since(created)
-                .unwrap_or_default();
-            self.metrics.stream_lag(&self.table, lag);
-        }
-        shard.iterator = out.next_shard_iterator().map(str::to_owned);
+        calls.lag(records);
+        shard.iterator = page.next;
         if shard.iterator.is_none() {
             shard.finished = true;
         }
         Ok(records.len())
     }
 
-    /// What a failed `GetRecords` means.
-    fn records_failed<R: std::fmt::Debug>(&self, err: &SdkError<GetRecordsError, R>) -> Failure {
-        self.failed("GetRecords", err);
-        match err.as_service_error() {
-            Some(GetRecordsError::ExpiredIteratorException(_)) => Failure::Expired,
-            Some(GetRecordsError::TrimmedDataAccessException(_)) => Failure::Trimmed,
-            Some(GetRecordsError::ResourceNotFoundException(_)) => Failure::Gone,
-            _ => Failure::Retry,
-        }
-    }
-
-    /// A record as a change; `None` for one without a stream record (which DynamoDB does not
-    /// send).
-    fn change(&self, record: &Record) -> Option<Change> {
-        let data = record.dynamodb()?;
-        Some(Change {
-            table: Arc::clone(&self.table),
-            sequence: data.sequence_number()?.to_owned(),
-            keys: data.keys().map(convert::item).unwrap_or_default(),
-            old: data.old_image().map(convert::item),
-            new: data.new_image().map(convert::item),
-        })
-    }
-
     /// Tells subscribers that changes were lost.
     fn gap(&self) {
         self.outlet.gap();
-    }
-
-    fn failed<E: std::error::Error + 'static, R: std::fmt::Debug>(
-        &self,
-        call: &'static str,
-        err: &SdkError<E, R>,
-    ) {
-        self.metrics.stream_call_failed(call);
-        tracing::warn!(
-            table = %self.table,
-            call,
-            error = %aws_sdk_dynamodbstreams::error::DisplayErrorContext(err),
-            "a stream call failed"
-        );
     }
 }

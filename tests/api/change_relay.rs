@@ -1,8 +1,9 @@
 //! Live data across a fleet, with a real `redis-server` and DynamoDB Local's streams: two change
-//! relays (`dynarelay relay`, the binary) read the table's stream and append its changes to Redis,
-//! and two instances read them from there instead of from the stream. Every subscriber, on either
-//! instance, receives each change once (the two relays publish every change twice) and in order,
-//! also once one relay is killed, and a relay behind the other that publishes an item's older
+//! relays (`dynarelay relay`, the binary) share the table's stream by leases, one reading it and
+//! appending its changes to Redis while the other stands by, and two instances read them from
+//! there instead of from the stream. Every subscriber, on either instance, receives each change
+//! once and in order, also once the relay holding the lease is killed (the other takes it over
+//! and reads on from its checkpoint), and a relay behind the other that publishes an item's older
 //! change after a newer one never takes the item back; a TLS-only Redis is reached with its
 //! certificate authority's file; and when Redis restarts with nothing it held, a subscriber whose
 //! changes may have been lost is ended with `CHANGES_LOST`, and resuming from the cursor of the
@@ -117,45 +118,114 @@ async fn every_instance_delivers_each_change_once_in_order_through_redis() {
     }
     // The same edges on both instances: the same ids and cursors.
     assert_eq!(first_saw, second_saw);
-    // Each relay is ready, and counts what it published: at least the 14 changes above.
+    // Both relays are ready; one holds the shard's lease and published the 14 changes above
+    // (and the warm-up's), the other stands by.
     let http = reqwest::Client::new();
+    let mut holders = Vec::new();
     for relay in [&relay, &other_relay] {
         let ready = http.get(relay.url("/ready")).send().await.unwrap();
         assert_eq!(ready.status(), 200);
         let metrics = http.get(relay.url("/metrics")).send().await.unwrap();
         let text = metrics.text().await.unwrap();
-        let published = format!("dynarelay_changes_published_total{{table=\"{table}\"}}");
-        assert!(metric(&text, &published) >= 14.0, "{text}");
+        let leases = metric(
+            &text,
+            &format!("dynarelay_relay_leases{{table=\"{table}\"}}"),
+        );
+        let published = metric(
+            &text,
+            &format!("dynarelay_changes_published_total{{table=\"{table}\"}}"),
+        );
+        holders.push((leases, published));
+    }
+    holders.sort_by(|a, b| a.0.total_cmp(&b.0));
+    assert_eq!(holders[0], (0.0, 0.0), "{holders:?}");
+    assert_eq!(holders[1].0, 1.0, "{holders:?}");
+    assert!(holders[1].1 >= 14.0, "{holders:?}");
+
+    // The relay holding the lease killed: the other takes it over once a lease period has
+    // passed, and reads on from its checkpoint: nothing is lost or repeated.
+    let holding = |relay: &Relay| {
+        let http = http.clone();
+        let url = relay.url("/metrics");
+        let name = format!("dynarelay_relay_leases{{table=\"{table}\"}}");
+        async move {
+            metric(
+                &http.get(url).send().await.unwrap().text().await.unwrap(),
+                &name,
+            )
+        }
+    };
+    let (killed, left) = if holding(&relay).await == 1.0 {
+        (relay, other_relay)
+    } else {
+        (other_relay, relay)
+    };
+    drop(killed);
+    let expected = add_notes(&app, &table, 11..=15, (98, "after the relay")).await;
+    for events in [&mut on_first, &mut on_second] {
+        assert_changes(events, &expected).await;
+    }
+    assert_eq!(holding(&left).await, 1.0);
+
+    // Both relays gone while the table is written: relays started again read on from the
+    // checkpoint (not from the stream's newest record), and nothing is lost or repeated.
+    drop(left);
+    let expected = add_notes(&app, &table, 16..=18, (97, "while no relay ran")).await;
+    let relay = Relay::start(&app, MODEL, &redis.url());
+    let other_relay = Relay::start(&app, MODEL, &redis.url());
+    for events in [&mut on_first, &mut on_second] {
+        assert_changes(events, &expected).await;
     }
 
-    // One relay killed: the other goes on, and nothing is lost or repeated.
-    drop(relay);
-    for at in 11..=15 {
-        put_plain(
-            app.client(),
-            &table,
-            [note("alice", at, &format!("n{at}"), "OPEN")],
-        )
-        .await;
+    // Relays stopped by SIGTERM let go of the lease, which keeps the last record published.
+    relay.terminate();
+    other_relay.terminate();
+    let leases = app
+        .client()
+        .scan()
+        .table_name(format!("{}dynarelay-leases", app.prefix))
+        .send()
+        .await
+        .unwrap();
+    let [lease] = leases.items() else {
+        panic!("one lease: {leases:?}");
+    };
+    assert!(!lease.contains_key("owner"), "{lease:?}");
+    let checkpoint = lease["checkpoint"].as_s().unwrap();
+    assert!(checkpoint.bytes().all(|b| b.is_ascii_digit()), "{lease:?}");
+}
+
+/// Adds alice's notes `n<at>` for each `at`, then the note `last`; the changes a subscriber
+/// following alice then receives.
+async fn add_notes(
+    app: &crate::helpers::ModelApp,
+    table: &str,
+    ats: std::ops::RangeInclusive<i64>,
+    last: (i64, &str),
+) -> Vec<(String, Option<String>)> {
+    let mut expected = Vec::new();
+    for at in ats {
+        let text = format!("n{at}");
+        put_plain(app.client(), table, [note("alice", at, &text, "OPEN")]).await;
+        expected.push(("ADDED".to_owned(), Some(text)));
     }
-    put_plain(
-        app.client(),
-        &table,
-        [note("alice", 98, "after the relay", "OPEN")],
-    )
-    .await;
-    let mut expected: Vec<(String, Option<String>)> = (11..=15)
-        .map(|at| ("ADDED".to_owned(), Some(format!("n{at}"))))
-        .collect();
-    expected.push(("ADDED".to_owned(), Some("after the relay".to_owned())));
-    for events in [&mut on_first, &mut on_second] {
-        let saw = changes_until(events, "after the relay").await;
-        assert_eq!(
-            saw.iter().map(seen).collect::<Vec<_>>(),
-            expected,
-            "{saw:?}"
-        );
-    }
+    put_plain(app.client(), table, [note("alice", last.0, last.1, "OPEN")]).await;
+    expected.push(("ADDED".to_owned(), Some(last.1.to_owned())));
+    expected
+}
+
+/// Asserts that the subscriber receives `expected` next (up to its last change).
+async fn assert_changes(
+    events: &mut mpsc::Receiver<Received>,
+    expected: &[(String, Option<String>)],
+) {
+    let last = expected.last().and_then(|(_, text)| text.clone()).unwrap();
+    let saw = changes_until(events, &last).await;
+    assert_eq!(
+        saw.iter().map(seen).collect::<Vec<_>>(),
+        expected,
+        "{saw:?}"
+    );
 }
 
 /// Appends again, as a relay behind the other would, the entry of `table`'s Redis stream whose
@@ -533,4 +603,114 @@ async fn a_relay_is_not_ready_while_a_table_has_no_stream() {
     relay.wait_for_log("the table has no stream");
     let ready = reqwest::get(relay.url("/ready")).await.unwrap();
     assert_eq!(ready.status(), 503);
+}
+
+/// The `at` of each change entry of `table`'s Redis stream (from its new image), oldest first,
+/// and the number of gap entries.
+async fn relayed_notes(url: &str, table: &str) -> (Vec<i64>, usize) {
+    let mut notes = Vec::new();
+    let mut gaps = 0;
+    for entry in stream_entries(url, table).await {
+        match entry.get::<String>("kind").unwrap().as_str() {
+            "gap" => gaps += 1,
+            _ => {
+                let new: Value =
+                    serde_json::from_str(&entry.get::<String>("new").unwrap()).unwrap();
+                notes.push(new["at"]["N"].as_str().unwrap().parse().unwrap());
+            }
+        }
+    }
+    (notes, gaps)
+}
+
+/// Waits until `table`'s Redis stream holds `count` changes (a missing one fails the test).
+async fn wait_for_relayed(url: &str, table: &str, count: usize) -> (Vec<i64>, usize) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let relayed = relayed_notes(url, table).await;
+        if relayed.0.len() >= count {
+            return relayed;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} of {count} changes relayed",
+            relayed.0.len()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relay_reads_no_further_than_redis_takes_its_changes() {
+    let mut redis = RedisServer::start();
+    let app = model_app_from(MODEL).await;
+    let table = app.table("Notes");
+    let _relay = Relay::start(&app, MODEL, &redis.url());
+    // Written until relayed: the relay has then taken its place in the stream.
+    let mut placed = 0;
+    for attempt in 0.. {
+        put_plain(
+            app.client(),
+            &table,
+            [note("alice", 0, &format!("placing {attempt}"), "OPEN")],
+        )
+        .await;
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        placed = relayed_notes(&redis.url(), &table).await.0.len();
+        if placed > 0 {
+            break;
+        }
+    }
+    assert!(placed > 0);
+
+    // Redis down while more changes are written than any buffer of the relay's would hold: the
+    // relay waits, reading no further, and publishes them all, in order, once Redis is back.
+    redis.stop();
+    let written: Vec<i64> = (1..=1_500).collect();
+    put_plain(
+        app.client(),
+        &table,
+        written
+            .iter()
+            .map(|at| note("alice", *at, "while Redis was down", "OPEN")),
+    )
+    .await;
+    redis.start_again();
+    let (notes, gaps) = wait_for_relayed(&redis.url(), &table, written.len()).await;
+    assert_eq!(gaps, 0);
+    // The placing notes' changes that Redis had not taken yet when it stopped came first.
+    let later: Vec<i64> = notes.into_iter().filter(|at| *at != 0).collect();
+    assert_eq!(later, written);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relay_taking_over_a_lease_never_checkpointed_reads_what_was_written_since_it_was_made() {
+    let redis = RedisServer::start();
+    let app = model_app_from(MODEL).await;
+    let table = app.table("Notes");
+    // A relay makes the shard's lease, at the stream's newest record, and dies before any
+    // record: the lease has no checkpoint.
+    let first = Relay::start(&app, MODEL, &redis.url());
+    first.wait_for_log("took a shard's lease");
+    drop(first);
+    put_plain(
+        app.client(),
+        &table,
+        [note("alice", 1, "no relay ran", "OPEN")],
+    )
+    .await;
+    // The next relay takes the lease over and reads the shard from the lease's making, not
+    // from its newest record.
+    let next = Relay::start(&app, MODEL, &redis.url());
+    next.wait_for_log("took over a shard's lease");
+    put_plain(
+        app.client(),
+        &table,
+        [note("alice", 2, "a relay runs", "OPEN")],
+    )
+    .await;
+    assert_eq!(
+        wait_for_relayed(&redis.url(), &table, 2).await,
+        (vec![1, 2], 0)
+    );
 }

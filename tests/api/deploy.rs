@@ -73,6 +73,7 @@ fn the_sam_template_lints_clean_and_grants_the_models_policy() {
             account: "*".to_owned(),
             // The function runs with the table check off, its default.
             check_tables: false,
+            lease_table: dynarelay::stream::leases::DEFAULT_TABLE.to_owned(),
         },
     );
     assert_eq!(
@@ -185,6 +186,7 @@ fn packaged_template(prefix: &str, (region, account): (&str, &str), check_tables
             region: region.to_owned(),
             account: account.to_owned(),
             check_tables,
+            lease_table: dynarelay::stream::leases::DEFAULT_TABLE.to_owned(),
         },
     )]);
     let variables = &mut function["Environment"]["Variables"];

@@ -139,6 +139,7 @@ async fn the_shop_policy_allows_every_call_the_shop_makes_and_nothing_else() {
             region: "us-east-1".to_owned(),
             account: "123456789012".to_owned(),
             check_tables: true,
+            lease_table: dynarelay::stream::leases::DEFAULT_TABLE.to_owned(),
         },
     );
     let allowed = allowed(&document);
@@ -194,6 +195,7 @@ fn parliament_reports_nothing_on_the_policy_of_any_example() {
                 region: region.to_owned(),
                 account: account.to_owned(),
                 check_tables,
+                lease_table: dynarelay::stream::leases::DEFAULT_TABLE.to_owned(),
             };
             let document = policy(model, &target);
             let (passed, findings) = parliament(&document);
@@ -324,6 +326,7 @@ fn allowances(model: &dynarelay::model::Model) -> BTreeSet<(String, String)> {
         region: "*".to_owned(),
         account: "*".to_owned(),
         check_tables: true,
+        lease_table: dynarelay::stream::leases::DEFAULT_TABLE.to_owned(),
     };
     allowed(&policy(model, &target))
         .into_iter()
@@ -406,6 +409,7 @@ fn without_the_table_check_the_policy_drops_describe_table_and_nothing_else() {
                     region: "eu-west-1".to_owned(),
                     account: "123456789012".to_owned(),
                     check_tables,
+                    lease_table: dynarelay::stream::leases::DEFAULT_TABLE.to_owned(),
                 },
             ))
         };
@@ -447,7 +451,7 @@ fn without_the_table_check_the_policy_drops_describe_table_and_nothing_else() {
 
 /// What carries changes gets the stream part alone, on the tables with a `stream`: the relay
 /// reads each stream as `serve` does (the same actions `serve`'s policy gives its stream reader,
-/// whose calls the suite audits), and the Lambda function given stream events gets what AWS
+/// whose calls the suite audits), and keeps its leases in its own table, and the Lambda function given stream events gets what AWS
 /// documents for its event source mapping (`ListStreams` on `*`, which IAM takes alone for it).
 /// Both pass parliament.
 #[test]
@@ -461,6 +465,7 @@ fn the_relays_policies_allow_reading_the_streams_and_nothing_else() {
             region: "eu-west-1".to_owned(),
             account: "123456789012".to_owned(),
             check_tables: true,
+            lease_table: dynarelay::stream::leases::DEFAULT_TABLE.to_owned(),
         };
         let arn = |t: usize| {
             format!(
@@ -489,9 +494,24 @@ fn the_relays_policies_allow_reading_the_streams_and_nothing_else() {
                 }
             }
         }
+        // The relay's leases, in a table of its own beside the model's.
+        let mut leases = BTreeSet::new();
+        if !relay.is_empty() {
+            for action in dynarelay::policy::LEASE_ACTIONS {
+                leases.insert((
+                    format!("dynamodb:{action}"),
+                    "arn:aws:dynamodb:eu-west-1:123456789012:table/prod_dynarelay-leases"
+                        .to_owned(),
+                ));
+            }
+        }
         let relay_policy = policy_for(model, &target, Role::Relay);
         let function_policy = policy_for(model, &target, Role::StreamFunction);
-        assert_eq!(allowed(&relay_policy), relay, "{path}");
+        assert_eq!(
+            allowed(&relay_policy),
+            relay.union(&leases).cloned().collect(),
+            "{path}"
+        );
         assert_eq!(allowed(&function_policy), function, "{path}");
         // Where subscriptions follow every streamed table, the relay's reading is `serve`'s.
         let follows_all = model.streamed_tables().all(|t| {
@@ -526,6 +546,7 @@ fn the_command_prints_the_relays_policies_and_refuses_a_model_without_streams() 
         region: "*".to_owned(),
         account: "*".to_owned(),
         check_tables: true,
+        lease_table: dynarelay::stream::leases::DEFAULT_TABLE.to_owned(),
     };
     for (flag, role) in [
         ("relay", Role::Relay),

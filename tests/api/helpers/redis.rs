@@ -176,6 +176,7 @@ impl Relay {
             .env("DYNARELAY_TABLE_PREFIX", &app.prefix)
             .env("DYNARELAY_REDIS_URL", url)
             .env("DYNARELAY_STREAM_POLL_INTERVAL_MS", "50")
+            .env("DYNARELAY_LEASE_PERIOD_MS", "1500")
             .env("DYNARELAY_HEALTH_LISTEN", "127.0.0.1:0")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -216,6 +217,14 @@ impl Relay {
             assert!(Instant::now() < deadline, "the relay did not log {text:?}");
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// Stops it as an orchestrator does (SIGTERM), and waits until it has exited, successfully.
+    pub fn terminate(mut self) {
+        let pid = self.relay.id().to_string();
+        super::run_succeeding(std::process::Command::new("kill").args(["-TERM", &pid]));
+        let status = self.relay.wait().expect("the relay exits");
+        assert!(status.success(), "the relay exited with {status}");
     }
 
     /// The URL of `path` on its health listener.
