@@ -7,9 +7,10 @@
 //! change after a newer one never takes the item back; a TLS-only Redis is reached with its
 //! certificate authority's file; and when Redis restarts with nothing it held, a subscriber whose
 //! changes may have been lost is ended with `CHANGES_LOST`, and resuming from the cursor of the
-//! last edge it holds misses nothing. The Lambda function given DynamoDB Streams events (`lambda-relay`, under
-//! cargo-lambda's emulator) publishes them the same way, and reports the first record it cannot
-//! read or publish as the batch's failure.
+//! last edge it holds misses nothing. The Lambda function given DynamoDB Streams events (`lambda-relay`, as
+//! `scripts/package-lambda` packages it in `changes.json` and `scripts/run-lambda --template
+//! changes.json` runs it under cargo-lambda's emulator) publishes them the same way, and reports
+//! the first record it cannot read or publish as the batch's failure.
 
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -492,7 +493,8 @@ async fn the_lambda_function_publishes_stream_events_and_reports_the_first_failu
     let mut redis = RedisServer::start();
     let app = model_app_from(MODEL).await;
     let table = app.table("Notes");
-    let function = LambdaFunction::start_relay(&app.prefix, &model_file(MODEL), &redis.url());
+    let function =
+        LambdaFunction::start_packaged_relay(&app.prefix, &model_file(MODEL), &redis.url());
     let http = reqwest::Client::new();
 
     // A batch: an insert, an update, a record of a table the model does not stream, and a

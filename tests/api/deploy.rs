@@ -19,7 +19,9 @@ use serde_json::{Value, json};
 
 use crate::{
     fault_proxy::FaultProxy,
-    helpers::{LambdaFunction, endpoint, graphql_at, lint, load_model, model_app, tool},
+    helpers::{
+        LambdaFunction, endpoint, graphql_at, lint, load_model, model_app, package_lambda, tool,
+    },
 };
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
@@ -132,19 +134,6 @@ fn the_container_recipe_lints_clean_and_runs_the_built_binary_without_privileges
         &scratch("Dockerfile", "FROM debian\nRUN apt-get install curl\n"),
     );
     assert!(!passed && printed.contains("DL3006"), "control: {printed}");
-}
-
-/// Runs `scripts/package-lambda` from the repository's root with `args` and `--out out`, on the
-/// suite's own build of dynarelay.
-fn package_lambda(args: &[&str], out: &Path) -> std::process::Output {
-    Command::new(Path::new(ROOT).join("scripts/package-lambda"))
-        .args(args)
-        .arg("--out")
-        .arg(out)
-        .current_dir(ROOT)
-        .env("DYNARELAY_BINARY", env!("CARGO_BIN_EXE_dynarelay"))
-        .output()
-        .unwrap()
 }
 
 /// Runs `scripts/package-lambda` on [`MODEL`] for the tables under `prefix`, in `region` and
@@ -312,4 +301,91 @@ async fn a_function_packaged_with_the_table_check_on_is_granted_the_check() {
         String::from_utf8_lossy(&refused.stderr)
     );
     assert!(!out.exists());
+}
+
+/// The stream function's template (`deploy/lambda/changes.json`) passes cfn-lint with its
+/// language extensions (one event source mapping per stream ARN given), and grants exactly
+/// `dynarelay policy --for stream-function`'s policy for the model it names; `scripts/package-lambda`
+/// writes it, with the model's prefix and policy, for a model with a stream, and not for one
+/// without.
+#[test]
+fn the_stream_functions_template_lints_clean_and_grants_the_stream_policy() {
+    use dynarelay::policy::{Role, policy_for};
+    const STREAMED: &str = "examples/shop/dynarelay.toml";
+    let target = |prefix: &str| PolicyTarget {
+        prefix: prefix.to_owned(),
+        region: "*".to_owned(),
+        account: "*".to_owned(),
+        check_tables: false,
+        lease_table: dynarelay::stream::leases::DEFAULT_TABLE.to_owned(),
+    };
+    let path = Path::new(ROOT).join("deploy/lambda/changes.json");
+    let template: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let function = &template["Resources"]["Changes"]["Properties"];
+    let variables = &function["Environment"]["Variables"];
+    assert_eq!(variables["DYNARELAY_LAMBDA_COMMAND"], "lambda-relay");
+    assert_eq!(variables["DYNARELAY_MODEL"], "/var/task/dynarelay.toml");
+    assert_eq!(
+        variables["DYNARELAY_REDIS_URL"],
+        json!({ "Ref": "RedisUrl" })
+    );
+    assert_eq!(
+        function["Policies"],
+        json!([policy_for(
+            load_model(STREAMED),
+            &target(""),
+            Role::StreamFunction
+        )]),
+        "regenerate the stream function's policy for {STREAMED}"
+    );
+    // Each mapping reports partial batch failures, and sends what never goes through to a queue.
+    let mapping = &template["Resources"]["Fn::ForEach::Streams"][2]["Mapping&{Stream}"];
+    assert_eq!(
+        mapping["Properties"]["FunctionResponseTypes"],
+        json!(["ReportBatchItemFailures"])
+    );
+    assert_eq!(
+        mapping["Properties"]["DestinationConfig"]["OnFailure"]["Destination"],
+        json!({ "Fn::GetAtt": ["Failed", "Arn"] })
+    );
+    let (passed, printed) = lint_file("cfn-lint", &[], &path);
+    assert!(passed, "{printed}");
+    let mut broken = template.clone();
+    broken["Resources"]["Fn::ForEach::Streams"][2]["Mapping&{Stream}"]["Properties"]["StartingPositionn"] =
+        json!("LATEST");
+    let (passed, printed) = lint_file(
+        "cfn-lint",
+        &[],
+        &scratch("changes.json", &broken.to_string()),
+    );
+    assert!(
+        !passed && printed.contains("StartingPositionn"),
+        "control: {printed}"
+    );
+
+    // Packaged for a prefix: the same template with the prefix and its policy.
+    let out = scratch("placeholder", "").with_file_name("build");
+    let packaged = package_lambda(&["--model", STREAMED, "--table-prefix", "prod_"], &out);
+    assert!(
+        packaged.status.success(),
+        "{}",
+        String::from_utf8_lossy(&packaged.stderr)
+    );
+    let mut want = template.clone();
+    let function = &mut want["Resources"]["Changes"]["Properties"];
+    function["Environment"]["Variables"]["DYNARELAY_TABLE_PREFIX"] = json!("prod_");
+    function["Policies"] = json!([policy_for(
+        load_model(STREAMED),
+        &target("prod_"),
+        Role::StreamFunction
+    )]);
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("changes.json")).unwrap()).unwrap();
+    assert_eq!(written, want);
+    let (passed, printed) = lint_file("cfn-lint", &[], &out.join("changes.json"));
+    assert!(passed, "{printed}");
+    // A model without a stream gets no stream function (and a stale one is removed).
+    let packaged = package_lambda(&["--model", MODEL], &out);
+    assert!(packaged.status.success());
+    assert!(!out.join("changes.json").exists());
 }

@@ -43,7 +43,7 @@ pub use dynamo::{
     query_partition, scan_all, user_item, user_purchases,
 };
 pub use generated::check_generated;
-pub use lambda::LambdaFunction;
+pub use lambda::{LambdaFunction, package_lambda};
 pub use live::{
     Received, WAIT, auth_live_router, live_router, live_router_logged, live_router_streams_at,
     live_router_through_feed, live_router_through_redis, live_router_with_streams, next_event,

@@ -373,7 +373,6 @@ impl Drop for ModelApp {
 }
 
 /// Writes the model file `text` to a file of its own; its path.
-/// Writes the model file `text` to a file of its own; its path.
 pub fn model_file(text: &str) -> String {
     let dir = std::env::temp_dir().join(format!("dynarelay-model-{}", unique_prefix()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -36,33 +36,26 @@ impl LambdaFunction {
         Self::run(port, emulator, function, prefix, env)
     }
 
-    /// The stream events' function: the binary started as Lambda starts it, as `bootstrap`
-    /// with no arguments, made `dynarelay lambda-relay` by `DYNARELAY_LAMBDA_COMMAND`, for the
-    /// model file at `model` over the tables under `prefix`, publishing into the Redis at
+    /// The stream events' function as it is deployed: `scripts/package-lambda` packages the
+    /// model file at `model` for the tables under `prefix`, and `scripts/run-lambda --template
+    /// changes.json` runs the stream function it wrote (the binary as `bootstrap`, made
+    /// `dynarelay lambda-relay` by the template's environment), publishing into the Redis at
     /// `redis`.
-    pub fn start_relay(prefix: &str, model: &str, redis: &str) -> Self {
-        let (port, emulator) = start_emulator();
-        let dir =
-            std::env::temp_dir().join(format!("dynarelay-function-{}", super::unique_prefix()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let bootstrap = dir.join("bootstrap");
-        std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_dynarelay"), &bootstrap).unwrap();
-        let mut function = Command::new(&bootstrap);
-        function
-            .env_clear()
-            .envs(crate::local_aws::local_aws_env(&endpoint()))
-            .env("RUST_LOG", "info");
-        runtime_env(&mut function, port);
-        Self::run(
-            port,
-            emulator,
-            function,
-            prefix,
-            &[
-                ("DYNARELAY_LAMBDA_COMMAND", "lambda-relay"),
-                ("DYNARELAY_MODEL", model),
-                ("DYNARELAY_REDIS_URL", redis),
-            ],
+    pub fn start_packaged_relay(prefix: &str, model: &str, redis: &str) -> Self {
+        let out = std::env::temp_dir()
+            .join(format!("dynarelay-function-{}", super::unique_prefix()))
+            .join("build");
+        let packaged = package_lambda(&["--model", model, "--table-prefix", prefix], &out);
+        assert!(
+            packaged.status.success(),
+            "{}",
+            String::from_utf8_lossy(&packaged.stderr)
+        );
+        let redis = format!("DYNARELAY_REDIS_URL={redis}");
+        Self::start_packaged_with(
+            &endpoint(),
+            &out,
+            &["--template", "changes.json", "--env", &redis],
         )
     }
 
@@ -73,6 +66,12 @@ impl LambdaFunction {
     /// read from `function/`) and the cursor keys, which the template resolves from Secrets
     /// Manager, from the script's environment: the test ring.
     pub fn start_packaged(dynamodb: &str, build: &std::path::Path) -> Self {
+        Self::start_packaged_with(dynamodb, build, &[])
+    }
+
+    /// As [`LambdaFunction::start_packaged`], with `args` after the script's own (`--template
+    /// changes.json`, `--env NAME=VALUE`).
+    pub fn start_packaged_with(dynamodb: &str, build: &std::path::Path, args: &[&str]) -> Self {
         // The script takes a port number: a free one is picked, and another if it was taken
         // in between.
         for _ in 0..5 {
@@ -86,6 +85,7 @@ impl LambdaFunction {
             .arg("--package")
             .arg(build)
             .args(["--port", &port.to_string()])
+            .args(args)
             .env_clear()
             .envs(crate::local_aws::local_aws_env(dynamodb))
             .env("HOME", std::env::var_os("HOME").unwrap_or_default())
@@ -184,4 +184,18 @@ fn stop_all(processes: &mut [Child]) {
         let _ = child.kill();
         let _ = child.wait();
     }
+}
+
+/// Runs `scripts/package-lambda` from the repository's root with `args` and `--out out`, on the
+/// suite's own build of dynarelay.
+pub fn package_lambda(args: &[&str], out: &std::path::Path) -> std::process::Output {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    Command::new(root.join("scripts/package-lambda"))
+        .args(args)
+        .arg("--out")
+        .arg(out)
+        .current_dir(root)
+        .env("DYNARELAY_BINARY", env!("CARGO_BIN_EXE_dynarelay"))
+        .output()
+        .unwrap()
 }
