@@ -145,18 +145,7 @@ async fn every_instance_delivers_each_change_once_in_order_through_redis() {
 
     // The relay holding the lease killed: the other takes it over once a lease period has
     // passed, and reads on from its checkpoint: nothing is lost or repeated.
-    let holding = |relay: &Relay| {
-        let http = http.clone();
-        let url = relay.url("/metrics");
-        let name = format!("dynarelay_relay_leases{{table=\"{table}\"}}");
-        async move {
-            metric(
-                &http.get(url).send().await.unwrap().text().await.unwrap(),
-                &name,
-            )
-        }
-    };
-    let (killed, left) = if holding(&relay).await == 1.0 {
+    let (killed, left) = if relay.leases(&table).await == 1.0 {
         (relay, other_relay)
     } else {
         (other_relay, relay)
@@ -166,7 +155,7 @@ async fn every_instance_delivers_each_change_once_in_order_through_redis() {
     for events in [&mut on_first, &mut on_second] {
         assert_changes(events, &expected).await;
     }
-    assert_eq!(holding(&left).await, 1.0);
+    assert_eq!(left.leases(&table).await, 1.0);
 
     // Both relays gone while the table is written: relays started again read on from the
     // checkpoint (not from the stream's newest record), and nothing is lost or repeated.

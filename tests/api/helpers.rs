@@ -45,10 +45,10 @@ pub use dynamo::{
 pub use generated::check_generated;
 pub use lambda::{LambdaFunction, package_lambda};
 pub use live::{
-    Received, WAIT, auth_live_router, live_router, live_router_logged, live_router_streams_at,
-    live_router_through_feed, live_router_through_redis, live_router_with_streams, next_event,
-    received_within, refusal, subscribe, subscribe_as, subscribe_reading, test_stream_settings,
-    warm_up,
+    Received, Socket, WAIT, auth_live_router, live_router, live_router_logged,
+    live_router_streams_at, live_router_through_feed, live_router_through_redis,
+    live_router_with_streams, next_event, open_socket, received_within, refusal, subscribe,
+    subscribe_as, subscribe_reading, test_stream_settings, warm_up,
 };
 pub use node::{LOCAL_AWS, NodeRun, read_back, run_node, serve_node, written_by, written_with};
 pub use otlp::OtlpReceiver;

@@ -35,6 +35,7 @@ mod key_formats;
 mod lambda;
 mod lambda_emulator;
 mod limits;
+mod live_fleet;
 mod load;
 mod local_aws;
 mod model;

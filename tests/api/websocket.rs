@@ -8,15 +8,12 @@ use async_graphql::futures_util::{SinkExt, StreamExt};
 use aws_sdk_dynamodb::types::AttributeValue;
 use dynarelay::dynamo::Item;
 use serde_json::{Value, json};
-use tokio_tungstenite::{
-    MaybeTlsStream, WebSocketStream, connect_async,
-    tungstenite::{Message, client::IntoClientRequest, http::HeaderValue},
-};
+use tokio_tungstenite::tungstenite::Message;
 
 use crate::{
     helpers::{
-        Running, TestIssuer, auth_live_router, graphql_with_token, live_router, metric,
-        model_app_from, model_claims, now, put_plain, warm_up, with,
+        Running, Socket, TestIssuer, auth_live_router, graphql_with_token, live_router, metric,
+        model_app_from, model_claims, now, open_socket, put_plain, warm_up, with,
     },
     subscriptions::{MODEL, OWNED, note, run_notes_client},
 };
@@ -25,21 +22,9 @@ use crate::{
 /// fails a test; a missing message still fails it.
 const WAIT: Duration = Duration::from_secs(60);
 
-type Socket = WebSocketStream<MaybeTlsStream<tokio::net::TcpStream>>;
-
 /// A socket to `url`, offering `protocol` when given.
 async fn open(url: &str, protocol: Option<&str>) -> Socket {
-    let mut request = url
-        .replace("http://", "ws://")
-        .into_client_request()
-        .unwrap();
-    if let Some(protocol) = protocol {
-        request.headers_mut().insert(
-            "sec-websocket-protocol",
-            HeaderValue::from_str(protocol).unwrap(),
-        );
-    }
-    connect_async(request).await.expect("the upgrade").0
+    open_socket(url, protocol).await.expect("the upgrade")
 }
 
 async fn send(socket: &mut Socket, message: Value) {

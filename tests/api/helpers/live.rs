@@ -306,3 +306,24 @@ pub async fn refusal(events: &mut mpsc::Receiver<Received>) -> (String, String) 
     assert_eq!(next_event(events).await.0, "complete");
     refused
 }
+
+/// A WebSocket client's socket.
+pub type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// A socket to `url` (`http://` or `ws://`), offering `protocol` when given; the upgrade's error
+/// when the server refuses it or is not there.
+pub async fn open_socket(
+    url: &str,
+    protocol: Option<&str>,
+) -> Result<Socket, tokio_tungstenite::tungstenite::Error> {
+    use tokio_tungstenite::tungstenite::{client::IntoClientRequest, http::HeaderValue};
+    let mut request = url.replace("http://", "ws://").into_client_request()?;
+    if let Some(protocol) = protocol {
+        request.headers_mut().insert(
+            "sec-websocket-protocol",
+            HeaderValue::from_str(protocol).expect("a header value"),
+        );
+    }
+    Ok(tokio_tungstenite::connect_async(request).await?.0)
+}

@@ -227,6 +227,20 @@ impl Relay {
         assert!(status.success(), "the relay exited with {status}");
     }
 
+    /// How many of `table`'s shards it holds the lease of (its `dynarelay_relay_leases`).
+    pub async fn leases(&self, table: &str) -> f64 {
+        let text = reqwest::get(self.url("/metrics"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        super::metric(
+            &text,
+            &format!("dynarelay_relay_leases{{table=\"{table}\"}}"),
+        )
+    }
+
     /// The URL of `path` on its health listener.
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.health)
