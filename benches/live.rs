@@ -18,7 +18,15 @@
 //! - **Queries beside live subscriptions**: the server's CPU per page of 20 purchases from 4
 //!   clients, with no subscription and with 1,000 idle ones, in alternating rounds.
 //!
-//! Run: `scripts/bench-live` (it starts DynamoDB Local: `DYNARELAY_BENCH_DYNAMODB_ENDPOINT`).
+//! - **Through Redis**, as a fleet runs: a relay (`dynarelay relay`, the release binary) reads
+//!   the stream and publishes to a real `redis-server`, and the server reads Redis: the same
+//!   latency (at the relay's poll interval) and CPU per delivered change with 1,000
+//!   subscribers; and the relay's own throughput: 2,000 purchases written while no relay runs,
+//!   then the changes per second a relay started again publishes from its checkpoint, and the
+//!   Redis memory those 2,000 entries take.
+//!
+//! Run: `scripts/bench-live` (it starts DynamoDB Local and `redis-server`:
+//! `DYNARELAY_BENCH_DYNAMODB_ENDPOINT`, `DYNARELAY_BENCH_REDIS_URL`).
 
 #[path = "../tests/api/local_aws.rs"]
 mod local_aws;
@@ -145,17 +153,26 @@ impl Shop {
 
     /// A server over these tables, reading shards that had nothing new every `poll_ms`.
     async fn serve(&self, poll_ms: u64) -> anyhow::Result<Served> {
+        self.serve_from(poll_ms, None).await
+    }
+
+    /// [`Shop::serve`], reading changes from the Redis at `redis` (a relay's) when given.
+    async fn serve_from(&self, poll_ms: u64, redis: Option<&Relay>) -> anyhow::Result<Served> {
         let poll = poll_ms.to_string();
+        let mut env = vec![
+            ("DYNARELAY_STREAM_POLL_INTERVAL_MS", poll.as_str()),
+            ("DYNARELAY_MAX_SUBSCRIPTIONS", "20000"),
+            ("DYNARELAY_MAX_CONNECTIONS", "20000"),
+        ];
+        if let Some(relay) = redis {
+            env.push(("DYNARELAY_REDIS_URL", relay.redis.as_str()));
+        }
         let server = Server::start_with(
             Path::new(env!("CARGO_BIN_EXE_dynarelay")),
             &self.endpoint,
             &self.prefix,
             MODEL,
-            &[
-                ("DYNARELAY_STREAM_POLL_INTERVAL_MS", poll.as_str()),
-                ("DYNARELAY_MAX_SUBSCRIPTIONS", "20000"),
-                ("DYNARELAY_MAX_CONNECTIONS", "20000"),
-            ],
+            &env,
         )?;
         server.wait_ready().await?;
         let http = reqwest::Client::new();
@@ -386,9 +403,14 @@ impl Jitter {
     }
 }
 
-/// Write-to-subscriber latency at poll interval `poll_ms`: (p50, p99), and the `PutItem`'s own.
-async fn latency(shop: &Shop, poll_ms: u64) -> anyhow::Result<[(Duration, Duration); 2]> {
-    let served = shop.serve(poll_ms).await?;
+/// Write-to-subscriber latency at poll interval `poll_ms` (the relay's, through Redis when
+/// `relay` is given): (p50, p99), and the `PutItem`'s own.
+async fn latency(
+    shop: &Shop,
+    poll_ms: u64,
+    relay: Option<&Relay>,
+) -> anyhow::Result<[(Duration, Duration); 2]> {
+    let served = shop.serve_from(poll_ms, relay).await?;
     let (_sockets, arrivals) = subscribers(shop, &served, 1).await?;
     let mut jitter = Jitter(poll_ms);
     let (mut delivered, mut puts) = (Vec::new(), Vec::new());
@@ -416,10 +438,16 @@ async fn latency(shop: &Shop, poll_ms: u64) -> anyhow::Result<[(Duration, Durati
     ])
 }
 
-/// Server CPU per delivered change with `n` subscribers, `writes` purchases: the busy CPU less
-/// the idle CPU of the same subscribers over the same time.
-async fn cpu_per_event(shop: &Shop, n: usize, writes: u64) -> anyhow::Result<Duration> {
-    let served = shop.serve(250).await?;
+/// Server CPU per delivered change with `n` subscribers, `writes` purchases (read from Redis
+/// when `relay` is given): the busy CPU less the idle CPU of the same subscribers over the same
+/// time.
+async fn cpu_per_event(
+    shop: &Shop,
+    n: usize,
+    writes: u64,
+    relay: Option<&Relay>,
+) -> anyhow::Result<Duration> {
+    let served = shop.serve_from(250, relay).await?;
     let (_sockets, arrivals) = subscribers(shop, &served, n).await?;
     let start = arrivals.total.load(Ordering::Relaxed);
     let (cpu, wall) = (served.cpu()?, Instant::now());
@@ -545,7 +573,7 @@ async fn run(endpoint: &str) -> anyhow::Result<()> {
     let shop = Shop::create(endpoint).await?;
     let mut rows: Vec<(String, String)> = Vec::new();
     for poll in [250, 10] {
-        let [(p50, p99), (put50, put99)] = latency(&shop, poll).await?;
+        let [(p50, p99), (put50, put99)] = latency(&shop, poll, None).await?;
         rows.push((
             format!("write to subscriber, poll interval {poll} ms: p50 / p99"),
             format!("{} / {}", ms(p50), ms(p99)),
@@ -557,7 +585,7 @@ async fn run(endpoint: &str) -> anyhow::Result<()> {
         eprintln!("latency at {poll} ms: done");
     }
     for (n, writes) in [(1, 1_000), (100, 200), (1_000, 50)] {
-        let cpu = cpu_per_event(&shop, n, writes).await?;
+        let cpu = cpu_per_event(&shop, n, writes, None).await?;
         rows.push((
             format!("server CPU per delivered change, {n} subscriber(s), {writes} writes"),
             us(cpu),
@@ -584,6 +612,156 @@ async fn run(endpoint: &str) -> anyhow::Result<()> {
             (with.as_secs_f64() / without.as_secs_f64() - 1.0) * 100.0
         ),
     ));
+    through_redis(&shop, &mut rows).await?;
     print_table(&rows);
+    Ok(())
+}
+
+/// `dynarelay relay` over the shop's tables into the Redis at `redis`, with its leases in a
+/// lease table of its own (`lease_table`), killed on drop (or stopped by SIGTERM).
+struct Relay {
+    child: std::process::Child,
+    redis: String,
+}
+
+impl Relay {
+    /// Starts it and waits until it holds the purchases stream's lease.
+    fn start(shop: &Shop, redis: &str, lease_table: &str, poll_ms: u64) -> anyhow::Result<Self> {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_dynarelay"));
+        let mut child = peer::loopback_aws(&mut command, &shop.endpoint)
+            .env("DYNARELAY_MODEL", MODEL)
+            .env("DYNARELAY_TABLE_PREFIX", &shop.prefix)
+            .env("DYNARELAY_REDIS_URL", redis)
+            .env("DYNARELAY_LEASE_TABLE", lease_table)
+            .env("DYNARELAY_STREAM_POLL_INTERVAL_MS", poll_ms.to_string())
+            .env("RUST_LOG", "warn,dynarelay=info")
+            .arg("relay")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()?;
+        let purchases = format!("{}Purchases", shop.prefix);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let seen = server::LastLines::follow(&mut child, move |line| {
+            if line.contains("took a shard's lease") && line.contains(&purchases) {
+                let _ = tx.send(());
+            }
+        })?;
+        let relay = Self {
+            child,
+            redis: redis.to_owned(),
+        };
+        rx.recv_timeout(Duration::from_secs(60)).map_err(|_| {
+            anyhow::anyhow!("the relay took no lease; its last output:\n{}", seen.text())
+        })?;
+        Ok(relay)
+    }
+
+    /// Stops it as an orchestrator does (SIGTERM): it lets go of its lease.
+    fn stop(mut self) -> anyhow::Result<()> {
+        let status = std::process::Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()?;
+        ensure!(status.success(), "kill -TERM failed");
+        let exit = self.child.wait()?;
+        ensure!(exit.success(), "the relay exited with {exit}");
+        Ok(())
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The same measures through Redis, as a fleet runs (a relay reads the stream and publishes to
+/// Redis, the server reads Redis), and the relay's own: the changes per second it carries from
+/// a backlog in the stream, and the Redis memory those changes take.
+async fn through_redis(shop: &Shop, rows: &mut Vec<(String, String)>) -> anyhow::Result<()> {
+    let redis = std::env::var("DYNARELAY_BENCH_REDIS_URL")
+        .context("DYNARELAY_BENCH_REDIS_URL is not set: run scripts/bench-live")?;
+    for poll in [250, 10] {
+        let relay = Relay::start(shop, &redis, &format!("leases-{poll}"), poll)?;
+        let [(p50, p99), _] = latency(shop, poll, Some(&relay)).await?;
+        rows.push((
+            format!("through Redis: write to subscriber, relay poll interval {poll} ms: p50 / p99"),
+            format!("{} / {}", ms(p50), ms(p99)),
+        ));
+        eprintln!("latency through Redis at {poll} ms: done");
+    }
+    let relay = Relay::start(shop, &redis, "leases-cpu", 250)?;
+    let cpu = cpu_per_event(shop, 1_000, 50, Some(&relay)).await?;
+    rows.push((
+        "through Redis: instance CPU per delivered change, 1,000 subscribers, 50 writes".to_owned(),
+        us(cpu),
+    ));
+    eprintln!("CPU per change through Redis: done");
+    relay.stop()?;
+
+    // A backlog of changes in the stream while no relay runs; the relay started again reads
+    // them from its checkpoint as fast as it can publish them.
+    const BACKLOG: u64 = 2_000;
+    let client = redis::Client::open(redis.as_str())?;
+    let connection = client.get_multiplexed_async_connection().await?;
+    let key = dynarelay::stream::redis_feed::key(&format!("{}Purchases", shop.prefix));
+    let length = |mut c: redis::aio::MultiplexedConnection, key: String| async move {
+        redis::cmd("XLEN")
+            .arg(&key)
+            .query_async::<u64>(&mut c)
+            .await
+    };
+    let used = |mut c: redis::aio::MultiplexedConnection| async move {
+        let info: String = redis::cmd("INFO").arg("memory").query_async(&mut c).await?;
+        Ok::<u64, redis::RedisError>(
+            info.lines()
+                .find_map(|l| l.strip_prefix("used_memory:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0),
+        )
+    };
+    for _ in 0..BACKLOG {
+        shop.write().await?;
+    }
+    let (before, memory_before) = (
+        length(connection.clone(), key.clone()).await?,
+        used(connection.clone()).await?,
+    );
+    let started = Instant::now();
+    let relay = Relay::start(shop, &redis, "leases-cpu", 250)?;
+    let mut first: Option<Instant> = None;
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let now = length(connection.clone(), key.clone()).await?;
+        if now > before && first.is_none() {
+            first = Some(Instant::now());
+        }
+        if now >= before + BACKLOG {
+            break;
+        }
+        ensure!(
+            Instant::now() < deadline,
+            "{} of {BACKLOG} published",
+            now - before
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let carried = first.unwrap_or(started).elapsed();
+    let memory = used(connection.clone())
+        .await?
+        .saturating_sub(memory_before);
+    drop(relay);
+    rows.push((
+        format!("relay: changes per second from a backlog of {BACKLOG} in the stream"),
+        format!("{:.0}", BACKLOG as f64 / carried.as_secs_f64()),
+    ));
+    rows.push((
+        "Redis memory per 1,000 changes buffered (a purchase's keys and new image)".to_owned(),
+        format!(
+            "{:.0} KiB",
+            memory as f64 / BACKLOG as f64 * 1_000.0 / 1024.0
+        ),
+    ));
     Ok(())
 }

@@ -254,7 +254,7 @@ impl TableRelay {
                 break Ended::Stopped;
             }
             // Shards read to their end, or lost.
-            let mut gone = false;
+            let mut gone = Vec::new();
             let done: Vec<String> = reading
                 .iter()
                 .filter(|(_, r)| r.task.is_finished())
@@ -270,11 +270,24 @@ impl TableRelay {
                     Ok(Outcome::Lost) => {
                         tracing::info!(table = %self.table, shard = %id, "a shard's lease was lost");
                     }
-                    Ok(Outcome::Gone) | Err(_) => gone = true,
+                    Ok(Outcome::Gone) => gone.push(id),
+                    // Its lease is still this relay's: taken again next round.
+                    Err(err) => {
+                        tracing::warn!(table = %self.table, shard = %id, error = %err, "a shard's reader failed; reading it again");
+                    }
                 }
             }
-            if gone {
-                break Ended::StreamGone;
+            if !gone.is_empty() {
+                match self.calls().describe(arn).await {
+                    Err(Failure::Gone) => break Ended::StreamGone,
+                    Ok(found) => {
+                        self.shards_gone(arn, &gone, &found).await;
+                        shards = Some(found);
+                        described = Some(Instant::now());
+                    }
+                    // Looked at again when their leases are taken again.
+                    Err(_) => {}
+                }
             }
             if described.is_none_or(|at| at.elapsed() >= DESCRIBE_EVERY) {
                 match self.calls().describe(arn).await {
@@ -382,6 +395,25 @@ impl TableRelay {
             }
         }
         complete
+    }
+
+    /// Of shards whose reading found them gone, those the stream no longer lists were trimmed
+    /// (older than the stream keeps) before they were read to their end: what they held is lost
+    /// to the fleet, which is told by a gap, and their leases are marked read to their end, so
+    /// that their children are read.
+    async fn shards_gone(&mut self, arn: &str, gone: &[String], listed: &[ShardInfo]) {
+        for id in gone {
+            if listed.iter().any(|s| &s.id == id) {
+                continue;
+            }
+            tracing::warn!(table = %self.table, shard = %id, "a shard was trimmed before it was read to its end: its changes are lost");
+            self.gap().await;
+            let _ = self
+                .parts
+                .leases
+                .checkpoint(arn, id, &Checkpoint::Finished)
+                .await;
+        }
     }
 
     /// Renews the leases held; stops reading the shards whose lease another relay took.

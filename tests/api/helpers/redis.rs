@@ -229,16 +229,19 @@ impl Relay {
 
     /// How many of `table`'s shards it holds the lease of (its `dynarelay_relay_leases`).
     pub async fn leases(&self, table: &str) -> f64 {
+        self.metric(&format!("dynarelay_relay_leases{{table=\"{table}\"}}"))
+            .await
+    }
+
+    /// The value of its metric `name` (with its labels), 0 when it has none yet.
+    pub async fn metric(&self, name: &str) -> f64 {
         let text = reqwest::get(self.url("/metrics"))
             .await
             .unwrap()
             .text()
             .await
             .unwrap();
-        super::metric(
-            &text,
-            &format!("dynarelay_relay_leases{{table=\"{table}\"}}"),
-        )
+        super::metric(&text, name)
     }
 
     /// The URL of `path` on its health listener.
