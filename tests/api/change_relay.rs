@@ -397,7 +397,7 @@ fn typed_note(at: i64, text: &str) -> (Value, Value) {
     let keys = json!({ "owner": { "S": "alice" }, "at": { "N": at.to_string() } });
     let image = json!({
         "owner": { "S": "alice" }, "at": { "N": at.to_string() },
-        "text": { "S": text }, "state": { "S": "OPEN" },
+        "text": { "S": text }, "state": { "S": "OPEN" }, "kind": { "S": "Note" },
     });
     (keys, image)
 }
@@ -480,14 +480,19 @@ fn published(pairs: &[&str]) -> Vec<(String, String)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_lambda_function_publishes_stream_events_and_reports_the_first_failure() {
     let mut redis = RedisServer::start();
-    let app = model_app_from(MODEL).await;
+    // The notes told apart by a type attribute, so that an item can be of no entity.
+    let typed = MODEL.replace(
+        "stream = \"NEW_AND_OLD_IMAGES\"\n",
+        "stream = \"NEW_AND_OLD_IMAGES\"\ntype_attribute = \"kind\"\n",
+    );
+    let app = model_app_from(&typed).await;
     let table = app.table("Notes");
     let function =
-        LambdaFunction::start_packaged_relay(&app.prefix, &model_file(MODEL), &redis.url());
+        LambdaFunction::start_packaged_relay(&app.prefix, &model_file(&typed), &redis.url());
     let http = reqwest::Client::new();
 
-    // A batch: an insert, an update, a record of a table the model does not stream, and a
-    // removal: three changes published, in order.
+    // A batch: an insert, an update, a record of a table the model does not stream, a removal,
+    // and a record of an item of no entity: three changes published, in order.
     let (keys, first) = typed_note(1, "first");
     let (_, again) = typed_note(1, "first, again");
     let batch = vec![
@@ -516,6 +521,14 @@ async fn the_lambda_function_publishes_stream_events_and_reports_the_first_failu
             Some(first),
         ),
         stream_record(&table, "REMOVE", "103", keys.clone(), Some(again), None),
+        stream_record(
+            &table,
+            "INSERT",
+            "104",
+            keys.clone(),
+            None,
+            Some(json!({ "owner": { "S": "alice" }, "at": { "N": "1" }, "kind": { "S": "Memo" } })),
+        ),
     ];
     assert_eq!(
         invoke(&http, &function, batch).await,
