@@ -153,7 +153,9 @@ impl Drop for RedisServer {
 }
 
 /// `dynarelay relay` for `app`'s tables (the model file `model`, its text) into the Redis at
-/// `url`, polling the stream often, with its health checks on a loopback port.
+/// `url`, polling the stream often, with leases of 3 s (a dead relay is replaced within the
+/// test's patience, and a busy machine still renews in time), with its health checks on a
+/// loopback port.
 pub struct Relay {
     relay: Child,
     /// Its health listener's address.
@@ -176,7 +178,7 @@ impl Relay {
             .env("DYNARELAY_TABLE_PREFIX", &app.prefix)
             .env("DYNARELAY_REDIS_URL", url)
             .env("DYNARELAY_STREAM_POLL_INTERVAL_MS", "50")
-            .env("DYNARELAY_LEASE_PERIOD_MS", "1500")
+            .env("DYNARELAY_LEASE_PERIOD_MS", "3000")
             .env("DYNARELAY_HEALTH_LISTEN", "127.0.0.1:0")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
