@@ -140,7 +140,8 @@ pub struct PolicyArgs {
 
     /// The relays' lease table (`relay --lease-table`), after the table prefix: `--for relay`
     /// allows making it and reading and writing its leases.
-    #[arg(long, env = "DYNARELAY_LEASE_TABLE", default_value = crate::stream::leases::DEFAULT_TABLE)]
+    #[arg(long, env = "DYNARELAY_LEASE_TABLE", default_value = crate::stream::leases::DEFAULT_TABLE,
+          value_parser = parse_table_name)]
     pub lease_table: String,
 }
 
@@ -903,13 +904,26 @@ fn parse_proxy(text: &str) -> Result<ipnet::IpNet, String> {
         })
 }
 
+/// A character DynamoDB allows in a table's name.
+fn table_name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')
+}
+
 /// Table names allow letters, digits, `_`, `-` and `.`, up to 255 characters with the base name.
 fn parse_prefix(prefix: &str) -> Result<String, String> {
-    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
-    if prefix.len() > 200 || !prefix.chars().all(allowed) {
+    if prefix.len() > 200 || !prefix.chars().all(table_name_char) {
         return Err("use at most 200 letters, digits, '_', '-' or '.'".into());
     }
     Ok(prefix.to_owned())
+}
+
+/// A table's own name, which the table prefix (at most 200 characters) goes before: 3 to 55
+/// letters, digits, `_`, `-` or `.`, so that the whole name is one DynamoDB takes.
+fn parse_table_name(name: &str) -> Result<String, String> {
+    if !(3..=55).contains(&name.len()) || !name.chars().all(table_name_char) {
+        return Err("use 3 to 55 letters, digits, '_', '-' or '.'".into());
+    }
+    Ok(name.to_owned())
 }
 
 #[cfg(test)]
@@ -1056,5 +1070,24 @@ mod tests {
         assert!(parse_prefix("").is_ok());
         assert!(parse_prefix("bad prefix").is_err());
         assert!(parse_prefix(&"a".repeat(201)).is_err());
+    }
+
+    #[test]
+    fn lease_table_names_are_checked() {
+        assert!(parse_table_name(crate::stream::leases::DEFAULT_TABLE).is_ok());
+        for bad in ["no", "a lease table", &"a".repeat(56)] {
+            assert!(parse_table_name(bad).is_err(), "{bad}");
+        }
+        // On the command line, as a usage error naming the flag.
+        let refused = Cli::try_parse_from([
+            "dynarelay",
+            "relay",
+            "--redis-url",
+            "redis://x",
+            "--lease-table",
+            "a b",
+        ])
+        .unwrap_err();
+        assert!(refused.to_string().contains("--lease-table"), "{refused}");
     }
 }

@@ -48,7 +48,8 @@ pub struct RelayArgs {
     #[arg(
         long,
         env = "DYNARELAY_LEASE_TABLE",
-        default_value = "dynarelay-leases"
+        default_value = crate::stream::leases::DEFAULT_TABLE,
+        value_parser = super::parse_table_name
     )]
     pub lease_table: String,
 
