@@ -50,6 +50,19 @@ pub struct PolicyTarget {
     pub lease_table: String,
 }
 
+impl Default for PolicyTarget {
+    /// Any region and account, no prefix, the table check on, the default lease table.
+    fn default() -> Self {
+        Self {
+            prefix: String::new(),
+            region: "*".to_owned(),
+            account: "*".to_owned(),
+            check_tables: true,
+            lease_table: crate::stream::leases::DEFAULT_TABLE.to_owned(),
+        }
+    }
+}
+
 /// What runs with a policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Role {

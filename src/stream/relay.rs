@@ -446,6 +446,7 @@ impl TableRelay {
         reading: &mut HashMap<String, Reading>,
     ) {
         seen.retain(|id, _| leases.contains_key(id));
+        fresh.retain(|id| leases.contains_key(id));
         for lease in leases.values() {
             if reading.contains_key(&lease.shard) || lease.checkpoint == Checkpoint::Finished {
                 continue;

@@ -75,7 +75,7 @@ fn the_sam_template_lints_clean_and_grants_the_models_policy() {
             account: "*".to_owned(),
             // The function runs with the table check off, its default.
             check_tables: false,
-            lease_table: dynarelay::stream::leases::DEFAULT_TABLE.to_owned(),
+            ..PolicyTarget::default()
         },
     );
     assert_eq!(
@@ -175,7 +175,7 @@ fn packaged_template(prefix: &str, (region, account): (&str, &str), check_tables
             region: region.to_owned(),
             account: account.to_owned(),
             check_tables,
-            lease_table: dynarelay::stream::leases::DEFAULT_TABLE.to_owned(),
+            ..PolicyTarget::default()
         },
     )]);
     let variables = &mut function["Environment"]["Variables"];
@@ -317,7 +317,7 @@ fn the_stream_functions_template_lints_clean_and_grants_the_stream_policy() {
         region: "*".to_owned(),
         account: "*".to_owned(),
         check_tables: false,
-        lease_table: dynarelay::stream::leases::DEFAULT_TABLE.to_owned(),
+        ..PolicyTarget::default()
     };
     let path = Path::new(ROOT).join("deploy/lambda/changes.json");
     let template: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();

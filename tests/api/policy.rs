@@ -139,7 +139,7 @@ async fn the_shop_policy_allows_every_call_the_shop_makes_and_nothing_else() {
             region: "us-east-1".to_owned(),
             account: "123456789012".to_owned(),
             check_tables: true,
-            lease_table: dynarelay::stream::leases::DEFAULT_TABLE.to_owned(),
+            ..PolicyTarget::default()
         },
     );
     let allowed = allowed(&document);
@@ -195,7 +195,7 @@ fn parliament_reports_nothing_on_the_policy_of_any_example() {
                 region: region.to_owned(),
                 account: account.to_owned(),
                 check_tables,
-                lease_table: dynarelay::stream::leases::DEFAULT_TABLE.to_owned(),
+                ..PolicyTarget::default()
             };
             let document = policy(model, &target);
             let (passed, findings) = parliament(&document);
@@ -326,7 +326,7 @@ fn allowances(model: &dynarelay::model::Model) -> BTreeSet<(String, String)> {
         region: "*".to_owned(),
         account: "*".to_owned(),
         check_tables: true,
-        lease_table: dynarelay::stream::leases::DEFAULT_TABLE.to_owned(),
+        ..PolicyTarget::default()
     };
     allowed(&policy(model, &target))
         .into_iter()
@@ -409,7 +409,7 @@ fn without_the_table_check_the_policy_drops_describe_table_and_nothing_else() {
                     region: "eu-west-1".to_owned(),
                     account: "123456789012".to_owned(),
                     check_tables,
-                    lease_table: dynarelay::stream::leases::DEFAULT_TABLE.to_owned(),
+                    ..PolicyTarget::default()
                 },
             ))
         };
@@ -465,7 +465,7 @@ fn the_relays_policies_allow_reading_the_streams_and_nothing_else() {
             region: "eu-west-1".to_owned(),
             account: "123456789012".to_owned(),
             check_tables: true,
-            lease_table: dynarelay::stream::leases::DEFAULT_TABLE.to_owned(),
+            ..PolicyTarget::default()
         };
         let arn = |t: usize| {
             format!(
@@ -546,7 +546,7 @@ fn the_command_prints_the_relays_policies_and_refuses_a_model_without_streams() 
         region: "*".to_owned(),
         account: "*".to_owned(),
         check_tables: true,
-        lease_table: dynarelay::stream::leases::DEFAULT_TABLE.to_owned(),
+        ..PolicyTarget::default()
     };
     for (flag, role) in [
         ("relay", Role::Relay),

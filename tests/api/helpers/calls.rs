@@ -336,7 +336,7 @@ impl PolicyCheck {
                 region: "*".to_owned(),
                 account: "*".to_owned(),
                 check_tables,
-                lease_table: dynarelay::stream::leases::DEFAULT_TABLE.to_owned(),
+                ..PolicyTarget::default()
             },
         );
         Self {
