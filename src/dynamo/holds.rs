@@ -41,7 +41,7 @@ impl ReadSpec<'_> {
                 return None;
             }
         }
-        for (attribute, test) in &self.filters {
+        for (attribute, test) in self.filters.iter().chain(&self.expected) {
             if !passes(item.get(*attribute), test) {
                 return None;
             }

@@ -142,6 +142,10 @@ pub struct ReadSpec<'a> {
     pub sort: Option<(&'a str, SortKeyCondition)>,
     /// Filters, all of which an item must pass.
     pub filters: Vec<(&'a str, FilterTest)>,
+    /// Filters every item the key condition selects is expected to pass (an entity's required
+    /// values where its keys' start already selects its items): applied as `filters` are, but
+    /// the read asks for more items on their account only once DynamoDB drops one.
+    pub expected: Vec<(&'a str, FilterTest)>,
     /// In a table shared by several kinds of item, which of the items read to keep, and as what
     /// (the others are skipped as if filtered, and counted).
     pub keep: Option<Keep<'a>>,
@@ -290,7 +294,7 @@ impl ReadSpec<'_> {
         let mut names = HashMap::new();
         let mut values = HashMap::new();
         let mut filter = Vec::new();
-        for (i, (name, test)) in self.filters.iter().enumerate() {
+        for (i, (name, test)) in self.filters.iter().chain(&self.expected).enumerate() {
             let (n, v) = (format!("#f{i}"), format!(":f{i}"));
             filter.push(match test {
                 FilterTest::Compare(op, value) => {
@@ -738,6 +742,9 @@ impl Store {
                     rows.push(row(table, item, shape, kind.flatten())?);
                 }
             }
+            // DynamoDB's filters dropped items (those `expected` to pass among them): the rate
+            // seen decides later calls' `Limit`.
+            filtered |= batch.matched < batch.evaluated;
             matched += batch.matched.saturating_sub(skipped);
             if skipped > 0 {
                 self.metrics.items_unmatched(table, skipped as u64);

@@ -56,6 +56,7 @@ pub async fn read_through_index(
         partition: Some((pk.name, partition)),
         sort,
         filters: Vec::new(),
+        expected: Vec::new(),
         keep: Some(Keep(Arc::new(move |item: &Item| {
             values::entity_of(model, &[entity], item).map(|_| 0)
         }))),

@@ -228,13 +228,16 @@ pub fn projection_of<'n>(
     let table = model.table_of(connection.entity);
     let keys = || connection.start_key.iter().chain(table.key.iter());
     let mut wanted: Vec<&'static str> = keys().map(|k| k.name).collect();
-    // Every attribute the entities' rules require, which every read checks.
-    for &member in members {
-        wanted.extend(
-            model.entities[member]
-                .required_values(table)
-                .map(|(a, _)| a),
-        );
+    // Every attribute the members' rules require, which reads of a collection check in memory
+    // (DynamoDB tests a single entity's: see `Connection::type_filters`).
+    if connection.collection.is_some() {
+        for &member in members {
+            wanted.extend(
+                model.entities[member]
+                    .required_values(table)
+                    .map(|(a, _)| a),
+            );
+        }
     }
     for name in node_fields {
         if name == "__typename" || name == "id" {
@@ -362,6 +365,7 @@ fn plan(
         partition: None,
         sort: None,
         filters: Vec::new(),
+        expected: Vec::new(),
         keep: None,
         projection: None,
         consistent: false,
@@ -595,29 +599,35 @@ fn plan(
         return Err(access::forbidden(&format!("`{}`", site.label())));
     }
     for (attribute, test) in &connection.type_filters {
-        spec.filters.push((
-            attribute,
-            match test {
-                TypeTest::Equals(value) => {
-                    FilterTest::Compare("=", AttributeValue::S(value.clone()))
-                }
-                TypeTest::BeginsWith(start) => {
-                    FilterTest::BeginsWith(AttributeValue::S(start.clone()))
-                }
-            },
-        ));
+        let test = match test {
+            TypeTest::Equals(value) => FilterTest::Compare("=", AttributeValue::S(value.clone())),
+            TypeTest::BeginsWith(start) => FilterTest::BeginsWith(AttributeValue::S(start.clone())),
+        };
+        if connection.type_filters_expected {
+            spec.expected.push((attribute, test));
+        } else {
+            spec.filters.push((attribute, test));
+        }
     }
     if connection.shared {
-        let members: &'static [EntityId] = match &connection.collection {
-            Some(collection) => &collection.members,
-            None => std::slice::from_ref(&connection.entity),
-        };
         // The entity each item is, kept with its row so that nodes are typed once: by the one
-        // rule every read applies (the type attribute and the table's keys), so that an item is
-        // the same entity whether a table read, an index read, a lookup or a refetch finds it.
-        spec.keep = Some(Keep(Arc::new(move |item: &Item| {
-            values::entity_of(model, members, item).and_then(|e| u32::try_from(e).ok())
-        })));
+        // rule every read applies (the required values and the table's keys), so that an item
+        // is the same entity whether a table read, an index read, a lookup or a refetch finds
+        // it. A connection of one entity has DynamoDB test the required values (its
+        // `type_filters`), and tests the keys here.
+        spec.keep = Some(Keep(match &connection.collection {
+            Some(collection) => {
+                let members: &'static [EntityId] = &collection.members;
+                Arc::new(move |item: &Item| {
+                    values::entity_of(model, members, item).and_then(|e| u32::try_from(e).ok())
+                })
+            }
+            None => {
+                let entity = connection.entity;
+                let kind = u32::try_from(entity).map_err(|_| ApiError::Internal)?;
+                Arc::new(move |item: &Item| values::keys_fit(model, entity, item).then_some(kind))
+            }
+        }));
     }
     for filter in &connection.filters {
         let field = &node.fields[filter.field];

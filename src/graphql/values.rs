@@ -631,6 +631,17 @@ pub fn entity_of(model: &Model, candidates: &[EntityId], item: &Item) -> Option<
     })
 }
 
+/// Whether an item a connection of `entity` alone read is one of its items, where DynamoDB has
+/// tested the entity's required values (the connection's `type_filters`): the other half of
+/// [`entity_of`]'s rule, its table's keys read back under the entity's templates.
+pub fn keys_fit(model: &Model, entity: EntityId, item: &Item) -> bool {
+    model.entities[entity].keys_read_back(model, model.table_of(entity).key, |attribute| {
+        item.get(attribute)
+            .and_then(|v| v.as_s().ok())
+            .map(String::as_str)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

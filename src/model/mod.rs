@@ -558,10 +558,17 @@ pub struct Connection {
     /// An item collection: the union of member entities its nodes are. `entity` is then the
     /// first member.
     pub collection: Option<Collection>,
-    /// Filters that select the node entity's items where key conditions cannot (Scans, and
-    /// Queries in partitions whose types share a prefix): applied in DynamoDB, within the read
-    /// budget.
+    /// Tests DynamoDB applies, beside the key condition, to tell the node entity's items from
+    /// others, within the read budget. On a connection of one entity they hold every required
+    /// value of its rule (the type attribute's, the constants: [`Entity::required_values`]), so
+    /// that those attributes are neither read back nor tested again in memory, where only the
+    /// keys are ([`Entity::keys_read_back`]); in Scans, and in Queries of partitions whose types
+    /// share a prefix, they also select the entity's items where key conditions cannot.
     pub type_filters: Vec<(&'static str, TypeTest)>,
+    /// Every item the key condition selects is expected to pass `type_filters` (they only state
+    /// the required values of an entity whose keys' start the condition already selects): reads
+    /// then ask DynamoDB for no more items on their account until one fails them.
+    pub type_filters_expected: bool,
     /// The table holds other entities too: every item read is checked against the node
     /// entity (or the collection's members) and skipped when it is not one of them.
     pub shared: bool,
@@ -829,12 +836,21 @@ impl Entity {
         get: impl Fn(&str) -> Option<&'i str>,
     ) -> bool {
         let table = &model.tables[self.table];
-        if self
-            .required_values(table)
-            .any(|(attribute, value)| get(attribute) != Some(value))
-        {
-            return false;
-        }
+        self.required_values(table)
+            .all(|(attribute, value)| get(attribute) == Some(value))
+            && self.keys_read_back(model, keys, get)
+    }
+
+    /// The half of [`Entity::matches`] that looks at the keys alone: each of the `keys` that the
+    /// entity builds from a template reads back under it, with each facet a value of its field's
+    /// type and the same in every such key that holds it. A read whose filters test the
+    /// required values in DynamoDB (a connection's `type_filters`) tests only this in memory.
+    pub fn keys_read_back<'i>(
+        &self,
+        model: &Model,
+        keys: &[KeyAttr],
+        get: impl Fn(&str) -> Option<&'i str>,
+    ) -> bool {
         // Facets seen in earlier keys, to compare with later ones; entities have few.
         let mut seen: SmallVec<[(FieldId, std::borrow::Cow<'i, str>); 6]> = SmallVec::new();
         for t in &self.templates {

@@ -195,6 +195,7 @@ async fn a_start_key_dynamodb_rejects_becomes_a_masked_internal_error() {
                 partition: Some(("userId", AttributeValue::S(ALICE.into()))),
                 sort: None,
                 filters: Vec::new(),
+                expected: Vec::new(),
                 keep: None,
                 projection: None,
                 consistent: false,

@@ -35,8 +35,8 @@ pub use auth::{
     model_auth_settings, model_claims, secure_app, secure_app_logged,
 };
 pub use calls::{
-    CallCounter, CallLog, LoggedCall, POLICY_USES, PolicyAudit, PolicyCheck, PolicyUses, allowed,
-    dynamodb_calls, used_pair,
+    CallCounter, CallLog, LoggedCall, POLICY_USES, PolicyAudit, PolicyCheck, PolicyUses, ReadShape,
+    allowed, dynamodb_calls, used_pair,
 };
 pub use dynamo::{
     GroundQuery, SortCond, ground_truth, product_item, purchase_item, put_plain, query_all,

@@ -370,6 +370,7 @@ async fn a_read_decided_in_memory_holds_what_dynamodb_returns() {
                     partition: Some(("pk", s(partition))),
                     sort: sort.clone().map(|condition| ("sk", condition)),
                     filters: tests.iter().map(|test| ("a", test.clone())).collect(),
+                    expected: Vec::new(),
                     keep: None,
                     projection: None,
                     consistent: false,

@@ -308,6 +308,11 @@ impl<'f> Ctx<'f, '_> {
             Some(flag) => *flag.get_ref(),
             None => false,
         };
+        let (type_filters, type_filters_expected) = match (&collection, tellable) {
+            (_, None) => return None,
+            (Some(_), _) => (Vec::new(), false),
+            (None, _) => self.type_filters(node, &target, scan),
+        };
         Some(Connection {
             name: name.get_ref().clone(),
             label: super::leak_str(&format!("{parent}.{}", name.get_ref())),
@@ -322,11 +327,8 @@ impl<'f> Ctx<'f, '_> {
                 (_, sizes) => sizes,
             },
             start_key: target.start_key(),
-            type_filters: match (&collection, tellable) {
-                (_, None) => return None,
-                (Some(_), _) => Vec::new(),
-                (None, _) => self.type_filters(node, &target, scan),
-            },
+            type_filters,
+            type_filters_expected,
             shared,
             collection,
             access: Access::default(),
@@ -553,19 +555,23 @@ impl<'f> Ctx<'f, '_> {
         )
     }
 
-    /// Filters selecting `node`'s items where key conditions cannot: a Scan of a table that
-    /// holds other items (other entities of the model, or, where items carry required values,
+    /// The tests DynamoDB applies to tell `node`'s items from others on a connection of that
+    /// entity alone, and whether every item the key condition selects is expected to pass them.
+    /// They select its items where key conditions cannot: in a Scan of a table that holds
+    /// other items (other entities of the model, or, where items carry required values,
     /// anyone's: ElectroDB's other versions), or a Query whose partition other entities share
     /// with the same sort-key prefix (only possible with a type attribute, which then tells
     /// them apart). The entity's whole rule goes in: every required value (the type attribute,
     /// the constants), and in a Scan of a table without a type attribute the literal starts of
-    /// its keys.
+    /// its keys. Elsewhere, a Query whose key condition already selects the entity's keys, the
+    /// required values alone go in, expected to pass: DynamoDB tests them rather than
+    /// dynarelay, so their attributes are not read back.
     pub(super) fn type_filters(
         &self,
         node: EntityId,
         target: &Target<'_>,
         scan: bool,
-    ) -> Vec<(&'static str, TypeTest)> {
+    ) -> (Vec<(&'static str, TypeTest)>, bool) {
         let table = self.entities[node].table;
         let others: Vec<EntityId> = (0..self.entities.len())
             .filter(|&e| e != node && self.entities[e].table == table)
@@ -576,22 +582,20 @@ impl<'f> Ctx<'f, '_> {
             .map(|(attribute, value)| (leak_str(attribute), TypeTest::Equals(value.to_owned())))
             .collect();
         if others.is_empty() && rule.is_empty() {
-            return Vec::new();
+            return (Vec::new(), false);
         }
         if target.table.type_attribute.is_some() && entity.type_value.is_some() {
-            if scan || others.iter().any(|&o| self.overlap(node, o, target.key())) {
-                return rule;
-            }
-            return Vec::new();
+            let select = scan || others.iter().any(|&o| self.overlap(node, o, target.key()));
+            return (rule, !select);
         }
         if !scan {
-            return Vec::new();
+            return (rule, true);
         }
         rule.extend(target.key().iter().filter_map(|attr| {
             let start = entity.template_on(attr.name)?.template.literal_prefix();
             (!start.is_empty()).then(|| (attr.name, TypeTest::BeginsWith(start.to_owned())))
         }));
-        rule
+        (rule, false)
     }
 
     pub(super) fn index_named<'t>(

@@ -72,6 +72,45 @@ pub struct LoggedCall {
     /// The index a Query or Scan reads.
     pub index: Option<String>,
     pub values: Vec<String>,
+    /// What a Query or Scan asks DynamoDB for.
+    pub read: Option<ReadShape>,
+}
+
+/// What a Query or Scan asks for, attribute names resolved from their placeholders.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReadShape {
+    pub limit: Option<i32>,
+    /// The attributes of its `ProjectionExpression` (`None`: whole items).
+    pub projected: Option<Vec<String>>,
+    /// The attributes its `FilterExpression` names.
+    pub tested: Vec<String>,
+}
+
+impl ReadShape {
+    fn of(
+        limit: Option<i32>,
+        projection: Option<&str>,
+        filter: Option<&str>,
+        names: Option<&std::collections::HashMap<String, String>>,
+    ) -> Self {
+        let name = |placeholder: &str| {
+            names
+                .and_then(|n| n.get(placeholder))
+                .cloned()
+                .unwrap_or_else(|| placeholder.to_owned())
+        };
+        let placeholders = |text: &str| -> Vec<String> {
+            text.split(|c: char| !(c == '#' || c == '_' || c.is_ascii_alphanumeric()))
+                .filter(|word| word.starts_with('#'))
+                .map(name)
+                .collect()
+        };
+        Self {
+            limit,
+            projected: projection.map(|p| p.split(',').map(|a| name(a.trim())).collect()),
+            tested: filter.map(placeholders).unwrap_or_default(),
+        }
+    }
 }
 
 impl LoggedCall {
@@ -126,6 +165,7 @@ fn logged_call(context: &BeforeSerializationInterceptorContextRef<'_>) -> Logged
         tables: table.map(str::to_owned).into_iter().collect(),
         index: None,
         values,
+        read: None,
     };
     let expression = |values: Option<&std::collections::HashMap<String, AttributeValue>>| {
         logged_values(values.into_iter().flat_map(|m| m.values()))
@@ -142,6 +182,7 @@ fn logged_call(context: &BeforeSerializationInterceptorContextRef<'_>) -> Logged
             operation: "BatchGetItem",
             tables: items.keys().cloned().collect(),
             index: None,
+            read: None,
             values: logged_values(
                 items
                     .values()
@@ -152,6 +193,12 @@ fn logged_call(context: &BeforeSerializationInterceptorContextRef<'_>) -> Logged
     } else if let Some(i) = input.downcast_ref::<QueryInput>() {
         LoggedCall {
             index: i.index_name().map(str::to_owned),
+            read: Some(ReadShape::of(
+                i.limit(),
+                i.projection_expression(),
+                i.filter_expression(),
+                i.expression_attribute_names(),
+            )),
             ..one(
                 "Query",
                 i.table_name(),
@@ -161,6 +208,12 @@ fn logged_call(context: &BeforeSerializationInterceptorContextRef<'_>) -> Logged
     } else if let Some(i) = input.downcast_ref::<ScanInput>() {
         LoggedCall {
             index: i.index_name().map(str::to_owned),
+            read: Some(ReadShape::of(
+                i.limit(),
+                i.projection_expression(),
+                i.filter_expression(),
+                i.expression_attribute_names(),
+            )),
             ..one(
                 "Scan",
                 i.table_name(),
@@ -189,6 +242,7 @@ fn logged_call(context: &BeforeSerializationInterceptorContextRef<'_>) -> Logged
             tables: Vec::new(),
             index: None,
             values: Vec::new(),
+            read: None,
         };
         for item in i.transact_items() {
             if let Some(put) = item.put() {
@@ -225,6 +279,7 @@ fn logged_call(context: &BeforeSerializationInterceptorContextRef<'_>) -> Logged
             tables: items.keys().cloned().collect(),
             index: None,
             values,
+            read: None,
         }
     } else if let Some(i) = input.downcast_ref::<DescribeStreamInput>() {
         one(

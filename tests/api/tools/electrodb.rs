@@ -42,6 +42,17 @@ async fn seeded() -> (ModelApp, Value) {
     (app, truth)
 }
 
+/// The member of ElectroDB's ground truth with the most loans, and their loans in order.
+fn busiest_member(truth: &Value) -> (&String, &Vec<Value>) {
+    let (member, loans) = truth["loansByMember"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .max_by_key(|(_, loans)| loans.as_array().unwrap().len())
+        .unwrap();
+    (member, loans.as_array().unwrap())
+}
+
 /// `memberId/loanId` of a loan.
 fn loan_key(loan: &Value) -> String {
     format!("{}/{}", text(loan, "memberId"), text(loan, "loanId"))
@@ -141,13 +152,7 @@ async fn electrodb_data_is_served_as_electrodb_reads_it() {
 #[tokio::test]
 async fn ranges_on_a_lowercased_sort_key_select_exactly() {
     let (app, truth) = seeded().await;
-    let (member, loans) = truth["loansByMember"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .max_by_key(|(_, loans)| loans.as_array().unwrap().len())
-        .unwrap();
-    let loans = loans.as_array().unwrap();
+    let (member, loans) = busiest_member(&truth);
     let at = |i: usize| text(&loans[i], "loanedAt");
     let (from, until) = (at(loans.len() / 5), at(loans.len() / 2));
     let prefix = at(loans.len() / 3)[..13].to_owned(); // to the hour: `2026-05-01T07`
