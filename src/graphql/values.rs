@@ -624,22 +624,23 @@ pub fn entity_of(model: &Model, candidates: &[EntityId], item: &Item) -> Option<
     let keys = candidates
         .first()
         .map_or(&[][..], |&e| model.table_of(e).key);
-    model.entity_of(candidates, keys, |attribute| {
-        item.get(attribute)
-            .and_then(|v| v.as_s().ok())
-            .map(String::as_str)
-    })
+    model.entity_of(candidates, keys, string_attribute(item))
 }
 
 /// Whether an item a connection of `entity` alone read is one of its items, where DynamoDB has
 /// tested the entity's required values (the connection's `type_filters`): the other half of
 /// [`entity_of`]'s rule, its table's keys read back under the entity's templates.
 pub fn keys_fit(model: &Model, entity: EntityId, item: &Item) -> bool {
-    model.entities[entity].keys_read_back(model, model.table_of(entity).key, |attribute| {
+    model.entities[entity].keys_read_back(model, model.table_of(entity).key, string_attribute(item))
+}
+
+/// An item's string attributes by name, as the entity rule reads them.
+fn string_attribute<'i>(item: &'i Item) -> impl Fn(&str) -> Option<&'i str> + Copy {
+    move |attribute: &str| {
         item.get(attribute)
             .and_then(|v| v.as_s().ok())
             .map(String::as_str)
-    })
+    }
 }
 
 #[cfg(test)]
