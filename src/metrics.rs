@@ -53,6 +53,8 @@ pub struct Metrics {
     subscriptions_refused: Family<ReasonLabels, Counter>,
     subscription_events: Counter,
     subscriptions_lost: Counter,
+    subscription_backlog: Gauge,
+    subscription_backlogs_overflowed: Family<TableLabels, Counter>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -394,6 +396,21 @@ impl Metrics {
              stream lost records",
             subscriptions_lost.clone(),
         );
+        let subscription_backlog = Gauge::default();
+        registry.register(
+            "subscription_backlog",
+            "Changes waiting in subscriptions' own backlogs to be sent, in all: it grows while \
+             subscribers (or the process) fall behind their changes",
+            subscription_backlog.clone(),
+        );
+        let subscription_backlogs_overflowed = Family::<TableLabels, Counter>::default();
+        registry.register(
+            "subscription_backlogs_overflowed",
+            "Subscriptions whose own backlog passed its bound (their client read too slowly, or \
+             their partition was written faster than their socket drains), each then ended with \
+             CHANGES_LOST, by table",
+            subscription_backlogs_overflowed.clone(),
+        );
         Self {
             registry,
             http_requests,
@@ -424,6 +441,8 @@ impl Metrics {
             subscriptions_refused,
             subscription_events,
             subscriptions_lost,
+            subscription_backlog,
+            subscription_backlogs_overflowed,
         }
     }
 
@@ -506,6 +525,25 @@ impl Metrics {
     /// Records a subscription ended because changes were lost.
     pub fn subscription_lost(&self) {
         self.subscriptions_lost.inc();
+    }
+
+    /// Records changes entering (`delta` > 0) or leaving subscriptions' backlogs.
+    pub fn subscription_backlog(&self, delta: i64) {
+        self.subscription_backlog.inc_by(delta);
+    }
+
+    /// Changes waiting in subscriptions' backlogs now.
+    pub fn subscription_backlog_now(&self) -> i64 {
+        self.subscription_backlog.get()
+    }
+
+    /// Records a subscription of `table` whose backlog passed its bound.
+    pub fn subscription_backlog_overflowed(&self, table: &str) {
+        self.subscription_backlogs_overflowed
+            .get_or_create(&TableLabels {
+                table: table.to_owned(),
+            })
+            .inc();
     }
 
     /// Records a failed DynamoDB Streams call.

@@ -28,7 +28,7 @@ use crate::{
     cursor::Key,
     dynamo::{Item, Store},
     model::{EntityId, Model, StreamView},
-    stream::{Change, Streams},
+    stream::{Change, Route, Streams},
 };
 
 /// The type of a node's change.
@@ -123,7 +123,11 @@ async fn changes<'a>(
         ))
         .into());
     }
-    let mut subscription = streams.subscribe(store.tables().name(model.entities[entity].table));
+    // Only changes of the node's own item reach it.
+    let mut subscription = streams.subscribe_to(
+        store.tables().name(model.entities[entity].table),
+        &Route::Item(key.to_attribute_map()),
+    );
     subscription.ready().await;
     let expires = caller.expires();
     let follower = Follower {

@@ -39,7 +39,7 @@ use crate::{
     dynamo::{Item, ReadSpec, Store, Tables},
     model::{Connection, EntityId, Model, Read},
     pagination::PageLimits,
-    stream::{Change, Recognise, Streams, Subscription as Changes},
+    stream::{Change, Recognise, Route, Streams, Subscription as Changes},
 };
 
 /// One change as a `…Change` object resolves it.
@@ -323,7 +323,8 @@ async fn changes<'a>(
     };
     let entity = &site.model.entities[site.connection.entity];
     let table = store.tables().name(entity.table);
-    let mut subscription = streams.subscribe(table);
+    // Only changes of the connection's partition (or, for a Scan, every change) reach it.
+    let mut subscription = streams.subscribe_to(table, &Route::of_read(&spec));
     subscription.ready().await;
     let mut follower = Follower {
         site,

@@ -3,7 +3,8 @@
 //!
 //! [`Streams`] keeps one reader per table, started by the table's first subscriber and stopped
 //! once it has none; each reader ([`reader`]) walks the table's stream shard by shard, in lineage
-//! order, and broadcasts every record as a [`Change`] in stream order. What a change means to a
+//! order, and passes every record on as a [`Change`] in stream order, to the subscriptions it may
+//! concern ([`routes`]), each into a backlog of its own. What a change means to a
 //! subscriber (which connection it enters or leaves) is decided above this layer: here there are
 //! only tables, keys and images.
 
@@ -11,24 +12,28 @@ mod calls;
 mod convert;
 pub mod leases;
 mod outlet;
+mod queue;
 pub mod reader;
 pub mod redis_feed;
 pub mod relay;
 mod relay_shard;
+mod routes;
 mod seats;
 pub mod stream_events;
 
+pub use routes::Route;
 pub use seats::{Full, Seat, Seats};
 
 use std::{
     sync::{
-        Arc, Weak,
+        Arc, Mutex, MutexGuard, Weak,
         atomic::{AtomicU64, Ordering},
     },
     time::Duration,
 };
 
-use tokio::sync::broadcast;
+use queue::{Member, Queue};
+use routes::RouteKey;
 
 use crate::{dynamo::Item, metrics::Metrics};
 
@@ -77,11 +82,11 @@ pub enum Event {
     Gap,
 }
 
-/// What a reader broadcasts: events, and marks that let subscribers that joined take their
-/// place in the stream.
+/// What a reader sends a subscriber: events, and marks that let subscribers that joined take
+/// their place in the stream.
 #[derive(Debug, Clone)]
 pub(crate) enum Signal {
-    /// An event for every subscriber.
+    /// An event for the subscriber.
     Event(Event),
     /// A round of reads that started after the subscribers holding tickets up to this one
     /// joined has ended: what comes after the mark is news to them.
@@ -90,11 +95,48 @@ pub(crate) enum Signal {
 
 /// One table's reader as its subscribers reach it.
 #[derive(Debug)]
-pub(crate) struct Shared {
-    /// Its broadcasts.
-    pub(crate) sender: broadcast::Sender<Signal>,
+struct Shared {
+    /// Its subscribers, by route.
+    subscribers: Mutex<Subscribers>,
     /// The last ticket given to a subscriber.
-    pub(crate) asked: AtomicU64,
+    asked: AtomicU64,
+    /// Changes one subscriber may have waiting before it loses them ([`StreamSettings::buffer`]).
+    bound: usize,
+}
+
+impl Shared {
+    fn subscribers(&self) -> MutexGuard<'_, Subscribers> {
+        // A poisoned lock only means a subscriber panicked while joining or leaving; the
+        // routes are whole.
+        self.subscribers.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A table's subscribers: those routed changes, and those waiting for a mark.
+#[derive(Debug, Default)]
+struct Subscribers {
+    /// Subscribers with their place in the stream, by the changes they may want.
+    routes: routes::Routes<Member>,
+    /// Subscribers that joined, with their tickets: routed changes from the mark that places
+    /// them (what is read before it is not news to them).
+    joining: Vec<(u64, Member, RouteKey)>,
+    /// Routed subscribers waiting for a mark at or past their ticket ([`Subscription::ask`]).
+    asking: Vec<(u64, Member)>,
+}
+
+impl Subscribers {
+    /// How many subscribe: the reader stops when none does.
+    fn len(&self) -> usize {
+        self.routes.len() + self.joining.len()
+    }
+
+    /// Every subscriber's queue, routed or joining.
+    fn each(&self, mut each: impl FnMut(&Queue)) {
+        self.routes.each(|member| each(&member.0));
+        for (_, member, _) in &self.joining {
+            each(&member.0);
+        }
+    }
 }
 
 /// How readers poll and wait.
@@ -107,8 +149,9 @@ pub struct StreamSettings {
     pub initial_backoff: Duration,
     /// Longest wait after failures.
     pub max_backoff: Duration,
-    /// Events held for each subscriber: one that falls this far behind loses the oldest and is
-    /// told so ([`Event::Gap`]).
+    /// Changes one subscription may have waiting to be sent (its own backlog): past it, they are
+    /// dropped and it is told so ([`Event::Gap`]). Changes that concern other subscriptions never
+    /// count here.
     pub buffer: usize,
     /// Most subscriptions running in the process.
     pub max_subscriptions: usize,
@@ -197,20 +240,30 @@ impl Streams {
         self.seats.take(caller)
     }
 
-    /// The changes of `table` (its full name) from now on: joins the table's reader, starting
-    /// it if it is not running. The subscription takes its place in the stream at the end of
-    /// the reader's next round of reads ([`Subscription::ready`]): changes read before then
-    /// were written before the subscriber asked, or moments after, and are not delivered to it.
+    /// Every change of `table` (its full name) from now on: [`Streams::subscribe_to`] with
+    /// [`Route::Every`].
     pub fn subscribe(&self, table: &str) -> Subscription {
+        self.subscribe_to(table, &Route::Every)
+    }
+
+    /// The changes of `table` (its full name) that `route` may concern, from now on: joins the
+    /// table's reader, starting it if it is not running. The subscription takes its place in the
+    /// stream at the end of the reader's next round of reads ([`Subscription::ready`]): changes
+    /// read before then were written before the subscriber asked, or moments after, and are not
+    /// delivered to it. From then on it is sent the changes its route finds (see
+    /// [`routes`]), into a backlog of its own.
+    pub fn subscribe_to(&self, table: &str, route: &Route) -> Subscription {
+        let queue = Arc::new(Queue::new(Arc::clone(&self.metrics)));
+        let route = RouteKey::of(route);
         // A poisoned lock only means a subscriber panicked while joining; the map is intact.
         let mut readers = self.readers.lock().unwrap_or_else(|e| e.into_inner());
         let shared = match readers.get(table) {
-            Some(shared) if shared.sender.receiver_count() > 0 => Arc::clone(shared),
+            Some(shared) if shared.subscribers().len() > 0 => Arc::clone(shared),
             _ => {
-                let (sender, _) = broadcast::channel(self.settings.buffer.max(1));
                 let shared = Arc::new(Shared {
-                    sender,
+                    subscribers: Mutex::default(),
                     asked: AtomicU64::new(0),
+                    bound: self.settings.buffer.max(1),
                 });
                 let table: Arc<str> = Arc::from(table);
                 readers.insert(Arc::clone(&table), Arc::clone(&shared));
@@ -246,10 +299,18 @@ impl Streams {
                 shared
             }
         };
-        let receiver = shared.sender.subscribe();
-        let ticket = shared.asked.fetch_add(1, Ordering::AcqRel) + 1;
+        let ticket = {
+            let mut subscribers = shared.subscribers();
+            let ticket = shared.asked.fetch_add(1, Ordering::AcqRel) + 1;
+            subscribers
+                .joining
+                .push((ticket, Member(Arc::clone(&queue)), route.clone()));
+            ticket
+        };
+        drop(readers);
         Subscription {
-            receiver,
+            queue,
+            route,
             shared: Arc::downgrade(&shared),
             ticket,
             placed: false,
@@ -268,8 +329,10 @@ impl Streams {
 /// One subscriber's view of a table's changes.
 #[derive(Debug)]
 pub struct Subscription {
-    receiver: broadcast::Receiver<Signal>,
-    /// The reader, while it runs (not kept alive by its subscribers: its end closes `receiver`).
+    /// Its own backlog.
+    queue: Arc<Queue>,
+    route: RouteKey,
+    /// The reader, while it runs (not kept alive by its subscribers: its end closes `queue`).
     shared: Weak<Shared>,
     ticket: u64,
     placed: bool,
@@ -284,13 +347,13 @@ impl Subscription {
     /// once when the reader stopped for good; [`Subscription::next`] then reports it.
     pub async fn ready(&mut self) {
         while !self.placed {
-            match self.receiver.recv().await {
-                Ok(Signal::Mark(mark)) => {
+            match self.queue.pop().await {
+                Some(Signal::Mark(mark)) => {
                     self.marked = mark;
                     self.placed = mark >= self.ticket;
                 }
-                Ok(Signal::Event(_)) | Err(broadcast::error::RecvError::Lagged(_)) => {}
-                Err(broadcast::error::RecvError::Closed) => return,
+                Some(Signal::Event(_)) => {}
+                None => return,
             }
         }
     }
@@ -300,9 +363,15 @@ impl Subscription {
     /// has come through [`Subscription::next`].
     pub fn ask(&self) -> u64 {
         // A reader that stopped sends nothing more: any ticket is reached.
-        self.shared
-            .upgrade()
-            .map_or(0, |shared| shared.asked.fetch_add(1, Ordering::AcqRel) + 1)
+        let Some(shared) = self.shared.upgrade() else {
+            return 0;
+        };
+        let mut subscribers = shared.subscribers();
+        let ticket = shared.asked.fetch_add(1, Ordering::AcqRel) + 1;
+        subscribers
+            .asking
+            .push((ticket, Member(Arc::clone(&self.queue))));
+        ticket
     }
 
     /// Whether the table's reader still runs (it stops for good when the table has no stream).
@@ -322,13 +391,27 @@ impl Subscription {
     pub async fn next(&mut self) -> Option<Event> {
         self.ready().await;
         loop {
-            match self.receiver.recv().await {
-                Ok(Signal::Event(event)) => return Some(event),
-                Ok(Signal::Mark(mark)) => self.marked = mark,
-                Err(broadcast::error::RecvError::Lagged(_)) => return Some(Event::Gap),
-                Err(broadcast::error::RecvError::Closed) => return None,
+            match self.queue.pop().await {
+                Some(Signal::Event(event)) => return Some(event),
+                Some(Signal::Mark(mark)) => self.marked = mark,
+                None => return None,
             }
         }
+    }
+}
+
+impl Drop for Subscription {
+    /// Leaves the table's routes: the reader stops once nobody subscribes.
+    fn drop(&mut self) {
+        let Some(shared) = self.shared.upgrade() else {
+            return;
+        };
+        let member = Member(Arc::clone(&self.queue));
+        let mut subscribers = shared.subscribers();
+        if !subscribers.routes.remove(&self.route, &member) {
+            subscribers.joining.retain(|(_, m, _)| *m != member);
+        }
+        subscribers.asking.retain(|(_, m)| *m != member);
     }
 }
 

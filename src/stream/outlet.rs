@@ -1,14 +1,18 @@
 //! A table reader's side of its subscribers, whatever it reads from (the table's stream, or
-//! Redis fed by a relay): it broadcasts events and marks, tells when nobody listens any more, and
+//! Redis fed by a relay): it routes each change to the subscriptions it may concern (each into its
+//! own backlog), places joining subscribers with marks, tells when nobody listens any more, and
 //! leaves the process's readers when it stops.
 
 use std::{
     collections::HashMap,
-    sync::{Arc, Mutex, atomic::Ordering},
-    time::Duration,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
-use super::{Change, Event, Recognise, Shared, Signal, StreamSettings};
+use super::{Change, Event, Recognise, Shared, Signal, StreamSettings, queue::Pushed};
 use crate::metrics::Metrics;
 
 /// The process's readers, by table (its full name).
@@ -23,6 +27,15 @@ pub(super) struct Outlet {
     pub(super) recognise: Option<Recognise>,
     pub(super) metrics: Arc<Metrics>,
 }
+
+/// Longest a warning about overflowing backlogs waits after the last one: one line a minute at
+/// most, however many subscriptions overflow.
+const OVERFLOW_WARNING_EVERY: Duration = Duration::from_secs(60);
+
+/// When the last warning about overflowing backlogs was logged (seconds since the Unix epoch),
+/// and how many overflowed since.
+static OVERFLOW_WARNED: AtomicU64 = AtomicU64::new(0);
+static OVERFLOWED_SINCE: AtomicU64 = AtomicU64::new(0);
 
 impl Outlet {
     /// Removes this reader from the process's readers (unless another took its place), so that
@@ -40,11 +53,11 @@ impl Outlet {
     /// True when nobody listens; then this reader is removed from the process's readers while
     /// the lock is held, so that no subscriber joins a reader that is stopping.
     pub(super) fn unsubscribed(&self) -> bool {
-        if self.shared.sender.receiver_count() > 0 {
+        if self.shared.subscribers().len() > 0 {
             return false;
         }
         let mut readers = self.readers.lock().unwrap_or_else(|e| e.into_inner());
-        if self.shared.sender.receiver_count() > 0 {
+        if self.shared.subscribers().len() > 0 {
             return false;
         }
         if readers
@@ -62,28 +75,93 @@ impl Outlet {
         self.shared.asked.load(Ordering::Acquire)
     }
 
-    /// Tells subscribers holding tickets up to `asked` that what follows is news to them.
+    /// Tells subscribers holding tickets up to `asked` that what follows is news to them: those
+    /// joining are routed changes from here on, and those asking are told. Costs the
+    /// subscribers waiting for it, not the others.
     pub(super) fn mark(&self, asked: u64) {
-        let _ = self.shared.sender.send(Signal::Mark(asked));
+        let mut subscribers = self.shared.subscribers();
+        let subscribers = &mut *subscribers;
+        let (placed, joining) = std::mem::take(&mut subscribers.joining)
+            .into_iter()
+            .partition(|(ticket, _, _)| *ticket <= asked);
+        subscribers.joining = joining;
+        for (_, member, route) in placed {
+            member.0.push(Signal::Mark(asked));
+            subscribers.routes.insert(&route, member);
+        }
+        subscribers.asking.retain(|(ticket, member)| {
+            let told = *ticket <= asked;
+            if told {
+                member.0.push(Signal::Mark(asked));
+            }
+            !told
+        });
     }
 
-    /// Passes a change on to every subscriber, if it is of an item they may want (counted when
-    /// not).
+    /// Passes a change on to the subscriptions it may concern, if it is of an item they may
+    /// want (counted when not).
     pub(super) fn send(&self, change: Change) {
         if !self.recognised(&change) {
             return;
         }
-        // No receiver is not an error: `unsubscribed` stops the reader next round.
-        let _ = self
-            .shared
-            .sender
-            .send(Signal::Event(Event::Change(Arc::new(change))));
+        let change = Arc::new(change);
+        let bound = self.shared.bound;
+        let mut overflowed = 0u64;
+        self.shared
+            .subscribers()
+            .routes
+            .concerned(&change, |member| {
+                if member.0.push_change(&change, bound) == Pushed::Overflowed {
+                    overflowed += 1;
+                }
+            });
         self.metrics.stream_record(&self.table);
+        if overflowed > 0 {
+            self.overflowed(overflowed);
+        }
     }
 
-    /// Tells subscribers that changes were lost.
+    /// Whether a change of the item with primary key `keys` may concern a subscriber: false only
+    /// when its key alone shows it concerns none (see [`super::routes::Routes::by_key`]), so
+    /// that its images need not be read.
+    pub(super) fn wanted(&self, keys: &crate::dynamo::Item) -> bool {
+        self.shared.subscribers().routes.by_key(keys) != Some(false)
+    }
+
+    /// Counts subscriptions whose backlog passed its bound, and says so in the log now and then.
+    fn overflowed(&self, count: u64) {
+        for _ in 0..count {
+            self.metrics.subscription_backlog_overflowed(&self.table);
+        }
+        let since = OVERFLOWED_SINCE.fetch_add(count, Ordering::Relaxed) + count;
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs();
+        let last = OVERFLOW_WARNED.load(Ordering::Relaxed);
+        if now >= last + OVERFLOW_WARNING_EVERY.as_secs()
+            && OVERFLOW_WARNED
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            OVERFLOWED_SINCE.fetch_sub(since, Ordering::Relaxed);
+            tracing::warn!(
+                table = %self.table,
+                subscriptions = since,
+                bound = self.shared.bound,
+                "subscriptions fell more changes behind than their backlog holds and end with \
+                 CHANGES_LOST: their clients read too slowly, or this process cannot keep up \
+                 (see dynarelay_subscription_backlog)"
+            );
+        }
+    }
+
+    /// Tells every subscriber that changes were lost.
     pub(super) fn gap(&self) {
-        let _ = self.shared.sender.send(Signal::Event(Event::Gap));
+        self.shared
+            .subscribers()
+            .routes
+            .each(|member| member.0.push(Signal::Event(Event::Gap)));
         self.metrics.stream_gap(&self.table);
     }
 
@@ -97,6 +175,13 @@ impl Outlet {
             self.metrics.stream_unmatched(&self.table);
         }
         known
+    }
+}
+
+impl Drop for Outlet {
+    /// The reader stopped (or failed): its subscribers see the end once they took what waits.
+    fn drop(&mut self) {
+        self.shared.subscribers().each(super::queue::Queue::close);
     }
 }
 

@@ -1,6 +1,6 @@
 //! One table's stream reader: finds the table's stream, walks its shards in lineage order (a
 //! child only once its parent is read to its end), polls each open shard within the rate AWS
-//! allows, and broadcasts every record in order.
+//! allows, and passes every record on in order.
 //!
 //! What it survives, each by the error's type (never its text):
 //! - a shard that closes (its iterator runs out): the stream is described again and its
@@ -323,7 +323,7 @@ impl Reader {
         Ok(())
     }
 
-    /// One `GetRecords` on a shard (taking its iterator first if needed): broadcasts what it
+    /// One `GetRecords` on a shard (taking its iterator first if needed): passes on what it
     /// returns and moves on. The number of records read.
     async fn poll(&self, arn: &str, id: &str, shard: &mut Shard) -> Result<usize, Failure> {
         if shard.iterator.is_none() {

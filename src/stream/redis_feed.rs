@@ -25,7 +25,10 @@ use super::{
     outlet::{Backoff, Outlet},
     sequence_after,
 };
-use crate::dynamo::typed_json::{item_from_json, item_to_json};
+use crate::dynamo::{
+    Item,
+    typed_json::{item_from_json, item_to_json},
+};
 
 /// The version of the entries' layout, in each entry's `v`.
 const LAYOUT: &str = "1";
@@ -199,30 +202,51 @@ fn entry(event: &Event) -> Vec<(&'static str, String)> {
 }
 
 /// An entry of `table`'s stream as an event; `None` for one this build does not read (another
-/// layout, or damaged).
+/// layout, or damaged). (What an instance reads goes through [`head`] and [`images`] apart.)
+#[cfg(test)]
 fn event(table: &Arc<str>, entry: &StreamId) -> Option<Event> {
+    match head(table, entry)? {
+        Event::Change(change) => {
+            let mut change = Arc::unwrap_or_clone(change);
+            (change.old, change.new) = images(entry)?;
+            Some(Event::Change(Arc::new(change)))
+        }
+        Event::Gap => Some(Event::Gap),
+    }
+}
+
+/// An entry's event without its images (what routing and de-duplication need: the sequence
+/// number and the key); `None` for one this build does not read.
+fn head(table: &Arc<str>, entry: &StreamId) -> Option<Event> {
     if entry.get::<String>("v")? != LAYOUT {
         return None;
     }
-    let image = |name: &str| -> Option<Option<crate::dynamo::Item>> {
-        match entry.get::<String>(name) {
-            None => Some(None),
-            Some(text) => {
-                let json = serde_json::from_str(&text).ok()?;
-                Some(Some(item_from_json(&json).ok()?))
-            }
-        }
-    };
     match entry.get::<String>("kind")?.as_str() {
         "gap" => Some(Event::Gap),
         "change" => Some(Event::Change(Arc::new(Change {
             table: Arc::clone(table),
             sequence: entry.get("seq")?,
-            keys: image("keys")??,
-            old: image("old")?,
-            new: image("new")?,
+            keys: image(entry, "keys")??,
+            old: None,
+            new: None,
         }))),
         _ => None,
+    }
+}
+
+/// A change entry's old and new images; `None` when one is damaged.
+fn images(entry: &StreamId) -> Option<(Option<Item>, Option<Item>)> {
+    Some((image(entry, "old")?, image(entry, "new")?))
+}
+
+/// An item field of an entry: `Some(None)` when the entry has none, `None` when it is damaged.
+fn image(entry: &StreamId, name: &str) -> Option<Option<Item>> {
+    match entry.get::<String>(name) {
+        None => Some(None),
+        Some(text) => {
+            let json = serde_json::from_str(&text).ok()?;
+            Some(Some(item_from_json(&json).ok()?))
+        }
     }
 }
 
@@ -345,10 +369,22 @@ impl RedisReader {
                 }
                 for entry in &entries {
                     at.last.clone_from(&entry.id);
-                    match event(&self.outlet.table, entry) {
+                    // The images are read only for a change that may concern a subscriber
+                    // here: routing by the key decides most without them.
+                    match head(&self.outlet.table, entry) {
                         Some(Event::Change(change)) => {
-                            if passed.news(&change) {
-                                self.outlet.send(Arc::unwrap_or_clone(change));
+                            if passed.news(&change) && self.outlet.wanted(&change.keys) {
+                                let mut change = Arc::unwrap_or_clone(change);
+                                if let Some((old, new)) = images(entry) {
+                                    (change.old, change.new) = (old, new);
+                                    self.outlet.send(change);
+                                } else {
+                                    tracing::warn!(
+                                        table = %self.outlet.table,
+                                        entry = %entry.id,
+                                        "a Redis entry whose images cannot be read was skipped"
+                                    );
+                                }
                             }
                         }
                         Some(Event::Gap) => self.outlet.gap(),
@@ -403,7 +439,7 @@ impl RedisReader {
                     .map_or_else(|| "0-0".to_owned(), |e| e.id.clone());
                 // Oldest first, so that each item's last change is remembered.
                 for entry in newest.ids.iter().rev() {
-                    if let Some(Event::Change(change)) = event(&self.outlet.table, entry) {
+                    if let Some(Event::Change(change)) = head(&self.outlet.table, entry) {
                         passed.news(&change);
                     }
                 }
