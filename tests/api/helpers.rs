@@ -50,7 +50,10 @@ pub use live::{
     live_router_with_streams, next_event, open_socket, received_within, refusal, subscribe,
     subscribe_as, subscribe_reading, test_stream_settings, warm_up,
 };
-pub use node::{LOCAL_AWS, NodeRun, read_back, run_node, serve_node, written_by, written_with};
+pub use node::{
+    LOCAL_AWS, NodeLines, NodeRun, node_lines, read_back, run_node, serve_node, written_by,
+    written_with,
+};
 pub use otlp::OtlpReceiver;
 pub use paging::{all_nodes, merge, walk_matches, walk_pages};
 pub use redis::{RedisServer, Relay, TlsRedisServer};

@@ -62,6 +62,7 @@ mod seed;
 mod shop_data;
 mod stream_faults;
 mod streams;
+mod subscription_isolation;
 mod subscription_limits;
 mod subscriptions;
 mod tables;

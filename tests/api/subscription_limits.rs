@@ -17,7 +17,7 @@ use crate::{
     subscriptions::OWNED,
 };
 
-const THINGS: &str = r#"version = 1
+pub(crate) const THINGS: &str = r#"version = 1
 
 [tables.Things]
 partition_key = "PK"

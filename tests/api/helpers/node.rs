@@ -171,3 +171,88 @@ pub async fn serve_node(script: &str, args: &[&str], env: &[(&str, &str)]) -> No
         .unwrap_or_else(|e| panic!("node {script} printed no JSON when ready ({e}): {line}"));
     NodeServer { child, ready }
 }
+
+/// A Node.js script that prints one line of JSON per thing it sees, as it sees it, until its
+/// standard input closes (see [`node_lines`]); killed when dropped.
+pub struct NodeLines {
+    script: String,
+    child: tokio::process::Child,
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+}
+
+impl NodeLines {
+    /// The script's next line, or `None` when none comes within `wait`. A script that ends, or
+    /// prints anything but JSON, fails the test with what it printed on stderr.
+    pub async fn next_within(&mut self, wait: Duration) -> Option<serde_json::Value> {
+        let line = match tokio::time::timeout(wait, self.lines.next_line()).await {
+            Err(_) => return None,
+            Ok(Ok(Some(line))) => line,
+            Ok(_) => {
+                let stderr = self.stderr().await;
+                panic!("node {} ended early\n--- stderr\n{stderr}", self.script)
+            }
+        };
+        Some(serde_json::from_str(&line).unwrap_or_else(|e| {
+            panic!(
+                "node {} printed a line that is not JSON ({e}): {line}",
+                self.script
+            )
+        }))
+    }
+
+    /// Closes the script's standard input and returns every line it printed after that, once it
+    /// has ended (with a time limit), which it must do successfully.
+    pub async fn finish(mut self) -> Vec<serde_json::Value> {
+        drop(self.child.stdin.take());
+        let mut rest = Vec::new();
+        let read = async {
+            while let Ok(Some(line)) = self.lines.next_line().await {
+                rest.push(line);
+            }
+            self.child.wait().await
+        };
+        let status = tokio::time::timeout(Duration::from_secs(150), read)
+            .await
+            .unwrap_or_else(|_| panic!("node {} did not end within 150 s", self.script))
+            .unwrap_or_else(|err| panic!("cannot run node: {err}"));
+        if !status.success() {
+            let stderr = self.stderr().await;
+            panic!("node {} failed\n--- stderr\n{stderr}", self.script);
+        }
+        rest.iter()
+            .map(|line| {
+                serde_json::from_str(line).unwrap_or_else(|e| {
+                    panic!(
+                        "node {} printed a line that is not JSON ({e}): {line}",
+                        self.script
+                    )
+                })
+            })
+            .collect()
+    }
+
+    /// What the script printed on stderr (it is killed first, if it still runs).
+    async fn stderr(&mut self) -> String {
+        use tokio::io::AsyncReadExt;
+        let _ = self.child.start_kill();
+        let mut text = String::new();
+        if let Some(mut err) = self.child.stderr.take() {
+            let _ =
+                tokio::time::timeout(Duration::from_secs(10), err.read_to_string(&mut text)).await;
+        }
+        text
+    }
+}
+
+/// Starts `node <script> <args>` in `tests/clients`, as [`run_node`] does, reading what it
+/// prints line by line ([`NodeLines`]).
+pub fn node_lines(script: &str, args: &[&str], env: &[(&str, &str)]) -> NodeLines {
+    use tokio::io::AsyncBufReadExt;
+    let mut child = spawn_node(script, args, env);
+    let stdout = child.stdout.take().expect("a piped stdout");
+    NodeLines {
+        script: script.to_owned(),
+        child,
+        lines: tokio::io::BufReader::new(stdout).lines(),
+    }
+}
