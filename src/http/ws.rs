@@ -33,6 +33,7 @@ use super::{
     AppState,
     conn::ConnectionSlot,
     graphql::{Format, Params, Streaming, execute_as},
+    rate_limit::FORWARDED_FOR,
     sse::Results,
 };
 use crate::{auth::Caller, graphql};
@@ -44,9 +45,10 @@ pub const INIT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Operations one socket may run at once; more are refused with an `error` message.
 const MAX_OPERATIONS: usize = 100;
 /// What a socket reads at a time. The protocol's messages from clients are small, and each
-/// socket holds this much for as long as it is open (tungstenite's default is 128 KiB); a
-/// larger message is read in several steps.
-const READ_BUFFER: usize = 8 * 1024;
+/// socket holds this much for as long as it is open (tungstenite's default is 128 KiB): with
+/// 100,000 subscribers on 1,000 to 100,000 sockets, every KiB here is up to 100 MiB. A larger
+/// message is read in several steps.
+const READ_BUFFER: usize = 2 * 1024;
 /// The largest answer of one operation read back into a message.
 const MAX_ANSWER_BYTES: usize = 16 * 1024 * 1024;
 
@@ -114,7 +116,8 @@ enum Outgoing {
 struct Session {
     state: AppState,
     socket: WebSocket,
-    /// The upgrade request's headers, shared by the socket's operations.
+    /// The upgrade request's headers until `connection_init`; then only those the socket's
+    /// operations read ([`operations_headers`]), shared by them.
     headers: Arc<HeaderMap>,
     peer: Option<SocketAddr>,
 }
@@ -132,7 +135,8 @@ impl Session {
                     return self.close(4408, "Connection initialisation timeout").await;
                 }
                 incoming = self.receive() => match incoming {
-                    Incoming::Init(payload) => match authenticate(&self.state, &self.headers, payload.as_ref()).await {
+                    // Boxed: verifying a token takes more state than the socket holds after.
+                    Incoming::Init(payload) => match Box::pin(authenticate(&self.state, &self.headers, payload.as_ref())).await {
                         Some(caller) => break caller,
                         None => return self.close(4403, "Forbidden").await,
                     },
@@ -144,6 +148,7 @@ impl Session {
                 },
             }
         };
+        self.headers = Arc::new(operations_headers(&self.headers));
         self.send(json!({ "type": "connection_ack" })).await;
 
         // Each running operation's messages, and the handle that ends it on `complete`.
@@ -287,6 +292,17 @@ async fn authenticate(
             None
         }
     }
+}
+
+/// What the socket's operations read of the upgrade request's headers once the caller is
+/// verified: the forwarded-for hops that rate limits key an anonymous caller by. The rest
+/// (cookies, user agent, the handshake's own) would be held for the socket's whole life.
+fn operations_headers(headers: &HeaderMap) -> HeaderMap {
+    let mut kept = HeaderMap::new();
+    for value in headers.get_all(&FORWARDED_FOR) {
+        kept.append(FORWARDED_FOR.clone(), value.clone());
+    }
+    kept
 }
 
 /// Waits for the server's shutdown (forever without a connection slot, in tests).

@@ -175,9 +175,14 @@ impl Default for StreamSettings {
 /// Which items of a table (its full name) are anything to subscribers: an entity of the model.
 pub type Recognise = Arc<dyn Fn(&str, &Item) -> bool + Send + Sync>;
 
-/// The tables' stream readers of one process, and its subscriptions' seats.
+/// The tables' stream readers of one process, and its subscriptions' seats. A handle: every
+/// running subscription holds one, so it is a pointer's size.
 #[derive(Clone)]
-pub struct Streams {
+pub struct Streams(Arc<Readers>);
+
+/// What [`Streams`] shares.
+#[derive(Clone)]
+struct Readers {
     dynamodb: aws_sdk_dynamodb::Client,
     streams: aws_sdk_dynamodbstreams::Client,
     settings: StreamSettings,
@@ -208,7 +213,7 @@ impl Streams {
             settings.max_subscriptions_per_caller,
             Arc::clone(&metrics),
         );
-        Self {
+        Self(Arc::new(Readers {
             dynamodb,
             streams,
             settings,
@@ -217,27 +222,27 @@ impl Streams {
             seats,
             recognise: None,
             redis: None,
-        }
+        }))
     }
 
     /// The same readers, passing on only records whose old or new image `recognise` knows;
     /// the others are counted (`stream_changes_unmatched`) and skipped.
     pub fn recognising(mut self, recognise: Recognise) -> Self {
-        self.recognise = Some(recognise);
+        Arc::make_mut(&mut self.0).recognise = Some(recognise);
         self
     }
 
     /// The same readers, reading each table's changes from the Redis `feed` that a relay
     /// (`dynarelay relay`) fills, instead of from the table's stream.
     pub fn through_redis(mut self, feed: redis_feed::RedisFeed) -> Self {
-        self.redis = Some(feed);
+        Arc::make_mut(&mut self.0).redis = Some(feed);
         self
     }
 
     /// A seat for one more subscription of `caller` (a token's subject; `None` when anonymous),
     /// within the caps of [`StreamSettings`].
     pub fn seat(&self, caller: Option<&str>) -> Result<Seat, Full> {
-        self.seats.take(caller)
+        self.0.seats.take(caller)
     }
 
     /// Every change of `table` (its full name) from now on: [`Streams::subscribe_to`] with
@@ -253,42 +258,42 @@ impl Streams {
     /// delivered to it. From then on it is sent the changes its route finds (see
     /// [`routes`]), into a backlog of its own.
     pub fn subscribe_to(&self, table: &str, route: &Route) -> Subscription {
-        let queue = Arc::new(Queue::new(Arc::clone(&self.metrics)));
+        let queue = Arc::new(Queue::new(Arc::clone(&self.0.metrics)));
         let route = RouteKey::of(route);
         // A poisoned lock only means a subscriber panicked while joining; the map is intact.
-        let mut readers = self.readers.lock().unwrap_or_else(|e| e.into_inner());
+        let mut readers = self.0.readers.lock().unwrap_or_else(|e| e.into_inner());
         let shared = match readers.get(table) {
             Some(shared) if shared.subscribers().len() > 0 => Arc::clone(shared),
             _ => {
                 let shared = Arc::new(Shared {
                     subscribers: Mutex::default(),
                     asked: AtomicU64::new(0),
-                    bound: self.settings.buffer.max(1),
+                    bound: self.0.settings.buffer.max(1),
                 });
                 let table: Arc<str> = Arc::from(table);
                 readers.insert(Arc::clone(&table), Arc::clone(&shared));
                 let outlet = outlet::Outlet {
                     table: Arc::clone(&table),
                     shared: Arc::clone(&shared),
-                    readers: Arc::clone(&self.readers),
-                    recognise: self.recognise.clone(),
-                    metrics: Arc::clone(&self.metrics),
+                    readers: Arc::clone(&self.0.readers),
+                    recognise: self.0.recognise.clone(),
+                    metrics: Arc::clone(&self.0.metrics),
                 };
-                match &self.redis {
+                match &self.0.redis {
                     Some(feed) => {
                         let reader = redis_feed::RedisReader {
                             feed: feed.clone(),
-                            settings: self.settings,
+                            settings: self.0.settings,
                             outlet,
                         };
                         tokio::spawn(reader.run());
                     }
                     None => {
                         let reader = reader::Reader {
-                            dynamodb: self.dynamodb.clone(),
-                            streams: self.streams.clone(),
-                            settings: self.settings,
-                            metrics: Arc::clone(&self.metrics),
+                            dynamodb: self.0.dynamodb.clone(),
+                            streams: self.0.streams.clone(),
+                            settings: self.0.settings,
+                            metrics: Arc::clone(&self.0.metrics),
                             table,
                             outlet,
                             started: std::time::SystemTime::now(),
@@ -322,7 +327,11 @@ impl Streams {
 impl Streams {
     /// How many readers run now: one per table with subscribers.
     pub fn running(&self) -> usize {
-        self.readers.lock().unwrap_or_else(|e| e.into_inner()).len()
+        self.0
+            .readers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .len()
     }
 }
 
