@@ -25,8 +25,32 @@
 //!   then the changes per second a relay started again publishes from its checkpoint, and the
 //!   Redis memory those 2,000 entries take.
 //!
+//! - **Subscriptions on their own partitions**, as signed-in users hold them: N idle
+//!   subscriptions (`DYNARELAY_BENCH_PARTITIONS`, counts separated by commas; default
+//!   `0,1000,10000,100000`), each to a *different* user's `purchasesChanged` (users written
+//!   first, 25 a `BatchWriteItem`), 100 a socket (the per-socket cap, so 100,000 take 1,000
+//!   sockets), and one more subscriber on the user written; a fresh server for each N, with
+//!   `--max-subscriptions` and `--max-connections` raised to fit (the per-caller cap holds
+//!   only verified callers, and these are anonymous), and this process's open-file limit raised
+//!   to its hard limit if the sockets need it (it fails, saying so, if that is not enough). For
+//!   each N: the server's idle CPU per second, then its CPU per write, writes 20 ms apart and
+//!   one per reader round (each written once the previous one has arrived), from the first
+//!   write until the server is quiet again (every subscription's handling counts, not only the
+//!   watched one's), less its idle CPU over that time. At the largest N: RSS per idle socket (all sockets after
+//!   `connection_init` first) and per idle subscription (then one socket's subscriptions
+//!   started at a time, as in the memory row); then a burst of 3,000 writes, 64 `PutItem`s in
+//!   flight: the idle subscriptions that ended (an `error` or `complete`, with the errors'
+//!   codes), the changes that reached the written user's subscriber, and their write to
+//!   delivery p50 / p99. Through Redis (a relay, and the server reading Redis), at N = 0 and
+//!   the largest N: the instance's CPU per change that no subscriber of its concerns (200
+//!   purchases of a user nobody follows, 20 ms apart, then one of the watched user's to know
+//!   they were all read), measured as above. Each part waits at most minutes and fails rather
+//!   than hang.
+//!
 //! Run: `scripts/bench-live` (it starts DynamoDB Local and `redis-server`:
 //! `DYNARELAY_BENCH_DYNAMODB_ENDPOINT`, `DYNARELAY_BENCH_REDIS_URL`).
+//! `DYNARELAY_BENCH_ONLY=partitions scripts/bench-live` runs the subscriptions on their own
+//! partitions alone, and `DYNARELAY_BENCH_PARTITIONS=0,1000` a quick run of it.
 
 #[path = "../tests/api/local_aws.rs"]
 mod local_aws;
@@ -134,13 +158,18 @@ impl Shop {
 
     /// Writes the user's next purchase; its amount.
     async fn write(&self) -> anyhow::Result<u64> {
+        self.write_for(USER).await
+    }
+
+    /// Writes a purchase of `user`'s (a user that need not exist); its amount.
+    async fn write_for(&self, user: &str) -> anyhow::Result<u64> {
         let n = self.written.fetch_add(1, Ordering::Relaxed);
         let s = |v: &str| AttributeValue::S(v.to_owned());
         let num = |v: u64| AttributeValue::N(v.to_string());
         self.client
             .put_item()
             .table_name(format!("{}Purchases", self.prefix))
-            .item("userId", s(USER))
+            .item("userId", s(user))
             .item("purchasedAt", num(1_800_000_000_000 + n))
             .item("sku", s("SKU-00001"))
             .item("quantity", num(1))
@@ -158,6 +187,16 @@ impl Shop {
 
     /// [`Shop::serve`], reading changes from the Redis at `redis` (a relay's) when given.
     async fn serve_from(&self, poll_ms: u64, redis: Option<&Relay>) -> anyhow::Result<Served> {
+        self.serve_with(poll_ms, redis, &[]).await
+    }
+
+    /// [`Shop::serve_from`] with more environment variables (later ones win).
+    async fn serve_with(
+        &self,
+        poll_ms: u64,
+        redis: Option<&Relay>,
+        extra: &[(&str, &str)],
+    ) -> anyhow::Result<Served> {
         let poll = poll_ms.to_string();
         let mut env = vec![
             ("DYNARELAY_STREAM_POLL_INTERVAL_MS", poll.as_str()),
@@ -167,6 +206,7 @@ impl Shop {
         if let Some(relay) = redis {
             env.push(("DYNARELAY_REDIS_URL", relay.redis.as_str()));
         }
+        env.extend_from_slice(extra);
         let server = Server::start_with(
             Path::new(env!("CARGO_BIN_EXE_dynarelay")),
             &self.endpoint,
@@ -257,6 +297,37 @@ struct Arrivals {
     placed: AtomicU64,
     /// The moment each amount first arrived (at any subscription).
     first: Mutex<HashMap<u64, Instant>>,
+    /// Subscriptions ended by the server (an `error` or `complete` message).
+    ended: AtomicU64,
+    /// The codes of the errors received (in `next` or `error` messages), and how many of each.
+    codes: Mutex<HashMap<String, u64>>,
+    /// Sockets that the server closed.
+    closed: AtomicU64,
+}
+
+impl Arrivals {
+    /// The errors' codes received so far, as `CODE ×count` (`none` when none).
+    fn codes(&self) -> String {
+        let codes = self.codes.lock().expect("codes");
+        if codes.is_empty() {
+            return "none".to_owned();
+        }
+        let mut codes: Vec<String> = codes.iter().map(|(c, n)| format!("{c} ×{n}")).collect();
+        codes.sort();
+        codes.join(", ")
+    }
+
+    /// Counts the codes of the GraphQL errors in `errors` (an array, or absent).
+    fn count_codes(&self, errors: &Value) {
+        let Some(errors) = errors.as_array() else {
+            return;
+        };
+        let mut codes = self.codes.lock().expect("codes");
+        for error in errors {
+            let code = error["extensions"]["code"].as_str().unwrap_or("(no code)");
+            *codes.entry(code.to_owned()).or_default() += 1;
+        }
+    }
 }
 
 /// A socket after `connection_init` and its acknowledgement; its reading task, once it runs
@@ -300,8 +371,18 @@ impl Socket {
                 let Ok(message) = serde_json::from_str::<Value>(text.as_str()) else {
                     continue;
                 };
-                if message["type"] != "next" {
-                    continue;
+                match message["type"].as_str() {
+                    Some("next") => arrivals.count_codes(&message["payload"]["errors"]),
+                    Some("error") => {
+                        arrivals.count_codes(&message["payload"]);
+                        arrivals.ended.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
+                    Some("complete") => {
+                        arrivals.ended.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
+                    _ => continue,
                 }
                 let amount =
                     &message["payload"]["data"]["purchasesChanged"]["edge"]["node"]["amount"];
@@ -318,6 +399,7 @@ impl Socket {
                 }
                 arrivals.total.fetch_add(1, Ordering::Relaxed);
             }
+            arrivals.closed.fetch_add(1, Ordering::Relaxed);
         });
         Ok(Self { sink, reader })
     }
@@ -570,8 +652,19 @@ fn print_table(rows: &[(String, String)]) {
 }
 
 async fn run(endpoint: &str) -> anyhow::Result<()> {
+    let only = std::env::var("DYNARELAY_BENCH_ONLY").unwrap_or_default();
+    ensure!(
+        matches!(only.as_str(), "" | "partitions"),
+        "DYNARELAY_BENCH_ONLY={only}: only `partitions` is known"
+    );
+    let partitions = partition_counts()?;
     let shop = Shop::create(endpoint).await?;
     let mut rows: Vec<(String, String)> = Vec::new();
+    if only == "partitions" {
+        own_partitions(&shop, &partitions, &mut rows).await?;
+        print_table(&rows);
+        return Ok(());
+    }
     for poll in [250, 10] {
         let [(p50, p99), (put50, put99)] = latency(&shop, poll, None).await?;
         rows.push((
@@ -613,6 +706,7 @@ async fn run(endpoint: &str) -> anyhow::Result<()> {
         ),
     ));
     through_redis(&shop, &mut rows).await?;
+    own_partitions(&shop, &partitions, &mut rows).await?;
     print_table(&rows);
     Ok(())
 }
@@ -762,6 +856,560 @@ async fn through_redis(shop: &Shop, rows: &mut Vec<(String, String)>) -> anyhow:
             "{:.0} KiB",
             memory as f64 / BACKLOG as f64 * 1_000.0 / 1024.0
         ),
+    ));
+    Ok(())
+}
+
+// ---------------------------------------------------------------- subscriptions on their own partitions
+
+/// The counts of idle subscriptions measured, each on a user of its own
+/// (`DYNARELAY_BENCH_PARTITIONS`' default).
+const PARTITIONS: &[usize] = &[0, 1_000, 10_000, 100_000];
+/// Writes 20 ms apart ([`PACE`]) per measure of CPU per write.
+const PACED_WRITES: u64 = 200;
+const PACE: Duration = Duration::from_millis(20);
+/// Writes one per reader round: each written once the previous one has arrived.
+const ROUND_WRITES: u64 = 30;
+/// How long the server's idle CPU is measured.
+const IDLE: Duration = Duration::from_secs(5);
+/// The burst's writes, and how many of its `PutItem`s are in flight at once.
+const BURST: u64 = 3_000;
+const BURST_IN_FLIGHT: usize = 64;
+/// A user whose purchases no subscription follows.
+const NOBODY: &str = "live-bench-nobody";
+
+/// `DYNARELAY_BENCH_PARTITIONS` (counts separated by commas, `_` allowed in them), or
+/// [`PARTITIONS`].
+fn partition_counts() -> anyhow::Result<Vec<usize>> {
+    let Ok(list) = std::env::var("DYNARELAY_BENCH_PARTITIONS") else {
+        return Ok(PARTITIONS.to_vec());
+    };
+    list.split(',')
+        .map(|n| {
+            n.trim()
+                .replace('_', "")
+                .parse::<usize>()
+                .with_context(|| format!("DYNARELAY_BENCH_PARTITIONS={list}: {n:?} is no count"))
+        })
+        .collect()
+}
+
+/// The `i`th user of the idle subscriptions.
+fn other_user(i: usize) -> String {
+    format!("live-bench-u{i:06}")
+}
+
+/// `n` as `100,000`.
+fn thousands(n: impl std::fmt::Display) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Raises this process's soft open-file limit to the hard one when it is below `need` (the
+/// sockets of the idle subscriptions, and room for the rest); fails if that is not enough.
+fn raise_open_files(need: u64) -> anyhow::Result<()> {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    if limit.current.is_some_and(|current| current < need) {
+        let raised = Rlimit {
+            current: limit.maximum,
+            maximum: limit.maximum,
+        };
+        setrlimit(Resource::Nofile, raised).context("raising the open-file limit")?;
+    }
+    let current = getrlimit(Resource::Nofile).current;
+    ensure!(
+        current.is_none_or(|current| current >= need),
+        "the open-file limit ({current:?}, hard {:?}) is below the {need} files the idle \
+         subscriptions' sockets need: raise it (ulimit -n) or lower DYNARELAY_BENCH_PARTITIONS",
+        limit.maximum
+    );
+    Ok(())
+}
+
+/// Users 0 to `n` ([`other_user`]), 25 a `BatchWriteItem`, 8 of those at once.
+async fn create_users(shop: &Shop, n: usize) -> anyhow::Result<()> {
+    use async_graphql::futures_util::{TryStreamExt, stream};
+    use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
+    let table = format!("{}Users", shop.prefix);
+    let batch = async |first: usize| -> anyhow::Result<()> {
+        let mut requests = (first..(first + 25).min(n))
+            .map(|i| {
+                let put = PutRequest::builder()
+                    .item("userId", AttributeValue::S(other_user(i)))
+                    .item("name", AttributeValue::S("Idle".to_owned()))
+                    .build()?;
+                Ok(WriteRequest::builder().put_request(put).build())
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        for _ in 0..50 {
+            let out = shop
+                .client
+                .batch_write_item()
+                .request_items(&table, requests)
+                .send()
+                .await?;
+            requests = out
+                .unprocessed_items
+                .and_then(|mut left| left.remove(&table))
+                .unwrap_or_default();
+            if requests.is_empty() {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        anyhow::bail!("users {first}..: still unprocessed after 50 tries")
+    };
+    stream::iter((0..n).step_by(25).map(batch))
+        .buffer_unordered(8)
+        .try_collect::<()>()
+        .await
+}
+
+/// The global ids of users 0 to `n`, made as the server makes the bench user's (`served.user`):
+/// the entity's tag, then the key's one string as a type tag, its length (u16, big-endian) and
+/// its bytes, in unpadded base64url.
+fn user_ids(served: &Served, n: usize) -> anyhow::Result<Vec<String>> {
+    use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
+    let bytes = URL_SAFE_NO_PAD.decode(&served.user)?;
+    let user = USER.as_bytes();
+    let head = bytes
+        .len()
+        .checked_sub(user.len() + 2)
+        .filter(|&head| {
+            bytes.ends_with(user)
+                && bytes[head..head + 2] == u16::try_from(user.len()).unwrap_or(0).to_be_bytes()
+        })
+        .with_context(|| format!("the user's global id {} is not as expected", served.user))?;
+    (0..n)
+        .map(|i| {
+            let other = other_user(i);
+            let mut id = bytes[..head].to_vec();
+            id.extend_from_slice(&u16::try_from(other.len())?.to_be_bytes());
+            id.extend_from_slice(other.as_bytes());
+            Ok(URL_SAFE_NO_PAD.encode(id))
+        })
+        .collect()
+}
+
+/// Idle subscriptions, each to its own user's purchases, 100 a socket, and the server's RSS
+/// (KiB) before them, after their sockets sent `connection_init`, and once they all run.
+struct Idle {
+    _sockets: Vec<Socket>,
+    arrivals: Arc<Arrivals>,
+    rss: [u64; 3],
+}
+
+/// A subscription to each user of `ids` ([`Idle`]): every socket opened first, then one
+/// socket's subscriptions started at a time, each running (the server's gauge) before the next
+/// socket's start, as in [`memory`].
+async fn idle_subscriptions(served: &Served, ids: &[String]) -> anyhow::Result<Idle> {
+    for _ in 0..20 {
+        served.page().await?;
+    }
+    let before = served.rss_kib()?;
+    let arrivals = Arc::new(Arrivals::default());
+    let mut sockets = Vec::new();
+    for _ in 0..ids.len().div_ceil(PER_SOCKET) {
+        sockets.push(Socket::open(served, &arrivals).await?);
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let with_sockets = served.rss_kib()?;
+    let mut running = served.subscriptions().await?;
+    for (socket, ids) in sockets.iter_mut().zip(ids.chunks(PER_SOCKET)) {
+        for (i, id) in ids.iter().enumerate() {
+            socket.subscribe(i, id).await?;
+        }
+        running += ids.len() as f64;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while served.subscriptions().await? < running {
+            let ended = arrivals.ended.load(Ordering::Relaxed);
+            ensure!(
+                ended == 0,
+                "{ended} idle subscriptions ended as they started: {}",
+                arrivals.codes()
+            );
+            ensure!(
+                Instant::now() < deadline,
+                "{running} subscriptions not running in 60 s"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let with_subscriptions = served.rss_kib()?;
+    Ok(Idle {
+        _sockets: sockets,
+        arrivals,
+        rss: [before, with_sockets, with_subscriptions],
+    })
+}
+
+/// The server's CPU from the start of `work` until the server is quiet again after it (at most
+/// its idle CPU and 2 ms more over half a second: every subscription's handling of the changes
+/// counts, however long after the watched one got them, at most 5 min), less its idle CPU
+/// (`idle` a second, measured before) over that time.
+async fn net_cpu(
+    served: &Served,
+    idle: Duration,
+    work: impl Future<Output = anyhow::Result<()>>,
+) -> anyhow::Result<Duration> {
+    const WINDOW: Duration = Duration::from_millis(500);
+    let (cpu, wall) = (served.cpu()?, Instant::now());
+    work.await?;
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let mut last = served.cpu()?;
+    loop {
+        tokio::time::sleep(WINDOW).await;
+        let now = served.cpu()?;
+        let quiet = idle.mul_f64(WINDOW.as_secs_f64()) + Duration::from_millis(2);
+        if now.saturating_sub(last) <= quiet {
+            break;
+        }
+        ensure!(
+            Instant::now() < deadline,
+            "the server still busy 5 min after the writes"
+        );
+        last = now;
+    }
+    let busy = served.cpu()?.saturating_sub(cpu);
+    Ok(busy.saturating_sub(idle.mul_f64(wall.elapsed().as_secs_f64())))
+}
+
+/// The server's CPU a second, idle, over [`IDLE`].
+async fn idle_cpu(served: &Served) -> anyhow::Result<Duration> {
+    let from = served.cpu()?;
+    tokio::time::sleep(IDLE).await;
+    Ok(served
+        .cpu()?
+        .saturating_sub(from)
+        .div_f64(IDLE.as_secs_f64()))
+}
+
+/// Waits until `watcher` (one subscription) has received `total` changes; fails if it ended
+/// or they take longer than `limit`.
+async fn received(watcher: &Arrivals, total: u64, limit: Duration) -> anyhow::Result<()> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let now = watcher.total.load(Ordering::Relaxed);
+        if now >= total {
+            return Ok(());
+        }
+        ensure!(
+            watcher.ended.load(Ordering::Relaxed) == 0,
+            "the written user's subscription ended: {}",
+            watcher.codes()
+        );
+        ensure!(
+            Instant::now() < deadline,
+            "{now} of {total} changes arrived in {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+/// `writes` purchases written [`PACE`] apart, by `write`; then waits until `watcher` has
+/// `total` changes.
+async fn paced<F: Future<Output = anyhow::Result<u64>>>(
+    writes: u64,
+    write: impl Fn() -> F,
+    watcher: &Arrivals,
+    total: u64,
+) -> anyhow::Result<()> {
+    let mut tick = tokio::time::interval(PACE);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    for _ in 0..writes {
+        tick.tick().await;
+        write().await?;
+    }
+    received(watcher, total, Duration::from_secs(300)).await
+}
+
+/// What one write to the watched user costs the server, and what it costs idle.
+struct Costs {
+    /// Net CPU per write, writes [`PACE`] apart.
+    paced: Duration,
+    /// Net CPU per write, one per reader round.
+    rounds: Duration,
+    /// CPU per second idle.
+    idle: Duration,
+}
+
+async fn costs(shop: &Shop, served: &Served, watcher: &Arrivals) -> anyhow::Result<Costs> {
+    let idle = idle_cpu(served).await?;
+    let start = watcher.total.load(Ordering::Relaxed);
+    let paced_cpu = net_cpu(
+        served,
+        idle,
+        paced(PACED_WRITES, || shop.write(), watcher, start + PACED_WRITES),
+    )
+    .await?;
+    let rounds_cpu = net_cpu(served, idle, async {
+        for _ in 0..ROUND_WRITES {
+            let total = watcher.total.load(Ordering::Relaxed) + 1;
+            shop.write().await?;
+            received(watcher, total, Duration::from_secs(60)).await?;
+        }
+        Ok(())
+    })
+    .await?;
+    Ok(Costs {
+        paced: paced_cpu / u32::try_from(PACED_WRITES)?,
+        rounds: rounds_cpu / u32::try_from(ROUND_WRITES)?,
+        idle,
+    })
+}
+
+/// What a burst of [`BURST`] writes to the watched user came to.
+struct Burst {
+    /// Writes per second from the bench.
+    rate: f64,
+    /// Changes that reached the watched user's subscriber.
+    delivered: usize,
+    /// Write to delivery of those, p50 and p99.
+    latency: Option<(Duration, Duration)>,
+    /// Why the wait ended before every change arrived (empty if they all did).
+    stopped: &'static str,
+}
+
+/// [`BURST`] purchases of the watched user, [`BURST_IN_FLIGHT`] `PutItem`s at once; waits until
+/// all have arrived, or the watched subscription ended, or nothing arrived for 15 s (at most
+/// 5 min), then 2 s more for idle subscriptions' ends to arrive.
+async fn burst(shop: &Shop, watcher: &Arrivals) -> anyhow::Result<Burst> {
+    use async_graphql::futures_util::{TryStreamExt, stream};
+    let sent: Mutex<HashMap<u64, Instant>> = Mutex::default();
+    let started = Instant::now();
+    stream::iter(0..BURST)
+        .map(|_| async {
+            let at = Instant::now();
+            let amount = shop.write().await?;
+            sent.lock().expect("sent").insert(amount, at);
+            anyhow::Ok(())
+        })
+        .buffer_unordered(BURST_IN_FLIGHT)
+        .try_collect::<()>()
+        .await?;
+    let rate = BURST as f64 / started.elapsed().as_secs_f64();
+    let sent = sent.into_inner().expect("sent");
+    let delivered = || -> Vec<Duration> {
+        let first = watcher.first.lock().expect("arrivals");
+        sent.iter()
+            .filter_map(|(amount, at)| Some(first.get(amount)?.saturating_duration_since(*at)))
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let (mut last, mut quiet_since) = (0, Instant::now());
+    let stopped = loop {
+        let now = delivered().len();
+        if now == sent.len() {
+            break "";
+        }
+        if watcher.ended.load(Ordering::Relaxed) > 0 {
+            break ", its subscription ended";
+        }
+        if quiet_since.elapsed() > Duration::from_secs(15) {
+            break ", then none for 15 s";
+        }
+        if Instant::now() > deadline {
+            break ", in 5 min";
+        }
+        if now != last {
+            (last, quiet_since) = (now, Instant::now());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let mut latencies = delivered();
+    let latency = (!latencies.is_empty()).then(|| {
+        (
+            percentile(&mut latencies, 0.5),
+            percentile(&mut latencies, 0.99),
+        )
+    });
+    Ok(Burst {
+        rate,
+        delivered: latencies.len(),
+        latency,
+        stopped,
+    })
+}
+
+/// How many idle subscriptions have ended, with their codes and closed sockets, for a row.
+fn ended(idle: &Arrivals) -> String {
+    let (ended, closed) = (
+        idle.ended.load(Ordering::Relaxed),
+        idle.closed.load(Ordering::Relaxed),
+    );
+    let mut out = thousands(ended);
+    if ended > 0 {
+        out.push_str(&format!(" ({})", idle.codes()));
+    }
+    if closed > 0 {
+        out.push_str(&format!(", {} sockets closed", thousands(closed)));
+    }
+    out
+}
+
+/// Subscriptions on their own partitions: for each count `n` of `counts`, a server with `n`
+/// idle subscriptions, each to a different user's purchases (100 a socket), and one to the
+/// user written: its CPU per write (writes 20 ms apart, and one per reader round) less its
+/// idle CPU, and its idle CPU per second; at the largest count, RSS per idle socket and per
+/// idle subscription, and a burst of writes (subscriptions ended, changes delivered, latency);
+/// then through Redis, at no idle subscription and at the largest count, the instance's CPU per
+/// change that concerns none of its subscriptions.
+async fn own_partitions(
+    shop: &Shop,
+    counts: &[usize],
+    rows: &mut Vec<(String, String)>,
+) -> anyhow::Result<()> {
+    let Some(&largest) = counts.iter().max() else {
+        return Ok(());
+    };
+    let sockets = largest.div_ceil(PER_SOCKET) + 1;
+    raise_open_files(u64::try_from(sockets)? + 256)?;
+    let started = Instant::now();
+    create_users(shop, largest).await?;
+    eprintln!(
+        "partitions: {largest} users written in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let subscriptions = (largest + 1_000).max(20_000).to_string();
+    let connections = (sockets + 1_000).max(20_000).to_string();
+    let caps = [
+        ("DYNARELAY_MAX_SUBSCRIPTIONS", subscriptions.as_str()),
+        ("DYNARELAY_MAX_CONNECTIONS", connections.as_str()),
+    ];
+    let label = |n: usize| format!("own partitions, {} idle subscriptions", thousands(n));
+    for &n in counts {
+        let started = Instant::now();
+        let served = shop.serve_with(250, None, &caps).await?;
+        let idle = idle_subscriptions(&served, &user_ids(&served, n)?).await?;
+        let subscribing = started.elapsed();
+        let (_watching, watcher) = subscribers(shop, &served, 1).await?;
+        let costs = costs(shop, &served, &watcher).await?;
+        // Nothing should reach an idle subscription; if anything did, the row says so.
+        let (to_idle, idle_ended) = (
+            idle.arrivals.total.load(Ordering::Relaxed),
+            idle.arrivals.ended.load(Ordering::Relaxed),
+        );
+        let note = if to_idle + idle_ended > 0 {
+            format!(
+                " (idle subscriptions ended: {}; messages to them: {})",
+                ended(&idle.arrivals),
+                thousands(to_idle)
+            )
+        } else {
+            String::new()
+        };
+        rows.push((
+            format!(
+                "{}: server CPU per write, 20 ms apart / one per reader round",
+                label(n)
+            ),
+            format!("{} / {}{note}", us(costs.paced), us(costs.rounds)),
+        ));
+        rows.push((
+            format!("{}: server CPU per second idle", label(n)),
+            ms(costs.idle),
+        ));
+        if n == largest && n > 0 {
+            let [before, with_sockets, with_subscriptions] = idle.rss.map(|kib| kib as f64);
+            rows.push((
+                format!(
+                    "{}: RSS per idle socket ({} sockets) / per idle subscription",
+                    label(n),
+                    thousands(n.div_ceil(PER_SOCKET))
+                ),
+                format!(
+                    "{:.1} KiB / {:.1} KiB",
+                    (with_sockets - before) / n.div_ceil(PER_SOCKET) as f64,
+                    (with_subscriptions - with_sockets) / n as f64
+                ),
+            ));
+        }
+        if n == largest {
+            let burst = burst(shop, &watcher).await?;
+            rows.push((
+                format!(
+                    "{}: burst of {} writes ({:.0}/s): idle subscriptions ended / changes delivered",
+                    label(n),
+                    thousands(BURST),
+                    burst.rate
+                ),
+                format!(
+                    "{} / {} of {}{}",
+                    ended(&idle.arrivals),
+                    thousands(burst.delivered),
+                    thousands(BURST),
+                    burst.stopped
+                ),
+            ));
+            rows.push((
+                format!("{}: burst, write to delivery p50 / p99", label(n)),
+                burst.latency.map_or_else(
+                    || "none delivered".to_owned(),
+                    |(p50, p99)| format!("{} / {}", ms(p50), ms(p99)),
+                ),
+            ));
+        }
+        eprintln!(
+            "partitions at {n}: done in {:.1} s (subscribing {:.1} s)",
+            started.elapsed().as_secs_f64(),
+            subscribing.as_secs_f64()
+        );
+    }
+    let Ok(redis) = std::env::var("DYNARELAY_BENCH_REDIS_URL") else {
+        eprintln!("partitions: DYNARELAY_BENCH_REDIS_URL is not set, nothing through Redis");
+        return Ok(());
+    };
+    let mut through = Vec::new();
+    let redis_counts: &[usize] = if largest == 0 { &[0] } else { &[0, largest] };
+    for &n in redis_counts {
+        let started = Instant::now();
+        let relay = Relay::start(shop, &redis, &format!("leases-partitions-{n}"), 250)?;
+        let served = shop.serve_with(250, Some(&relay), &caps).await?;
+        let idle = idle_subscriptions(&served, &user_ids(&served, n)?).await?;
+        let (_watching, watcher) = subscribers(shop, &served, 1).await?;
+        // Purchases of a user no subscription follows, then one of the watched user's: once
+        // that has arrived, the instance has read them all.
+        let idle_cpu = idle_cpu(&served).await?;
+        let total = watcher.total.load(Ordering::Relaxed) + 1;
+        let cpu = net_cpu(&served, idle_cpu, async {
+            paced(PACED_WRITES, || shop.write_for(NOBODY), &watcher, 0).await?;
+            shop.write().await?;
+            received(&watcher, total, Duration::from_secs(300)).await
+        })
+        .await?;
+        ensure!(
+            idle.arrivals.ended.load(Ordering::Relaxed) == 0,
+            "through Redis, idle subscriptions ended: {}",
+            ended(&idle.arrivals)
+        );
+        through.push(cpu / u32::try_from(PACED_WRITES)?);
+        drop(relay);
+        eprintln!(
+            "partitions through Redis at {n}: done in {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+    }
+    let counts: Vec<String> = redis_counts.iter().map(|&n| thousands(n)).collect();
+    rows.push((
+        format!(
+            "own partitions through Redis: instance CPU per change no subscriber concerns, {} idle subscriptions",
+            counts.join(" / ")
+        ),
+        through
+            .iter()
+            .map(|&cpu| us(cpu))
+            .collect::<Vec<_>>()
+            .join(" / "),
     ));
     Ok(())
 }
