@@ -320,13 +320,17 @@ pub struct ServeArgs {
 
     /// Most client connections open at once on --listen. Past it, new connections wait in the
     /// kernel's backlog until one closes, while the open ones are served. Lowered at start (with
-    /// a warning) to what the process's open-file limit allows.
+    /// a warning) to what the process's open-file limit allows. An idle WebSocket holds about
+    /// 7 KiB (scripts/bench-live): 10,000 about 70 MiB.
     #[arg(long, env = "DYNARELAY_MAX_CONNECTIONS", default_value_t = 10_000,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
     pub max_connections: usize,
 
     /// Most subscriptions running at once in the process (over WebSocket and server-sent
-    /// events); past it, a new subscription is refused with TOO_MANY_SUBSCRIPTIONS.
+    /// events); past it, a new subscription is refused with TOO_MANY_SUBSCRIPTIONS. An idle
+    /// subscription holds about 3 KiB (scripts/bench-live), so the default bounds them to about
+    /// 30 MiB; an instance for 100,000 (each on its own partition costs no more per change)
+    /// needs about 300 MiB for them, besides their sockets.
     #[arg(long, env = "DYNARELAY_MAX_SUBSCRIPTIONS", default_value_t = 10_000,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
     pub max_subscriptions: usize,
