@@ -131,8 +131,8 @@ pub struct Mismatch {
 }
 
 /// Holds the model against the live tables (DescribeTable): every table exists with the declared
-/// key schema and key attribute types, and every index with its kind, keys and a projection that
-/// holds what the model reads. Returns every difference; an error only when DynamoDB cannot be
+/// key schema and key attribute types and the declared stream (enabled, with its view), and every
+/// index with its kind, keys and a projection that holds what the model reads. Returns every difference; an error only when DynamoDB cannot be
 /// asked.
 pub async fn verify(
     client: &Client,
@@ -182,6 +182,37 @@ pub async fn verify(
                     ),
                     &table.span,
                 );
+            }
+        }
+        if let Some(declared) = table.stream {
+            let live_view = live
+                .stream_specification()
+                .filter(|s| s.stream_enabled())
+                .and_then(StreamSpecification::stream_view_type);
+            match live_view {
+                None => report(
+                    format!(
+                        "table `{name}` has no stream, but the model declares `stream = \"{}\"`: \
+                         its subscriptions would get no changes (enable it: `aws dynamodb \
+                         update-table --table-name {name} --stream-specification \
+                         StreamEnabled=true,StreamViewType={}`)",
+                        declared.name(),
+                        declared.name()
+                    ),
+                    &table.span,
+                ),
+                Some(view) if view.as_str() != declared.name() => report(
+                    format!(
+                        "table `{name}`'s stream holds {}, but the model declares `stream = \"{}\"` \
+                         (a stream's view cannot be changed: disable the stream, then enable it \
+                         with StreamViewType={})",
+                        view.as_str(),
+                        declared.name(),
+                        declared.name()
+                    ),
+                    &table.span,
+                ),
+                Some(_) => {}
             }
         }
         for index in &table.indexes {

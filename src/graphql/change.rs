@@ -11,7 +11,7 @@ use async_graphql::{
 use super::{error::UNAUTHENTICATED, nullability};
 use crate::{
     auth::Caller,
-    stream::{Full, Seat, Streams},
+    stream::{Full, Seat, Streams, Unfollowable},
 };
 
 /// The enum of what happened to an item.
@@ -77,6 +77,26 @@ pub fn changes_lost() -> async_graphql::Error {
         "Changes were lost before they could be sent: read again and subscribe anew.",
     )
     .extend_with(|_, ext| ext.set("code", CHANGES_LOST))
+}
+
+/// The code of the error that ends a subscription the server cannot serve (as the Lambda
+/// function answers every subscription).
+const SUBSCRIPTIONS_UNAVAILABLE: &str = "SUBSCRIPTIONS_UNAVAILABLE";
+
+/// The error that ends a subscription whose table's changes cannot be followed: a lasting
+/// condition of the server's tables, which subscribing again does not change.
+pub fn unfollowable(why: &Unfollowable) -> async_graphql::Error {
+    let reason = match why {
+        Unfollowable::NoStream => "its table has no stream".to_owned(),
+        Unfollowable::WithoutImages(view) => {
+            format!("its table's stream holds {view}, not the item before and after each change")
+        }
+    };
+    async_graphql::Error::new(format!(
+        "This subscription cannot be served: {reason}. The server's tables must change, so \
+         subscribing again will not help."
+    ))
+    .extend_with(|_, ext| ext.set("code", SUBSCRIPTIONS_UNAVAILABLE))
 }
 
 /// The error that ends a subscription when its caller's token expires.

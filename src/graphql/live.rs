@@ -32,7 +32,7 @@ use async_graphql::{
 };
 
 use super::{
-    change::{changes_lost, token_expired},
+    change::{changes_lost, token_expired, unfollowable},
     error::ApiError,
     node::request_loader,
     nullability::NullItems,
@@ -73,8 +73,10 @@ struct Live {
 
 impl Live {
     /// The next value to send, or the error that ends the subscription: `CHANGES_LOST` when
-    /// changes were lost, `UNAUTHENTICATED` when the caller's token expires, `UNAVAILABLE` when
-    /// the table's reader stopped.
+    /// changes were lost, `UNAUTHENTICATED` when the caller's token expires,
+    /// `SUBSCRIPTIONS_UNAVAILABLE` when the table's changes cannot be followed (no stream, or one
+    /// without old and new images), `SERVICE_UNAVAILABLE` when the table's reader stopped
+    /// otherwise.
     async fn next(&mut self) -> async_graphql::Result<Sent> {
         loop {
             let deadline = self.deadline;
@@ -100,7 +102,12 @@ impl Live {
                     self.seat.lost();
                     return Err(changes_lost());
                 }
-                None => return Err(ApiError::Unavailable.into()),
+                None => {
+                    return Err(match self.subscription.unfollowable() {
+                        Some(why) => unfollowable(&why),
+                        None => ApiError::Unavailable.into(),
+                    });
+                }
             }
         }
     }

@@ -71,6 +71,12 @@ pub(super) struct Calls<'a> {
 impl Calls<'_> {
     /// The table's current stream ARN; `None` when it has none; `Err` when the call failed.
     pub(super) async fn find_stream(&self) -> Result<Option<String>, ()> {
+        Ok(self.find_stream_view().await?.map(|(arn, _)| arn))
+    }
+
+    /// The table's current stream ARN and what its records hold (DynamoDB's name of its view
+    /// type); `None` when it has none; `Err` when the call failed.
+    pub(super) async fn find_stream_view(&self) -> Result<Option<(String, String)>, ()> {
         match self
             .dynamodb
             .describe_table()
@@ -78,11 +84,13 @@ impl Calls<'_> {
             .send()
             .await
         {
-            Ok(out) => Ok(out
-                .table()
-                .filter(|t| t.stream_specification().is_some_and(|s| s.stream_enabled()))
-                .and_then(|t| t.latest_stream_arn())
-                .map(str::to_owned)),
+            Ok(out) => Ok(out.table().and_then(|t| {
+                let spec = t.stream_specification().filter(|s| s.stream_enabled())?;
+                let view = spec
+                    .stream_view_type()
+                    .map_or_else(String::new, |v| v.as_str().to_owned());
+                Some((t.latest_stream_arn()?.to_owned(), view))
+            })),
             Err(err) => {
                 tracing::warn!(table = self.table, error = %aws_sdk_dynamodb::error::DisplayErrorContext(&err), "describing the table for its stream failed");
                 Err(())

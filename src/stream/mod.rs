@@ -82,6 +82,27 @@ pub enum Event {
     Gap,
 }
 
+/// Why a table's changes cannot be followed: its reader stopped for good.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unfollowable {
+    /// The table has no stream.
+    NoStream,
+    /// The table's stream holds less than the item before and after each change: its view type.
+    WithoutImages(String),
+}
+
+impl std::fmt::Display for Unfollowable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NoStream => f.write_str("the table has no stream"),
+            Self::WithoutImages(view) => write!(
+                f,
+                "the table's stream holds {view}, not old and new images (NEW_AND_OLD_IMAGES)"
+            ),
+        }
+    }
+}
+
 /// What a reader sends a subscriber: events, and marks that let subscribers that joined take
 /// their place in the stream.
 #[derive(Debug, Clone)]
@@ -386,6 +407,12 @@ impl Subscription {
     /// Whether the table's reader still runs (it stops for good when the table has no stream).
     pub fn running(&self) -> bool {
         self.shared.upgrade().is_some()
+    }
+
+    /// Why the table's reader stopped for good, when it did because the table's changes cannot
+    /// be followed (once [`Subscription::next`] returned `None`).
+    pub fn unfollowable(&self) -> Option<Unfollowable> {
+        self.queue.why()
     }
 
     /// Whether the changes a ticket of [`Subscription::ask`] waits for have all come: every

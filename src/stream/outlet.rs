@@ -156,6 +156,11 @@ impl Outlet {
         }
     }
 
+    /// Ends every subscription for good: the table's changes cannot be followed.
+    pub(super) fn end(&self, why: &super::Unfollowable) {
+        self.shared.subscribers().each(|queue| queue.end(why));
+    }
+
     /// Tells every subscriber that changes were lost.
     pub(super) fn gap(&self) {
         self.shared

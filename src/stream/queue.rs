@@ -16,7 +16,7 @@ use std::{
 
 use tokio::sync::Notify;
 
-use super::{Change, Event, Signal};
+use super::{Change, Event, Signal, Unfollowable};
 use crate::metrics::Metrics;
 
 /// A subscription's backlog; the table's reader pushes, the subscription pops.
@@ -37,6 +37,8 @@ struct State {
     overflowed: bool,
     /// The reader stopped: nothing more comes.
     closed: bool,
+    /// Why, when the table's changes cannot be followed.
+    why: Option<Unfollowable>,
 }
 
 /// What became of a change pushed.
@@ -107,6 +109,17 @@ impl Queue {
     pub(super) fn close(&self) {
         self.state().closed = true;
         self.pushed.notify_one();
+    }
+
+    /// Nothing more comes, for good, and why.
+    pub(super) fn end(&self, why: &Unfollowable) {
+        self.state().why = Some(why.clone());
+        self.close();
+    }
+
+    /// Why nothing more comes, when the table's changes cannot be followed.
+    pub(super) fn why(&self) -> Option<Unfollowable> {
+        self.state().why.clone()
     }
 
     /// The next signal, waiting for one: [`Event::Gap`] once after an overflow, `None` once the

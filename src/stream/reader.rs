@@ -28,12 +28,15 @@ use std::{
 };
 
 use super::{
-    StreamSettings,
+    StreamSettings, Unfollowable,
     calls::{self, Calls, Failure, Position, RECORDS_PER_CALL, ShardInfo},
     outlet::{Backoff, Outlet},
     sequence_after,
 };
 use crate::metrics::Metrics;
+
+/// The view type of a stream whose records hold what subscribers need: the item before and after.
+const IMAGES: &str = "NEW_AND_OLD_IMAGES";
 
 /// How often the stream is described again to find new shards while none closes.
 const DESCRIBE_EVERY: Duration = Duration::from_secs(10);
@@ -104,18 +107,25 @@ impl Reader {
             if self.unsubscribed() {
                 break;
             }
-            let arn = match self.calls().find_stream().await {
-                Ok(Some(arn)) if gone.as_ref() == Some(&arn) => {
+            let arn = match self.calls().find_stream_view().await {
+                Ok(Some((arn, _))) if gone.as_ref() == Some(&arn) => {
                     backoff.wait().await;
                     continue;
                 }
-                Ok(Some(arn)) => arn,
-                Ok(None) => {
-                    tracing::warn!(table = %self.table, "the table has no stream: its subscribers get no changes");
+                Ok(Some((arn, view))) if view == IMAGES => arn,
+                Ok(found) => {
+                    // No stream, or one whose records cannot tell a subscriber what changed:
+                    // nothing to follow, for good (`dynarelay check` reports it too).
+                    let why = match found {
+                        Some((_, view)) => Unfollowable::WithoutImages(view),
+                        None => Unfollowable::NoStream,
+                    };
+                    tracing::warn!(table = %self.table, reason = %why, "the table's changes cannot be followed: its subscriptions end with SUBSCRIPTIONS_UNAVAILABLE");
                     if generation > 0 {
                         // Its stream was disabled while followed: what was written since is lost.
                         self.gap();
                     }
+                    self.outlet.end(&why);
                     break;
                 }
                 Err(()) => {

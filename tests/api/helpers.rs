@@ -40,7 +40,7 @@ pub use calls::{
 };
 pub use dynamo::{
     GroundQuery, SortCond, ground_truth, product_item, purchase_item, put_plain, query_all,
-    query_partition, scan_all, user_item, user_purchases,
+    query_partition, scan_all, set_stream, user_item, user_purchases,
 };
 pub use generated::check_generated;
 pub use lambda::{LambdaFunction, package_lambda};

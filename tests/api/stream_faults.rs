@@ -14,7 +14,7 @@ use crate::{
     fault_proxy::FaultProxy,
     helpers::{
         WAIT, control_client, endpoint, live_router_streams_at, metric, model_app_from, next_event,
-        put_plain, received_within, subscribe, warm_up,
+        put_plain, received_within, set_stream, subscribe, warm_up,
     },
     subscriptions::{MODEL, change, follow, note},
 };
@@ -123,26 +123,14 @@ async fn trimmed_records_end_subscriptions_with_changes_lost_and_nothing_is_pass
 
 #[tokio::test]
 async fn a_stream_disabled_and_enabled_again_is_found_again_after_changes_lost() {
-    use aws_sdk_dynamodb::types::{StreamSpecification, StreamViewType};
+    use aws_sdk_dynamodb::types::StreamViewType;
     let app = model_app_from(MODEL).await;
     let router = crate::helpers::live_router(&app);
     let table = app.table("Notes");
     let mut first = follow(&app, &router, json!({ "owner": "alice" })).await;
-    let set_stream = async |enabled: bool| {
-        let mut spec = StreamSpecification::builder().stream_enabled(enabled);
-        if enabled {
-            spec = spec.stream_view_type(StreamViewType::NewAndOldImages);
-        }
-        control_client()
-            .update_table()
-            .table_name(&table)
-            .stream_specification(spec.build().unwrap())
-            .send()
-            .await
-            .unwrap();
-    };
-    set_stream(false).await;
-    set_stream(true).await;
+    let client = control_client();
+    set_stream(&client, &table, None).await;
+    set_stream(&client, &table, Some(StreamViewType::NewAndOldImages)).await;
     // Writes between the two streams were never recorded: the subscription ends.
     let (name, data) = next_event(&mut first).await;
     assert_eq!(name, "next", "{data}");

@@ -12,7 +12,8 @@ use crate::{
     helpers::{
         ModelApp, Received, TestIssuer, WAIT, graphql_with_token, live_router_with_streams, metric,
         model_app_from, model_auth_settings, model_claims, next_event, put_plain, received_within,
-        refusal, subscribe, subscribe_as, subscribe_reading, test_stream_settings, warm_up,
+        refusal, set_stream, subscribe, subscribe_as, subscribe_reading, test_stream_settings,
+        warm_up,
     },
     subscriptions::OWNED,
 };
@@ -304,4 +305,50 @@ async fn ten_thousand_idle_subscriptions_each_get_a_change_and_leave_no_seat_tak
     }
     let mut again = subscribe(&router, query, json!({})).await;
     placed(&app, &mut again).await;
+}
+
+/// A subscription whose table's changes cannot be followed (its stream disabled, or replaced by
+/// one without old and new images) ends with a permanent, coded error that says why, not with
+/// `SERVICE_UNAVAILABLE`'s "try again": subscribing again gets the same answer.
+#[tokio::test]
+async fn a_subscription_to_a_table_whose_stream_cannot_serve_it_ends_saying_why() {
+    use aws_sdk_dynamodb::types::StreamViewType;
+    let app = model_app_from(THINGS).await;
+    let router = live_router_with_streams(&app, HttpSettings::default(), test_stream_settings());
+    let table = app.table("Things");
+    let query = "subscription { notesChanged(owner: \"ann\") { kind } }";
+    let ended = async || {
+        let mut events = subscribe(&router, query, json!({})).await;
+        let (name, data) = next_event(&mut events).await;
+        assert_eq!(name, "next", "{data}");
+        assert_eq!(next_event(&mut events).await.0, "complete");
+        data["errors"][0].clone()
+    };
+
+    set_stream(app.client(), &table, None).await;
+    for _ in 0..2 {
+        let error = ended().await;
+        assert_eq!(
+            error["extensions"]["code"], "SUBSCRIPTIONS_UNAVAILABLE",
+            "{error}"
+        );
+        assert_eq!(
+            error["message"],
+            "This subscription cannot be served: its table has no stream. The server's tables \
+             must change, so subscribing again will not help."
+        );
+    }
+    set_stream(app.client(), &table, Some(StreamViewType::KeysOnly)).await;
+    let error = ended().await;
+    assert_eq!(
+        error["extensions"]["code"], "SUBSCRIPTIONS_UNAVAILABLE",
+        "{error}"
+    );
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("its table's stream holds KEYS_ONLY"),
+        "{error}"
+    );
 }

@@ -12,7 +12,7 @@ use dynarelay::dynamo::{
 use serde_json::json;
 
 use crate::{
-    helpers::{ShopTables, TestApp, control_client, shop, unique_prefix},
+    helpers::{ShopTables, TestApp, control_client, set_stream, shop, unique_prefix},
     shop_data,
 };
 
@@ -422,4 +422,89 @@ async fn every_example_is_ready_once_its_tables_exist() {
         assert_eq!(ready.status, 200, "{path}: {}", ready.body);
     }
     assert!(examples.len() >= 10, "only {examples:?}");
+}
+
+/// `check` (and `serve`'s start-up check) hold a declared stream to the table's: a table with no
+/// stream, or one whose records hold less than the model declares, is reported at its
+/// declaration, as a missing index is; a table whose stream matches is not.
+#[tokio::test]
+async fn a_declared_stream_that_is_missing_or_holds_another_view_is_reported_at_its_table() {
+    use aws_sdk_dynamodb::types::StreamViewType;
+    use dynarelay::{dynamo::tables::verify, model};
+    let text = r#"version = 1
+[tables.NoStream]
+partition_key = "id"
+attributes = { id = "S" }
+stream = "NEW_AND_OLD_IMAGES"
+[tables.KeysOnly]
+partition_key = "id"
+attributes = { id = "S" }
+stream = "NEW_AND_OLD_IMAGES"
+[tables.NewImage]
+partition_key = "id"
+attributes = { id = "S" }
+stream = "NEW_AND_OLD_IMAGES"
+[tables.Fine]
+partition_key = "id"
+attributes = { id = "S" }
+stream = "NEW_AND_OLD_IMAGES"
+[tables.Undeclared]
+partition_key = "id"
+attributes = { id = "S" }
+"#;
+    let model: &'static model::Model =
+        Box::leak(Box::new(model::parse("streams.toml", text).unwrap()));
+    let prefix = unique_prefix();
+    let client = control_client();
+    let t = |name: &str| format!("{prefix}{name}");
+    for (name, view) in [
+        ("NoStream", None),
+        ("KeysOnly", Some(StreamViewType::KeysOnly)),
+        ("NewImage", Some(StreamViewType::NewImage)),
+        ("Fine", Some(StreamViewType::NewAndOldImages)),
+        // A stream the model does not declare is another reader's business.
+        ("Undeclared", Some(StreamViewType::KeysOnly)),
+    ] {
+        live_table(&client, &t(name), &[("id", ScalarAttributeType::S)], &[]).await;
+        if view.is_some() {
+            set_stream(&client, &t(name), view).await;
+        }
+    }
+
+    let mismatches = verify(&client, model, &Tables::new(model, &prefix))
+        .await
+        .unwrap();
+    let line = |offset: usize| text[..offset].matches('\n').count() + 1;
+    let found: Vec<(String, usize)> = mismatches
+        .iter()
+        .map(|m| (m.message.clone(), line(m.span.start)))
+        .collect();
+    let expected = [
+        (
+            format!(
+                "table `{}` has no stream, but the model declares `stream = \"NEW_AND_OLD_IMAGES\"`",
+                t("NoStream")
+            ),
+            2,
+        ),
+        (
+            format!(
+                "table `{}`'s stream holds KEYS_ONLY, but the model declares `stream = \"NEW_AND_OLD_IMAGES\"`",
+                t("KeysOnly")
+            ),
+            6,
+        ),
+        (
+            format!(
+                "table `{}`'s stream holds NEW_IMAGE, but the model declares `stream = \"NEW_AND_OLD_IMAGES\"`",
+                t("NewImage")
+            ),
+            10,
+        ),
+    ];
+    assert_eq!(found.len(), expected.len(), "{found:#?}");
+    for ((message, at), (want, want_line)) in found.iter().zip(&expected) {
+        assert!(message.starts_with(want.as_str()), "{message} / {want}");
+        assert_eq!(at, want_line, "{message}");
+    }
 }

@@ -87,6 +87,26 @@ pub async fn put_plain(client: &Client, table: &str, items: impl IntoIterator<It
     }
 }
 
+/// Sets `table`'s stream as an operator would (`UpdateTable`): enabled with `view`, or disabled.
+pub async fn set_stream(
+    client: &Client,
+    table: &str,
+    view: Option<aws_sdk_dynamodb::types::StreamViewType>,
+) {
+    let mut spec =
+        aws_sdk_dynamodb::types::StreamSpecification::builder().stream_enabled(view.is_some());
+    if let Some(view) = view {
+        spec = spec.stream_view_type(view);
+    }
+    client
+        .update_table()
+        .table_name(table)
+        .stream_specification(spec.build().expect("a stream specification"))
+        .send()
+        .await
+        .expect("UpdateTable of the stream");
+}
+
 /// Every item of a table in Scan order, read with plain SDK Scans.
 pub async fn scan_all(client: &Client, table: &str) -> Vec<Item> {
     let mut items = Vec::new();
