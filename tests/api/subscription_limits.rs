@@ -10,10 +10,10 @@ use tokio::sync::mpsc;
 
 use crate::{
     helpers::{
-        ModelApp, Received, TestIssuer, WAIT, graphql_with_token, live_router_with_streams, metric,
-        model_app_from, model_auth_settings, model_claims, next_event, put_plain, received_within,
-        refusal, set_stream, subscribe, subscribe_as, subscribe_reading, test_stream_settings,
-        warm_up,
+        ModelApp, Received, TestIssuer, WAIT, control_client, graphql_with_token,
+        live_router_with_streams, metric, model_app_from, model_auth_settings, model_claims,
+        next_event, put_plain, received_within, refusal, set_stream, subscribe, subscribe_as,
+        subscribe_reading, test_stream_settings, warm_up,
     },
     subscriptions::OWNED,
 };
@@ -316,6 +316,8 @@ async fn a_subscription_to_a_table_whose_stream_cannot_serve_it_ends_saying_why(
     let app = model_app_from(THINGS).await;
     let router = live_router_with_streams(&app, HttpSettings::default(), test_stream_settings());
     let table = app.table("Things");
+    // DynamoDB Local answers `UpdateTable` slowly while the suite loads it.
+    let control = control_client();
     let query = "subscription { notesChanged(owner: \"ann\") { kind } }";
     let ended = async || {
         let mut events = subscribe(&router, query, json!({})).await;
@@ -325,7 +327,7 @@ async fn a_subscription_to_a_table_whose_stream_cannot_serve_it_ends_saying_why(
         data["errors"][0].clone()
     };
 
-    set_stream(app.client(), &table, None).await;
+    set_stream(&control, &table, None).await;
     for _ in 0..2 {
         let error = ended().await;
         assert_eq!(
@@ -338,7 +340,7 @@ async fn a_subscription_to_a_table_whose_stream_cannot_serve_it_ends_saying_why(
              must change, so subscribing again will not help."
         );
     }
-    set_stream(app.client(), &table, Some(StreamViewType::KeysOnly)).await;
+    set_stream(&control, &table, Some(StreamViewType::KeysOnly)).await;
     let error = ended().await;
     assert_eq!(
         error["extensions"]["code"], "SUBSCRIPTIONS_UNAVAILABLE",
