@@ -11,7 +11,7 @@
 //! | `POST /graphql` | server | method, route, status; its parent from `traceparent`/`tracestate` or `X-Amzn-Trace-Id` |
 //! | `query Name` | internal | operation type and name, the document's SHA-256, persisted query, executor, error codes |
 //! | `page Type.field` | internal | connection, table, index, size asked, direction, whether a cursor was given, edges, next/previous |
-//! | `DynamoDB.Query` | client | operation, table, index, `Limit`, items returned and evaluated, capacity, retries, error code |
+//! | `DynamoDB.Query` | client | OpenTelemetry's DynamoDB conventions: operation, tables (an array), index, `Limit`, items returned and evaluated, capacity per table; retries, error code |
 //!
 //! Never in a span: variables, item or key values, cursors, tokens, caller identities, error
 //! messages (only codes) and the document's text (only its hash), so that a trace store holds no
@@ -347,6 +347,16 @@ impl Default for OperationSpan {
     }
 }
 
+/// `task`, to be spawned for the request being served (the loader's batches), kept in the
+/// request's span for logs and in its trace for the exporter. The trace is carried on its own:
+/// between the request's span and the spawner may stand spans the exporter never sees (a
+/// library's, or debug ones), and a task entering only those would start a trace of its own,
+/// sampled by the ratio rather than by the caller.
+pub fn in_request<F: std::future::Future>(task: F) -> impl std::future::Future<Output = F::Output> {
+    use opentelemetry::context::FutureExt as _;
+    tracing::Instrument::in_current_span(task).with_current_context()
+}
+
 /// The span of one connection page read, child of the current span. `connection` is its field
 /// (`Customer.orders`); `cursor` whether the client gave one (never its value).
 pub fn page_span(
@@ -357,12 +367,11 @@ pub fn page_span(
     forward: bool,
     cursor: bool,
 ) -> Span {
-    tracing::info_span!(
+    let span = tracing::info_span!(
         target: TARGET,
         "page",
         otel.name = format_args!("page {connection}"),
         dynarelay.connection = connection,
-        aws.dynamodb.table_names = table,
         aws.dynamodb.index_name = index,
         dynarelay.page.size = count(size),
         dynarelay.page.direction = if forward { "forward" } else { "backward" },
@@ -370,7 +379,9 @@ pub fn page_span(
         dynarelay.page.edges = Empty,
         dynarelay.page.has_next_page = Empty,
         dynarelay.page.has_previous_page = Empty,
-    )
+    );
+    record_table_names(&span, &[table]);
+    span
 }
 
 /// Records what a page held on its [`page_span`].
@@ -380,15 +391,17 @@ pub fn record_page(span: &Span, edges: usize, has_next_page: bool, has_previous_
     span.record("dynarelay.page.has_previous_page", has_previous_page);
 }
 
-/// The span of one DynamoDB call, child of the current span, named as the OpenTelemetry
-/// conventions name AWS SDK calls (`DynamoDB.Query`).
+/// The span of one DynamoDB call on `tables`, child of the current span, named and described
+/// as OpenTelemetry's semantic conventions for DynamoDB describe client calls (`DynamoDB.Query`;
+/// `aws.dynamodb.table_names` is an array, `aws.dynamodb.consumed_capacity` an array of
+/// DynamoDB's `ConsumedCapacity` as JSON).
 pub fn dynamodb_span(
     operation: &'static str,
-    table: Option<&str>,
+    tables: &[&str],
     index: Option<&str>,
     limit: Option<i32>,
 ) -> Span {
-    tracing::info_span!(
+    let span = tracing::info_span!(
         target: TARGET,
         "dynamodb",
         otel.name = format_args!("DynamoDB.{operation}"),
@@ -397,16 +410,52 @@ pub fn dynamodb_span(
         rpc.service = "DynamoDB",
         rpc.method = operation,
         db.system.name = "aws.dynamodb",
-        aws.dynamodb.table_names = table,
         aws.dynamodb.index_name = index,
         aws.dynamodb.limit = limit,
         aws.dynamodb.count = Empty,
         aws.dynamodb.scanned_count = Empty,
-        aws.dynamodb.consumed_capacity = Empty,
-        aws.dynamodb.retries = Empty,
+        dynarelay.dynamodb.retries = Empty,
         error.type = Empty,
         otel.status_code = Empty,
-    )
+    );
+    record_table_names(&span, tables);
+    span
+}
+
+/// `aws.dynamodb.table_names`, an array of strings as the conventions have it (a `tracing`
+/// field holds no array, so it goes to the OpenTelemetry span directly). Nothing when traces
+/// are off.
+fn record_table_names(span: &Span, tables: &[&str]) {
+    if !span.is_disabled() {
+        span.set_attribute(
+            "aws.dynamodb.table_names",
+            string_array(tables.iter().map(|table| (*table).to_owned())),
+        );
+    }
+}
+
+/// Records the capacity a call consumed on its [`dynamodb_span`], per table, as the
+/// conventions' `aws.dynamodb.consumed_capacity`: each table's `ConsumedCapacity` as JSON
+/// (`{"TableName":"Orders","CapacityUnits":0.5}`). Nothing when traces are off.
+pub fn record_consumed_capacity<'a>(
+    span: &Span,
+    consumed: impl IntoIterator<Item = (&'a str, f64)>,
+) {
+    if !span.is_disabled() {
+        span.set_attribute(
+            "aws.dynamodb.consumed_capacity",
+            string_array(consumed.into_iter().map(|(table, units)| {
+                serde_json::json!({ "TableName": table, "CapacityUnits": units }).to_string()
+            })),
+        );
+    }
+}
+
+/// An OpenTelemetry array of strings.
+fn string_array(values: impl Iterator<Item = String>) -> opentelemetry::Value {
+    opentelemetry::Value::Array(opentelemetry::Array::String(
+        values.map(opentelemetry::StringValue::from).collect(),
+    ))
 }
 
 /// What one DynamoDB call did, for its [`dynamodb_span`].
@@ -416,8 +465,6 @@ pub struct CallOutcome<'a> {
     pub returned: u64,
     /// Items evaluated (read before filters).
     pub evaluated: u64,
-    /// Capacity units consumed.
-    pub capacity: f64,
     /// Attempts made, the first included, when counted.
     pub attempts: Option<u32>,
     /// DynamoDB's error code, or the kind of failure when there is no code; `None` on success.
@@ -430,7 +477,6 @@ pub fn record_call(span: &Span, outcome: CallOutcome<'_>) {
         None => {
             span.record("aws.dynamodb.count", count(outcome.returned));
             span.record("aws.dynamodb.scanned_count", count(outcome.evaluated));
-            span.record("aws.dynamodb.consumed_capacity", outcome.capacity);
         }
         Some(code) => {
             span.record("error.type", code);
@@ -439,7 +485,7 @@ pub fn record_call(span: &Span, outcome: CallOutcome<'_>) {
     }
     if let Some(attempts) = outcome.attempts {
         span.record(
-            "aws.dynamodb.retries",
+            "dynarelay.dynamodb.retries",
             i64::from(attempts.saturating_sub(1)),
         );
     }

@@ -23,7 +23,7 @@ use aws_sdk_dynamodb::{
         ReturnValue, ReturnValuesOnConditionCheckFailure, WriteRequest,
     },
 };
-use tracing::{Instrument, instrument};
+use tracing::{Instrument, Span, instrument};
 
 use super::{Item, Tables};
 use crate::{
@@ -211,10 +211,9 @@ impl Request {
         start: Option<Item>,
     ) -> Result<Batch, StoreError> {
         let name = |operation| CallName {
-            operation,
-            table: Some(table),
             index,
             limit: Some(limit),
+            ..CallName::on(operation, &table)
         };
         match self {
             Request::Query(query) => {
@@ -515,10 +514,11 @@ impl Store {
     where
         E: ProvideErrorMetadata,
     {
-        self.observe_on(name, call, |out| {
+        self.observe_on(name, call, |out, span| {
             let cost = cost(out);
-            if let Some(table) = name.table {
+            if let Some(table) = name.table() {
                 self.metrics.table_cost(table, cost);
+                telemetry::record_consumed_capacity(span, [(table, cost.capacity)]);
             }
             cost
         })
@@ -527,18 +527,18 @@ impl Store {
 
     /// Runs one DynamoDB call and records its outcome and duration, and its total cost in the
     /// request's usage; when traces are on, in a span of its own too (see [`telemetry`]).
-    /// `cost` records the cost per table; `name.table` is `None` for several.
+    /// `cost` records the cost per table, in the metrics and on the call's span.
     async fn observe_on<T, E, R>(
         &self,
         name: CallName<'_>,
         call: impl Future<Output = Result<T, SdkError<E, R>>> + Unpin,
-        cost: impl FnOnce(&T) -> CallCost,
+        cost: impl FnOnce(&T, &Span) -> CallCost,
     ) -> Result<T, SdkError<E, R>>
     where
         E: ProvideErrorMetadata,
     {
         let started = Instant::now();
-        let span = telemetry::dynamodb_span(name.operation, name.table, name.index, name.limit);
+        let span = telemetry::dynamodb_span(name.operation, name.tables, name.index, name.limit);
         let (result, attempts) = if span.is_disabled() {
             (call.await, None)
         } else {
@@ -548,14 +548,14 @@ impl Store {
             (result, Some(attempts))
         };
         let (outcome, cost) = match &result {
-            Ok(out) => (Outcome::Ok, cost(out)),
+            Ok(out) => (Outcome::Ok, cost(out, &span)),
             Err(err) => (
                 Outcome::of_error_code(err.as_service_error().and_then(ProvideErrorMetadata::code)),
                 CallCost::default(),
             ),
         };
         self.metrics
-            .dynamodb_call(name.operation, name.table, outcome, started.elapsed());
+            .dynamodb_call(name.operation, name.table(), outcome, started.elapsed());
         if !span.is_disabled() {
             let error = result.as_ref().err().map(error_kind);
             telemetry::record_call(
@@ -563,7 +563,6 @@ impl Store {
                 telemetry::CallOutcome {
                     returned: cost.returned,
                     evaluated: cost.evaluated,
-                    capacity: cost.capacity,
                     // Counted only by a client with the interceptor (see `dynamo::counting_attempts`).
                     attempts: attempts.filter(|&n| n > 0),
                     error,
@@ -591,7 +590,7 @@ impl Store {
     pub async fn check_ready(&self) -> Result<(), StoreError> {
         for name in self.tables.names() {
             let call = Box::pin(self.client.describe_table().table_name(name).send());
-            self.observe(CallName::on("DescribeTable", name), call, |_| {
+            self.observe(CallName::on("DescribeTable", &name), call, |_| {
                 CallCost::default()
             })
             .await
@@ -627,7 +626,7 @@ impl Store {
                 .send(),
         );
         let out = self
-            .observe(CallName::on("GetItem", name), call, |out| {
+            .observe(CallName::on("GetItem", &name), call, |out| {
                 let found = u64::from(out.item.is_some());
                 CallCost {
                     capacity: capacity(out.consumed_capacity()),
@@ -786,7 +785,7 @@ impl Store {
                 .send(),
         );
         let result = self
-            .observe(CallName::on("PutItem", name), call, |out| {
+            .observe(CallName::on("PutItem", &name), call, |out| {
                 write_cost(out.consumed_capacity())
             })
             .await;
@@ -853,7 +852,7 @@ impl Store {
                 .send(),
         );
         let result = self
-            .observe(CallName::on("UpdateItem", name), call, |out| {
+            .observe(CallName::on("UpdateItem", &name), call, |out| {
                 write_cost(out.consumed_capacity())
             })
             .await;
@@ -894,7 +893,7 @@ impl Store {
                 .send(),
         );
         let result = self
-            .observe(CallName::on("DeleteItem", name), call, |out| {
+            .observe(CallName::on("DeleteItem", &name), call, |out| {
                 write_cost(out.consumed_capacity())
             })
             .await;
@@ -926,6 +925,12 @@ impl Store {
                 request.insert(name, built);
             }
             for attempt in 0.. {
+                // The tables this call reads, for its span (by the names the store holds: the
+                // request is the call's).
+                let tables: Vec<&str> = request
+                    .keys()
+                    .filter_map(|name| self.tables.id_of(name).map(|id| self.tables.name(id)))
+                    .collect();
                 let call = Box::pin(
                     self.client
                         .batch_get_item()
@@ -934,37 +939,47 @@ impl Store {
                         .send(),
                 );
                 let out = self
-                    .observe_on(CallName::several("BatchGetItem"), call, |out| {
-                        // Capacity and items are reported per table; record them so.
-                        let mut total = CallCost::default();
-                        for consumed in out.consumed_capacity() {
-                            let capacity = units(consumed);
-                            total.capacity += capacity;
-                            if let Some(table) = consumed.table_name() {
+                    .observe_on(
+                        CallName::several("BatchGetItem", &tables),
+                        call,
+                        |out, span| {
+                            // Capacity and items are reported per table; record them so.
+                            let mut total = CallCost::default();
+                            telemetry::record_consumed_capacity(
+                                span,
+                                out.consumed_capacity().iter().map(|consumed| {
+                                    (consumed.table_name().unwrap_or_default(), units(consumed))
+                                }),
+                            );
+                            for consumed in out.consumed_capacity() {
+                                let capacity = units(consumed);
+                                total.capacity += capacity;
+                                if let Some(table) = consumed.table_name() {
+                                    self.metrics.table_cost(
+                                        table,
+                                        CallCost {
+                                            capacity,
+                                            ..CallCost::default()
+                                        },
+                                    );
+                                }
+                            }
+                            for (table, items) in out.responses.iter().flatten() {
+                                let found = u64::try_from(items.len()).unwrap_or(u64::MAX);
+                                total.evaluated += found;
+                                total.returned += found;
                                 self.metrics.table_cost(
                                     table,
                                     CallCost {
-                                        capacity,
+                                        evaluated: found,
+                                        returned: found,
                                         ..CallCost::default()
                                     },
                                 );
                             }
-                        }
-                        for (table, items) in out.responses.iter().flatten() {
-                            let found = u64::try_from(items.len()).unwrap_or(u64::MAX);
-                            total.evaluated += found;
-                            total.returned += found;
-                            self.metrics.table_cost(
-                                table,
-                                CallCost {
-                                    evaluated: found,
-                                    returned: found,
-                                    ..CallCost::default()
-                                },
-                            );
-                        }
-                        total
-                    })
+                            total
+                        },
+                    )
                     .await
                     .map_err(|e| StoreError::dynamo("BatchGetItem", "several tables", e))?;
                 for (name, items) in out.responses.unwrap_or_default() {
@@ -1024,7 +1039,7 @@ impl Store {
                         .send(),
                 );
                 let out = self
-                    .observe(CallName::on("BatchWriteItem", table), call, |out| {
+                    .observe(CallName::on("BatchWriteItem", &table), call, |out| {
                         CallCost {
                             capacity: out.consumed_capacity().iter().map(units).sum(),
                             ..CallCost::default()
@@ -1054,7 +1069,7 @@ impl Store {
     pub async fn is_empty(&self, table: &str) -> Result<bool, StoreError> {
         let call = Box::pin(self.client.scan().table_name(table).limit(1).send());
         let out = self
-            .observe(CallName::on("Scan", table), call, |out| {
+            .observe(CallName::on("Scan", &table), call, |out| {
                 read_cost(None, out.scanned_count, out.count)
             })
             .await
@@ -1122,29 +1137,37 @@ fn row(
 #[derive(Debug, Clone, Copy)]
 struct CallName<'a> {
     operation: &'static str,
-    /// `None` for a call on several tables.
-    table: Option<&'a str>,
+    /// The tables it reads or writes: one, or several (`BatchGetItem`).
+    tables: &'a [&'a str],
     index: Option<&'a str>,
     /// A read's `Limit`.
     limit: Option<i32>,
 }
 
 impl<'a> CallName<'a> {
-    fn on(operation: &'static str, table: &'a str) -> Self {
+    fn on(operation: &'static str, table: &'a &'a str) -> Self {
         Self {
             operation,
-            table: Some(table),
+            tables: std::slice::from_ref(table),
             index: None,
             limit: None,
         }
     }
 
-    fn several(operation: &'static str) -> Self {
+    fn several(operation: &'static str, tables: &'a [&'a str]) -> Self {
         Self {
             operation,
-            table: None,
+            tables,
             index: None,
             limit: None,
+        }
+    }
+
+    /// Its table, when it has one alone.
+    fn table(&self) -> Option<&'a str> {
+        match self.tables {
+            [table] => Some(table),
+            _ => None,
         }
     }
 }

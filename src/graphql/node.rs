@@ -16,6 +16,7 @@ use crate::{
     cursor::{Key, KeyValue},
     dynamo::{Item, Store, StoreError},
     model::{EntityId, Model, TableId},
+    telemetry,
 };
 
 /// Longest id accepted before decoding.
@@ -106,12 +107,12 @@ pub async fn load<'a>(
 pub type RequestLoader = DataLoader<ItemLoader, HashMapCache>;
 
 /// A fresh loader for one request (its cache must not outlive the request). Its batches run as
-/// tasks of their own, in the span that asked for them (so that their DynamoDB calls stay in
-/// the request's logs and trace).
+/// tasks of their own, in the request's span and trace (so that their DynamoDB calls stay in
+/// the request's logs and trace, and follow its sampling).
 pub fn request_loader(store: &Store) -> RequestLoader {
     DataLoader::with_cache(
         ItemLoader(store.clone()),
-        |batch| tokio::spawn(tracing::Instrument::in_current_span(batch)),
+        |batch| tokio::spawn(telemetry::in_request(batch)),
         HashMapCache::default(),
     )
 }

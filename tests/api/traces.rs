@@ -192,6 +192,17 @@ fn stopped(mut server: std::process::Child) {
     assert!(status.success(), "serve exited with {status}");
 }
 
+/// A DynamoDB span's `aws.dynamodb.consumed_capacity`: DynamoDB's `ConsumedCapacity` of each
+/// table, as the JSON text OpenTelemetry's conventions give it.
+fn consumed_capacity(span: &Value) -> Vec<Value> {
+    span["attributes"]["aws.dynamodb.consumed_capacity"]
+        .as_array()
+        .unwrap_or_else(|| panic!("an array of consumed capacities in {span}"))
+        .iter()
+        .map(|json| serde_json::from_str(json.as_str().unwrap()).unwrap())
+        .collect()
+}
+
 /// A `traceparent` of `trace`, sampled, under [`PARENT_ID`].
 fn traceparent(trace: &str) -> (&'static str, String) {
     ("traceparent", format!("00-{trace}-{PARENT_ID}-01"))
@@ -310,7 +321,7 @@ async fn spans_of_requests_go_to_an_otlp_collector_over_http() {
     let purchases_table = format!("{}Purchases", app.prefix);
     assert_eq!(
         page["attributes"]["aws.dynamodb.table_names"],
-        purchases_table
+        json!([purchases_table])
     );
     assert_eq!(page["attributes"]["dynarelay.page.size"], 3);
     assert_eq!(page["attributes"]["dynarelay.page.edges"], 3);
@@ -323,22 +334,23 @@ async fn spans_of_requests_go_to_an_otlp_collector_over_http() {
     assert_eq!(attributes["rpc.system"], "aws-api");
     assert_eq!(attributes["rpc.service"], "DynamoDB");
     assert_eq!(attributes["rpc.method"], "Query");
-    assert_eq!(attributes["aws.dynamodb.table_names"], purchases_table);
+    assert_eq!(
+        attributes["aws.dynamodb.table_names"],
+        json!([purchases_table])
+    );
     assert_eq!(attributes["aws.dynamodb.limit"], 4, "the page and one more");
     assert_eq!(attributes["aws.dynamodb.count"], 4);
     assert_eq!(attributes["aws.dynamodb.scanned_count"], 4);
-    assert!(
-        attributes["aws.dynamodb.consumed_capacity"]
-            .as_f64()
-            .unwrap()
-            > 0.0
-    );
-    assert_eq!(attributes["aws.dynamodb.retries"], 0);
+    let consumed = consumed_capacity(query);
+    assert_eq!(consumed.len(), 1, "{consumed:?}");
+    assert_eq!(consumed[0]["TableName"], purchases_table);
+    assert!(consumed[0]["CapacityUnits"].as_f64().unwrap() > 0.0);
+    assert_eq!(attributes["dynarelay.dynamodb.retries"], 0);
     assert!(attributes.get("error.type").is_none());
     let lookup = only(&trace, "DynamoDB.GetItem");
     assert_eq!(
         lookup["attributes"]["aws.dynamodb.table_names"],
-        format!("{}Users", app.prefix)
+        json!([format!("{}Users", app.prefix)])
     );
 
     // The next page: the same tree from the direct executor, started from a cursor.
@@ -382,7 +394,7 @@ async fn spans_of_requests_go_to_an_otlp_collector_over_http() {
     // Throttled once: one retry, then an answer.
     let trace = trace_of(&spans, retried_trace);
     let query = only(&trace, "DynamoDB.Query");
-    assert_eq!(query["attributes"]["aws.dynamodb.retries"], 1);
+    assert_eq!(query["attributes"]["dynarelay.dynamodb.retries"], 1);
     assert_eq!(query["status"], "STATUS_CODE_UNSET");
 
     // Failing every attempt: DynamoDB's code and the retries on the call, the response's error
@@ -390,7 +402,7 @@ async fn spans_of_requests_go_to_an_otlp_collector_over_http() {
     let trace = trace_of(&spans, failed_trace);
     let query = only(&trace, "DynamoDB.Query");
     assert_eq!(query["attributes"]["error.type"], "ThrottlingException");
-    assert_eq!(query["attributes"]["aws.dynamodb.retries"], 2);
+    assert_eq!(query["attributes"]["dynarelay.dynamodb.retries"], 2);
     assert_eq!(query["status"], "STATUS_CODE_ERROR");
     let operation = only(&trace, "query Purchases");
     assert_eq!(operation["status"], "STATUS_CODE_ERROR");
@@ -451,6 +463,125 @@ fn collect_strings(value: &Value, into: &mut BTreeSet<String>) {
         Value::Object(map) => map.values().for_each(|v| collect_strings(v, into)),
         _ => {}
     }
+}
+
+/// Reads batched across a request (a page's relations, `nodes`) run as tasks of their own: their
+/// `DynamoDB.BatchGetItem` spans stay in the caller's trace, under the operation, naming every
+/// table they read as an array with each table's consumed capacity; and a caller that did not
+/// sample its request (`traceparent …-00`) gets no span of it exported, with the server's
+/// default ratio of 1 for callers who decide nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batched_reads_stay_in_the_callers_trace_and_follow_its_sampling() {
+    const RELATED: &str = "query Related($userId: String!) { user(userId: $userId) { purchases(first: 3) { edges { node { id user { userId } product { name } } } } } }";
+    const NODES: &str = "query Nodes($ids: [ID!]!) { nodes(ids: $ids) { id } }";
+    let receiver = OtlpReceiver::start();
+    let shop = Shop::start(SeedSpec {
+        seed: 14,
+        users: 4,
+        products: 3,
+        categories: 1,
+    })
+    .await;
+    let http_endpoint = receiver.http_endpoint();
+    let (server, url) = shop.serve(
+        &endpoint(),
+        &[("DYNARELAY_TRACE_ENDPOINT", http_endpoint.as_str())],
+    );
+    let related = json!({ "query": RELATED, "variables": { "userId": shop.buyer } });
+    let unsampled = |trace: &str| ("traceparent", format!("00-{trace}-{PARENT_ID}-00"));
+    let (unsampled_related, unsampled_nodes) = (
+        "1bf92f3577b34da6a3ce929d0e0e4731",
+        "2bf92f3577b34da6a3ce929d0e0e4732",
+    );
+    let (related_trace, nodes_trace) = (
+        "3bf92f3577b34da6a3ce929d0e0e4733",
+        "4bf92f3577b34da6a3ce929d0e0e4734",
+    );
+    // Not sampled by their callers first: the spans of a process end in order, and are exported
+    // in that order, so once the last sampled request's span is in, any of these would be too.
+    let page = shop
+        .post(&url, related.clone(), &[unsampled(unsampled_related)])
+        .await;
+    let ids: Vec<Value> = page["data"]["user"]["purchases"]["edges"]
+        .as_array()
+        .unwrap_or_else(|| panic!("a page of purchases: {page}"))
+        .iter()
+        .map(|edge| edge["node"]["id"].clone())
+        .collect();
+    assert_eq!(ids.len(), 3, "{page}");
+    let nodes = json!({ "query": NODES, "variables": { "ids": ids } });
+    let answered = shop
+        .post(&url, nodes.clone(), &[unsampled(unsampled_nodes)])
+        .await;
+    assert!(answered.get("errors").is_none(), "{answered}");
+    for (body, trace) in [(related, related_trace), (nodes, nodes_trace)] {
+        let answer = shop.post(&url, body, &[traceparent(trace)]).await;
+        assert!(answer.get("errors").is_none(), "{answer}");
+    }
+    let spans = receiver.spans_when(|spans| {
+        trace_of(spans, nodes_trace)
+            .values()
+            .any(|span| span["name"] == "POST /graphql")
+    });
+    stopped(server);
+
+    // Every span exported is of a sampled caller's trace, under the caller's span.
+    let traces: BTreeSet<&str> = spans
+        .iter()
+        .map(|span| span["trace_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        traces,
+        BTreeSet::from([related_trace, nodes_trace]),
+        "{spans:#?}"
+    );
+    for trace_id in [related_trace, nodes_trace] {
+        let trace = trace_of(&spans, trace_id);
+        for span in trace.values() {
+            let parent = span["parent_span_id"].as_str().unwrap();
+            assert!(
+                parent == PARENT_ID || trace.contains_key(parent),
+                "{} has no parent in its trace: {span}",
+                span["name"]
+            );
+        }
+    }
+    // The page's relations: one batch over both tables, under the operation.
+    let trace = trace_of(&spans, related_trace);
+    let operation = only(&trace, "query Related");
+    let batch = only(&trace, "DynamoDB.BatchGetItem");
+    assert_eq!(batch["parent_span_id"], operation["span_id"]);
+    assert_eq!(batch["kind"], "SPAN_KIND_CLIENT");
+    let (users, products) = (
+        format!("{}Users", shop.app.prefix),
+        format!("{}Products", shop.app.prefix),
+    );
+    let mut tables: Vec<String> =
+        serde_json::from_value(batch["attributes"]["aws.dynamodb.table_names"].clone())
+            .unwrap_or_else(|_| panic!("table names as an array: {batch}"));
+    tables.sort();
+    assert_eq!(tables, [products.clone(), users.clone()]);
+    let mut consumed: Vec<String> = consumed_capacity(batch)
+        .iter()
+        .map(|table| {
+            assert!(table["CapacityUnits"].as_f64().unwrap() > 0.0, "{table}");
+            table["TableName"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    consumed.sort();
+    assert_eq!(consumed, [products, users]);
+    // `nodes`: the purchases read in one batch, under its operation.
+    let trace = trace_of(&spans, nodes_trace);
+    let batch = only(&trace, "DynamoDB.BatchGetItem");
+    assert_eq!(
+        batch["parent_span_id"],
+        only(&trace, "query Nodes")["span_id"]
+    );
+    assert_eq!(
+        batch["attributes"]["aws.dynamodb.table_names"],
+        json!([format!("{}Purchases", shop.app.prefix)])
+    );
+    assert_eq!(batch["attributes"]["aws.dynamodb.count"], 3);
 }
 
 /// Traces over OTLP/gRPC, sampled at 0: a request whose caller sampled it is traced (request,
