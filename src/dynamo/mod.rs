@@ -92,14 +92,39 @@ pub async fn client_from_env() -> Client {
 
 /// [`client_from_env`] with the given retries and timeouts.
 pub async fn client_from_env_with(settings: &SdkSettings) -> Client {
-    let shared = aws_config::defaults(BehaviorVersion::latest())
+    Client::new(&sdk_config(settings).await)
+}
+
+/// The SDK's settings from the environment, with `settings`' retries and timeouts.
+async fn sdk_config(settings: &SdkSettings) -> aws_config::SdkConfig {
+    aws_config::defaults(BehaviorVersion::latest())
         .retry_config(settings.retry())
         .timeout_config(settings.timeouts())
         // Bounded by the attempt timeout instead (see `SdkSettings`).
         .stalled_stream_protection(StalledStreamProtectionConfig::disabled())
         .load()
-        .await;
-    Client::new(&shared)
+        .await
+}
+
+/// A client as [`client_from_env_with`] makes it, or why it cannot call DynamoDB at all, in a
+/// sentence, when the environment gives no region or no credentials (so that a command says
+/// that, instead of a failed call's chain of SDK errors). Runs the SDK's credential provider
+/// chain once.
+pub async fn usable_client_from_env_with(settings: &SdkSettings) -> Result<Client, &'static str> {
+    use aws_sdk_dynamodb::config::ProvideCredentials as _;
+    let shared = sdk_config(settings).await;
+    if shared.region().is_none() {
+        return Err("no AWS region is set (AWS_REGION, or a profile's `region` with AWS_PROFILE)");
+    }
+    if let Some(credentials) = shared.credentials_provider()
+        && credentials.provide_credentials().await.is_err()
+    {
+        return Err(
+            "no AWS credentials were found (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, a \
+             profile, SSO, or a role)",
+        );
+    }
+    Ok(Client::new(&shared))
 }
 
 /// The same client, counting the attempts of each call for its trace span (see

@@ -243,6 +243,62 @@ fn a_bad_model_file_gets_located_messages_and_no_backtrace() {
     }
 }
 
+/// `check` where the environment names no AWS region or no credentials says so in one line,
+/// with how to check the file alone: no SDK warnings (each a line of kilobytes of its errors'
+/// debug output) and no failed call's chain of SDK errors.
+#[test]
+fn check_without_aws_settings_says_what_is_missing_in_one_line() {
+    // Never the network: the metadata service is off, or (the case whose warnings the SDK
+    // printed) sent to a loopback port nothing listens on.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let imds = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let cases: [(&[(&str, &str)], &str); 3] = [
+        (
+            &[("AWS_EC2_METADATA_DISABLED", "true")],
+            "no AWS region is set",
+        ),
+        (
+            &[("AWS_EC2_METADATA_SERVICE_ENDPOINT", &imds)],
+            "no AWS region is set",
+        ),
+        (
+            &[
+                ("AWS_EC2_METADATA_DISABLED", "true"),
+                ("AWS_REGION", "eu-west-1"),
+            ],
+            "no AWS credentials were found",
+        ),
+    ];
+    for (env, missing) in cases {
+        let out = Command::new(env!("CARGO_BIN_EXE_dynarelay"))
+            .env_clear()
+            .env("HOME", std::env::temp_dir().join(unique_prefix()))
+            .envs(env.iter().copied())
+            .args([
+                "check",
+                "--model",
+                concat!(env!("CARGO_MANIFEST_DIR"), "/examples/shop/dynarelay.toml"),
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{env:?}: {out:?}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let lines: Vec<&str> = stdout.lines().collect();
+        assert_eq!(lines.len(), 2, "{env:?}: {stdout}");
+        assert!(
+            lines[0].ends_with("the model is valid"),
+            "{env:?}: {stdout}"
+        );
+        assert!(
+            lines[1].starts_with(&format!("the live tables were not checked: {missing}"))
+                && lines[1].ends_with("`--offline` checks the file alone"),
+            "{env:?}: {stdout}"
+        );
+        assert_eq!(String::from_utf8_lossy(&out.stderr), "", "{env:?}");
+    }
+}
+
 #[tokio::test]
 async fn check_names_each_live_table_that_differs_from_the_model() {
     let prefix = unique_prefix();

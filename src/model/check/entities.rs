@@ -704,6 +704,34 @@ impl<'f> Ctx<'f, '_> {
             let at = (0..key.len())
                 .find(|&i| short[i] != long[i])
                 .unwrap_or(key.len() - 1);
+            if short[at].is_empty() {
+                // No literal start at all: nothing to quote as a prefix.
+                let (ds, dl) = if ns == na { (da, db) } else { (db, da) };
+                let template = |d: &EntityDraft<'_>| {
+                    d.entity
+                        .template_on(key[at].name)
+                        .map_or_else(String::new, |t| t.template.to_string())
+                };
+                out.error(
+                    span_of(db),
+                    format!(
+                        "`{ns}`'s `{}` template `{}` begins with a value, not with literal \
+                         text, in {what}: it also matches `{nl}`'s keys (`{}`), so a page of \
+                         `{ns}` would read `{nl}`'s items",
+                        key[at].name,
+                        template(ds),
+                        template(dl),
+                    ),
+                )
+                .also(span_of(da), format!("`{na}`'s template"))
+                .hint(format!(
+                    "start `{ns}`'s template with literal text that `{nl}`'s keys do not begin \
+                     with (such as `{}#{{...}}`), or add `type_attribute = \"_type\"` to \
+                     `[tables.{table}]`",
+                    ns.to_uppercase()
+                ));
+                return;
+            }
             out.error(
                 span_of(db),
                 format!(

@@ -110,6 +110,145 @@ entity = "User"
     );
 }
 
+/// Values of the wrong shape are checked against the file's JSON Schema like unknown keys: all
+/// of them at once, each once, named by its key and said in the model file's terms (what the
+/// setting takes, the values allowed), with how to write a list when a value belongs in one.
+#[test]
+fn values_of_the_wrong_shape_are_all_reported_at_once_in_the_models_terms() {
+    let text = r#"version = 1
+
+[tables.Orders]
+partition_key = "userId"
+sort_key = "at"
+attributes = { userId = "S", at = "N" }
+
+[entities.Order]
+table = "Orders"
+escape_keys = "no"
+allow = "public"
+fields.userId = { type = "String!" }
+fields.at = { type = "DateTime!", stored_as = 3 }
+fields.total = ["Float"]
+fields.note = 5
+fields.tags = { type = "[String!]", max_length = -1 }
+
+[entities.Order.connections.recent]
+entity = "Order"
+partition = { field = "userId" }
+sort.fixed = "userId"
+"#;
+    let errors = errors(text);
+    let found: Vec<(usize, &str, Option<&str>)> = errors
+        .diagnostics
+        .iter()
+        .map(|d| (d.line, d.message.as_str(), d.hint.as_deref()))
+        .collect();
+    let expected: [(usize, &str, Option<&str>); 7] = [
+        (
+            10,
+            "`entities.Order.escape_keys` is `true` or `false`, not the text \"no\"",
+            None,
+        ),
+        (
+            11,
+            "`entities.Order.allow` is a list of rules",
+            Some("a list is written in brackets: `allow = [\"public\"]`"),
+        ),
+        (
+            13,
+            "`entities.Order.fields.at.stored_as` is one of `epoch_millis`, `epoch_seconds`, \
+             `iso8601`, `iso8601_seconds`, `date`, `list`, `set`, not the number 3",
+            None,
+        ),
+        (
+            14,
+            "`entities.Order.fields.total` is a field: its type, such as",
+            None,
+        ),
+        (
+            15,
+            "`entities.Order.fields.note` is a field: its type, such as",
+            None,
+        ),
+        (
+            16,
+            "`entities.Order.fields.tags.max_length` is a whole number from 0 to 4294967295, not -1",
+            None,
+        ),
+        (
+            21,
+            "`entities.Order.connections.recent.sort.fixed` is a list of arguments",
+            Some("a list is written in brackets: `fixed = [\"userId\"]`"),
+        ),
+    ];
+    assert_eq!(found.len(), expected.len(), "{}", errors.report);
+    for ((line, message, hint), (want_line, want, want_hint)) in found.iter().zip(&expected) {
+        assert_eq!(line, want_line, "{}", errors.report);
+        assert!(message.starts_with(want), "{message}\n{}", errors.report);
+        assert_eq!(hint, want_hint, "{}", errors.report);
+    }
+    assert!(errors.report.ends_with("7 problems in test.toml\n"));
+}
+
+/// One mistake inside a value is one problem: a misspelt key of an argument is reported as the
+/// unknown key (with the close name), not again as the value's shape or a missing key; a key
+/// left out is named.
+#[test]
+fn one_mistake_in_a_value_is_one_problem() {
+    let connection = |fixed: &str| {
+        format!(
+            "{ONE_TABLE}\n[entities.Customer.connections.orders]\nentity = \"Order\"\n\
+             partition = {{ field = \"username\" }}\nsort.fixed = {fixed}\n"
+        )
+    };
+    let misspelt = errors(&connection(r#"[{ nam = "placedAt" }]"#));
+    assert_eq!(misspelt.count, 1, "{}", misspelt.report);
+    let problem = &misspelt.diagnostics[0];
+    assert!(
+        problem.message.starts_with("unknown key `nam`")
+            && problem
+                .hint
+                .as_deref()
+                .is_some_and(|hint| hint.starts_with("did you mean `name`?")),
+        "{}",
+        misspelt.report
+    );
+    let left_out = errors(&connection(r#"[{ description = "When" }]"#));
+    assert_eq!(left_out.count, 1, "{}", left_out.report);
+    assert!(
+        left_out.diagnostics[0]
+            .message
+            .ends_with("sort.fixed` needs `name`"),
+        "{}",
+        left_out.report
+    );
+}
+
+/// A key template that starts with a value, not literal text, and so could read another
+/// entity's items, is said so: never as an empty key prefix.
+#[test]
+fn a_template_without_a_literal_start_is_named_as_such() {
+    let text = format!(
+        "{ONE_TABLE}{}",
+        r#"
+[entities.Note]
+table = "Shop"
+keys = { PK = "CUSTOMER#{username}", SK = "{noteId}" }
+fields.username = { type = "String!" }
+fields.noteId = { type = "String!" }
+"#
+    );
+    let errors = errors(&text);
+    assert!(
+        errors.diagnostics.iter().any(|d| d.message.contains(
+            "`Note`'s `SK` template `{noteId}` begins with a value, not with literal text"
+        )),
+        "{}",
+        errors.report
+    );
+    assert!(!errors.report.contains("``"), "{}", errors.report);
+}
+
 #[test]
 fn an_unknown_key_suggests_the_close_one() {
     let errors = errors("version = 1\n[tables.Users]\npartiton_key = \"userId\"\n");
