@@ -132,9 +132,7 @@ pub struct PolicyArgs {
     /// off, its default.
     #[arg(long, env = "DYNARELAY_POLICY_CHECK_TABLES", default_value_t = true, action = ArgAction::Set)]
     pub check_tables: bool,
-    /// What runs with the policy: `api` (`serve` or the `lambda` function), `relay` (`dynarelay
-    /// relay`: reads the tables' streams) or `stream-function` (the Lambda function given
-    /// DynamoDB Streams events: its event source mapping reads the streams with its role).
+    /// What runs with the policy.
     #[arg(long = "for", env = "DYNARELAY_POLICY_FOR", value_enum, default_value_t = crate::policy::Role::Api)]
     pub role: crate::policy::Role,
 
@@ -556,8 +554,7 @@ pub struct ApiArgs {
     #[arg(long, env = "DYNARELAY_TRACE_ENDPOINT")]
     pub trace_endpoint: Option<String>,
 
-    /// How traces travel to --trace-endpoint: `http/protobuf` (`/v1/traces` is added to the
-    /// endpoint's path) or `grpc`.
+    /// How traces travel to --trace-endpoint.
     #[arg(long, env = "DYNARELAY_TRACE_PROTOCOL", value_enum,
           default_value_t = TraceProtocol::HttpProtobuf)]
     pub trace_protocol: TraceProtocol,

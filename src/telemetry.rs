@@ -51,11 +51,11 @@ pub const TARGET: &str = "dynarelay::otel";
 /// How spans travel to the collector.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum TraceProtocol {
-    /// OTLP over HTTP with protobuf bodies (a collector's port 4318); `/v1/traces` is added to
+    /// OTLP over HTTP with protobuf bodies, a collector's port 4318; `/v1/traces` is added to
     /// the endpoint's path.
     #[value(name = "http/protobuf")]
     HttpProtobuf,
-    /// OTLP over gRPC (a collector's port 4317).
+    /// OTLP over gRPC, a collector's port 4317.
     Grpc,
 }
 

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use dynarelay::model::sortable_id::SortableId;
 
-use crate::helpers::{ModelApp, merge, model_app_from, walk_matches};
+use crate::helpers::{ModelApp, book_says, merge, model_app_from, walk_matches};
 
 const MODEL: &str = r#"version = 1
 
@@ -241,6 +241,11 @@ async fn times_stored_as_dates_epoch_digits_and_whole_seconds_take_exact_ranges(
         .map(|d| iso(*d))
         .collect();
     walk(&app, "days", "day", json!({ "prefix": "2026-05" }), &may).await;
+    book_says(
+        "docs/src/reference/model-file-by-key.md",
+        "`begins_with` (a prefix; `String` or `ID` sort keys, or a template's text, enum or \
+         `DateTime` facet: `\"2026-11\"`)",
+    );
     // Notes keyed by ULIDs: a range of times is the range of their ids.
     let want: Vec<String> = all.iter().filter(|t| within(t)).map(|t| iso(*t)).collect();
     walk(

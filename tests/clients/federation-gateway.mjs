@@ -167,14 +167,20 @@ async function main() {
       new RemoteGraphQLDataSource({
         url,
         willSendRequest({ request, context }) {
-          if (context.authorization) request.http.headers.set("authorization", context.authorization);
+          for (const name of ["authorization", "traceparent", "tracestate"]) {
+            if (context[name]) request.http.headers.set(name, context[name]);
+          }
         },
       }),
   });
   const server = new ApolloServer({ gateway, plugins: quiet });
   const { url: gatewayUrl } = await startStandaloneServer(server, {
     listen,
-    context: async ({ req }) => ({ authorization: req.headers.authorization }),
+    context: async ({ req }) => ({
+      authorization: req.headers.authorization,
+      traceparent: req.headers.traceparent,
+      tracestate: req.headers.tracestate,
+    }),
   });
   console.log(
     JSON.stringify({ gateway: gatewayUrl, reviews: reviewsUrl, supergraph: composed.supergraphSdl }),

@@ -11,3 +11,16 @@ pub fn check_generated(path: &str, text: &str) {
         panic!("{path} was stale and has been rewritten: re-run the tests and commit it");
     }
 }
+
+/// Fails unless the book's page `page` (relative to the crate root) states `sentence`, however
+/// its lines are wrapped: the test that calls it holds the behaviour the sentence states, and
+/// names the sentence, so that neither can change without the other.
+pub fn book_says(page: &str, sentence: &str) {
+    let full = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(page);
+    let text = std::fs::read_to_string(&full).unwrap_or_else(|err| panic!("reading {page}: {err}"));
+    let words = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words(&text).contains(&words(sentence)),
+        "{page} no longer says \"{sentence}\": the test holding it must change with it"
+    );
+}

@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 
 use super::{LOAN_FIELDS, MODEL, busiest_member, loan_key, seeded, walk_statuses};
 use crate::helpers::{
-    CallLog, ModelApp, ReadShape, all_nodes, error_code, load_model, logged_model_app, merge,
-    model_app_at, put_plain, read_back, walk_matches, written_with,
+    CallLog, ModelApp, ReadShape, all_nodes, book_says, error_code, load_model, logged_model_app,
+    merge, model_app_at, put_plain, read_back, walk_matches, written_with,
 };
 use crate::tools::{pick, refetch_all, scanned, text, texts};
 
@@ -330,6 +330,11 @@ async fn an_item_at_version_2_keys_without_version_2_s_label_is_no_version_2_ite
             .unwrap_or_else(|| panic!("{loan} was deleted"));
         assert_ne!(item["title"].as_s().unwrap(), "Changed");
     }
+    book_says(
+        "docs/src/reference/model-file-by-key.md",
+        "every read (connections, lookups, relations, `node`, live changes) takes only items \
+         holding each with its value, so an item with another value is none of this entity's",
+    );
 }
 
 /// The Queries `log` holds after `mark`, as they asked DynamoDB.
