@@ -235,6 +235,8 @@ impl ShardReader {
                             return Outcome::Lost;
                         }
                         self.parts.metrics.change_published(&self.table);
+                        // Passed on, as a reader counts what it hands its subscribers.
+                        self.parts.metrics.stream_record(&self.table);
                     } else {
                         self.parts.metrics.stream_unmatched(&self.table);
                     }

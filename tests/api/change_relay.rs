@@ -17,9 +17,9 @@ use tokio::sync::mpsc;
 
 use crate::{
     helpers::{
-        LambdaFunction, Received, RedisServer, Relay, TlsRedisServer, live_router_through_feed,
-        live_router_through_redis, metric, model_app_from, model_file, next_event, put_plain,
-        subscribe,
+        LambdaFunction, Received, RedisServer, Relay, TlsRedisServer, book_says,
+        live_router_through_feed, live_router_through_redis, metric, model_app_from, model_file,
+        next_event, put_plain, subscribe,
     },
     subscriptions::{MODEL, change, drain_warm_up, follow, note},
 };
@@ -136,12 +136,23 @@ async fn every_instance_delivers_each_change_once_in_order_through_redis() {
             &text,
             &format!("dynarelay_changes_published_total{{table=\"{table}\"}}"),
         );
-        holders.push((leases, published));
+        // The stream reader's metrics, as the book lists them for relays: every record it
+        // passed on (here, to Redis) counted.
+        let records = metric(
+            &text,
+            &format!("dynarelay_stream_records_total{{table=\"{table}\"}}"),
+        );
+        holders.push((leases, published, records));
     }
     holders.sort_by(|a, b| a.0.total_cmp(&b.0));
-    assert_eq!(holders[0], (0.0, 0.0), "{holders:?}");
+    assert_eq!(holders[0], (0.0, 0.0, 0.0), "{holders:?}");
     assert_eq!(holders[1].0, 1.0, "{holders:?}");
     assert!(holders[1].1 >= 14.0, "{holders:?}");
+    assert_eq!(holders[1].2, holders[1].1, "{holders:?}");
+    book_says(
+        "docs/src/guides/live-data.md",
+        "`/metrics`: the stream reader's metrics above,",
+    );
 
     // The relay holding the lease killed: the other takes it over once a lease period has
     // passed, and reads on from its checkpoint: nothing is lost or repeated.

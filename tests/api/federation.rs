@@ -587,23 +587,25 @@ async fn a_thousand_representations_by_id_are_past_the_default_body_limit() {
 /// root field names must differ as type names do.
 #[tokio::test]
 async fn two_subgraphs_that_keep_node_or_share_a_root_field_do_not_compose() {
-    let federated = |path: &str, section: &str, edit: &dyn Fn(String) -> String| {
+    /// A change to a model file's text.
+    type Edit = fn(String) -> String;
+    let federated = |path: &str, section: &str, edit: Edit| {
         let text =
             std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path))
                 .unwrap();
         format!("{}\n{section}\n", edit(text))
     };
-    let same = |text: String| text;
-    let renamed = |text: String| text.replace("[lookups.author]", "[lookups.user]");
+    let same: Edit = |text| text;
+    let renamed: Edit = |text| text.replace("[lookups.author]", "[lookups.user]");
     let shop = model_app_from(&federated(
         "examples/shop/dynarelay.toml",
         "[federation]",
-        &same,
+        same,
     ))
     .await;
-    let cases: [(&str, &dyn Fn(String) -> String, &str); 2] = [
-        ("[federation]", &same, "Query.node"),
-        ("[federation]\nnode = false", &renamed, "Query.user"),
+    let cases = [
+        ("[federation]", same, "Query.node"),
+        ("[federation]\nnode = false", renamed, "Query.user"),
     ];
     for (books_section, edit, field) in cases {
         let books = model_app_from(&federated(

@@ -12,9 +12,10 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::helpers::{
-    GroundQuery, LOCAL_AWS, ModelApp, Received, Running, TestIssuer, auth_live_router, endpoint,
-    graphql_with_token, live_router, model_app_from, model_claims, next_event, post_graphql,
-    put_plain, query_all, received_within, refusal, run_node, subscribe, subscribe_as, warm_up,
+    GroundQuery, LOCAL_AWS, ModelApp, Received, Running, TestIssuer, auth_live_router, book_says,
+    endpoint, graphql_with_token, live_router, model_app_from, model_claims, next_event,
+    post_graphql, put_plain, query_all, received_within, refusal, run_node, subscribe,
+    subscribe_as, warm_up,
 };
 
 pub const MODEL: &str = r#"version = 1
@@ -416,6 +417,29 @@ async fn a_nested_subscription_names_its_parent_by_id_and_keeps_to_what_the_call
             )
         );
     }
+    // Where a query of the parent answers an anonymous caller `null` (its rules hide it), the
+    // subscription is a coded refusal that says only that the id names nothing the caller may
+    // see, as the guide says.
+    let anonymous = graphql_with_token(
+        &router,
+        None,
+        "query($o: ID!) { owner(ownerId: $o) { id } }",
+        json!({ "o": "alice" }),
+    )
+    .await;
+    assert_eq!(
+        anonymous.body["data"],
+        json!({ "owner": null }),
+        "{:?}",
+        anonymous.body
+    );
+    book_says(
+        "docs/src/guides/live-data.md",
+        "is refused with `BAD_USER_INPUT` (\"`user` names no `User` you may see.\"), which says \
+         nothing of whether it exists: a caller without a token gets that where a query of the \
+         parent answers `null` (its rules hide the item) or `FORBIDDEN` (the lookup's own `allow` \
+         refuses the caller).",
+    );
 
     // Alice's own: warm-up cards until one comes through, then a fence card that everything
     // before it has passed once it arrives.

@@ -12,8 +12,8 @@ use tokio_tungstenite::tungstenite::Message;
 
 use crate::{
     helpers::{
-        Running, Socket, TestIssuer, auth_live_router, graphql_with_token, live_router, metric,
-        model_app_from, model_claims, now, open_socket, put_plain, warm_up, with,
+        Running, Socket, TestIssuer, auth_live_router, book_says, graphql_with_token, live_router,
+        metric, model_app_from, model_claims, now, open_socket, put_plain, warm_up, with,
     },
     subscriptions::{MODEL, OWNED, note, run_notes_client},
 };
@@ -225,6 +225,34 @@ async fn operations_run_over_the_socket_as_the_protocol_says() {
         "Subscription \"Two\" must select only one top level field."
     );
     assert_eq!(error["payload"][0]["extensions"]["code"], "BAD_USER_INPUT");
+    // A subscription that validates but is refused as it starts (a cursor that is none of the
+    // connection's): one `next` whose payload holds the coded errors, then `complete`, as the
+    // guide says; a client's `error` callback never sees it.
+    send(
+        &mut socket,
+        json!({ "id": "forged", "type": "subscribe", "payload": {
+            "query": "subscription { notesChanged(owner: \"dana\", after: \"forged\") { kind } }" } }),
+    )
+    .await;
+    let refused = receive_json(&mut socket).await;
+    assert_eq!(
+        (&refused["id"], &refused["type"]),
+        (&json!("forged"), &json!("next")),
+        "{refused}"
+    );
+    assert_eq!(
+        refused["payload"]["errors"][0]["extensions"]["code"], "BAD_USER_INPUT",
+        "{refused}"
+    );
+    assert_eq!(
+        receive_json(&mut socket).await,
+        json!({ "id": "forged", "type": "complete" })
+    );
+    book_says(
+        "docs/src/guides/live-data.md",
+        "| sends a subscription refused as it starts (a cursor that is not the connection's, a \
+         parent it may not see, a cap) | one `next` whose payload holds the errors, then `complete` |",
+    );
 
     // A subscription: warm-up notes until one arrives, then the changes as `next` messages.
     subscribed(&mut socket, &app, "s", "dana").await;
@@ -360,9 +388,16 @@ async fn a_subscription_ends_when_its_token_expires_and_none_starts_after() {
         ended["payload"]["errors"][0]["extensions"]["code"], "UNAUTHENTICATED",
         "{ended}"
     );
+    assert!(ended["payload"]["data"].is_null(), "{ended}");
     assert_eq!(
         receive_json(&mut socket).await,
         json!({ "id": "s", "type": "complete" })
+    );
+    book_says(
+        "docs/src/guides/live-data.md",
+        "A subscription that ends with a code (`CHANGES_LOST`, `UNAUTHENTICATED` when the token \
+         expires, `SUBSCRIPTIONS_UNAVAILABLE`) ends the same way over both transports: a last \
+         `next` whose payload has `errors` (with `extensions.code`) and no `data`, then `complete`.",
     );
     // An operation started on the socket after that is refused alike.
     send(
