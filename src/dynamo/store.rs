@@ -1137,8 +1137,10 @@ fn row(
 #[derive(Debug, Clone, Copy)]
 struct CallName<'a> {
     operation: &'static str,
-    /// The tables it reads or writes: one, or several (`BatchGetItem`).
+    /// The tables it reads or writes: one, or those of a call on several (`BatchGetItem`),
+    /// which its span names and its metrics do not (they count it under `several`).
     tables: &'a [&'a str],
+    several: bool,
     index: Option<&'a str>,
     /// A read's `Limit`.
     limit: Option<i32>,
@@ -1149,6 +1151,7 @@ impl<'a> CallName<'a> {
         Self {
             operation,
             tables: std::slice::from_ref(table),
+            several: false,
             index: None,
             limit: None,
         }
@@ -1158,15 +1161,16 @@ impl<'a> CallName<'a> {
         Self {
             operation,
             tables,
+            several: true,
             index: None,
             limit: None,
         }
     }
 
-    /// Its table, when it has one alone.
+    /// Its table, for a call on one.
     fn table(&self) -> Option<&'a str> {
-        match self.tables {
-            [table] => Some(table),
+        match (self.several, self.tables) {
+            (false, [table]) => Some(table),
             _ => None,
         }
     }
