@@ -10,7 +10,7 @@ use crate::dynamo::sample::{LiveKey, LiveTable};
 
 use super::{
     proposal::{ElectroDbKeys, FieldProposal, SharedKeys},
-    single_table::{Piece, Template},
+    templates::{Piece, Template},
 };
 
 /// The declaration for an entity of type value `entity` whose keys are `keys`, if its templates
@@ -41,7 +41,7 @@ pub fn declaration(
                     attribute,
                     width: None,
                 } => Some(Some(attribute.clone())),
-                Piece::Facet { .. } | Piece::KeyOnly(_) => Some(None),
+                Piece::Facet { .. } | Piece::KeyOnly(..) => Some(None),
                 Piece::Literal(_) => None,
             })
             .collect()
@@ -135,7 +135,7 @@ pub fn declaration(
     let read = |attribute: &str| {
         template(attribute).map(|t| {
             t.text(|p| match p {
-                Piece::Facet { attribute, .. } | Piece::KeyOnly(attribute) => attribute.clone(),
+                Piece::Facet { attribute, .. } | Piece::KeyOnly(attribute, _) => attribute.clone(),
                 Piece::Literal(_) => String::new(),
             })
         })

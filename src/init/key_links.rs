@@ -18,7 +18,7 @@ use super::{
         EntityProposal, LookupProposal, Proposal, RelationProposal, holds_every_attribute,
         stored_kind,
     },
-    single_table::Piece,
+    templates::Piece,
 };
 
 /// The fewest items of a type holding an index's keys for a lookup through it: fewer say too
@@ -194,7 +194,7 @@ fn fields_for<'k>(
                 .iter()
                 .filter_map(|p| match p {
                     Piece::Facet { attribute, .. } => Some(Some(attribute.clone())),
-                    Piece::KeyOnly(field) => Some(allow_key_only.then(|| field.clone())),
+                    Piece::KeyOnly(field, _) => Some(allow_key_only.then(|| field.clone())),
                     Piece::Literal(_) => None,
                 })
                 .collect::<Option<_>>()?,

@@ -10,12 +10,14 @@ pub mod electrodb;
 pub mod fields;
 pub mod infer;
 pub mod key_links;
+pub mod key_only;
 pub mod names;
 pub mod observe;
 pub mod proposal;
 pub mod render;
 pub mod shared_table;
 pub mod single_table;
+pub mod templates;
 
 use anyhow::bail;
 use aws_sdk_dynamodb::Client;
@@ -166,4 +168,20 @@ pub async fn init(
         scans,
         capacity,
     })
+}
+
+/// A sampled item for the unit tests, from `(attribute, text)` pairs (`N:42` for a number).
+#[cfg(test)]
+fn test_item(pairs: &[(&str, &str)]) -> crate::dynamo::Item {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    pairs
+        .iter()
+        .map(|(k, v)| {
+            let value = match v.strip_prefix("N:") {
+                Some(n) => AttributeValue::N(n.to_owned()),
+                None => AttributeValue::S((*v).to_owned()),
+            };
+            ((*k).to_owned(), value)
+        })
+        .collect()
 }

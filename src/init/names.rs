@@ -60,6 +60,17 @@ pub fn pascal(name: &str, fallback: &str) -> String {
     }
 }
 
+/// Names in backticks as a sentence lists them: `` `a` ``, `` `a` and `b` ``, `` `a`, `b` and
+/// `c` ``.
+pub fn listed(names: &[String]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+    match quoted.split_last() {
+        None => String::new(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
 /// A field name for an attribute: the attribute's own name when GraphQL takes it as it is, else
 /// [`camel`] of it. `id` is taken by every entity's global id.
 pub fn field_name(attribute: &str, entity: &str) -> String {
@@ -149,6 +160,14 @@ pub fn index_suffix(index: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_are_listed_as_a_sentence_lists_them() {
+        let names = |list: &[&str]| list.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(listed(&names(&["name"])), "`name`");
+        assert_eq!(listed(&names(&["a", "b"])), "`a` and `b`");
+        assert_eq!(listed(&names(&["a", "b", "c"])), "`a`, `b` and `c`");
+    }
 
     #[test]
     fn attribute_names_become_graphql_names() {

@@ -87,12 +87,12 @@ pub struct SharedKeys {
     pub keys: Vec<(String, String, String)>,
     /// Keys written in lower case (ElectroDB).
     pub lower: bool,
-    /// Facets are written with escapes (only when no type attribute tells the types apart).
+    /// Facets are written with escapes, as dynarelay writes them (the keys hold its escapes).
     pub escaped: bool,
     /// Attributes written on every item besides the fields (ElectroDB's `__edb_v__`).
     pub constants: Vec<(String, String)>,
     /// The templates by attribute, for connections.
-    pub templates: Vec<(String, super::single_table::Template)>,
+    pub templates: Vec<(String, super::templates::Template)>,
     /// ElectroDB's declaration, when the templates are the keys it gives.
     pub electrodb: Option<ElectroDbKeys>,
 }
@@ -231,12 +231,40 @@ pub struct SortArgs {
     /// Fields of the leading facets of the sort key's template, each fixed by a required
     /// argument of its name (`sort.fixed`); the conditions below are on the facet after them.
     pub fixed: Vec<String>,
+    /// Whether the `fixed` arguments may be left out (`optional = true`), the connection then
+    /// reading the whole partition.
+    pub optional: bool,
     /// The field the sort key holds.
     pub field: String,
     /// `min`, `max`.
     pub range: Option<(String, String)>,
     /// `begins_with`.
     pub prefix: Option<String>,
+}
+
+impl SortArgs {
+    /// The fields of the `fixed` arguments that must be given, in PascalCase: what a
+    /// connection's name says it takes (`ordersByOwnerAndStatus`).
+    pub(super) fn required(sort: Option<&SortArgs>) -> Vec<String> {
+        sort.filter(|s| !s.optional).map_or(Vec::new(), |s| {
+            s.fixed.iter().map(|f| pascal(f, "Key")).collect()
+        })
+    }
+
+    /// How a description says what the `fixed` arguments take: `` and one `status` ``, or
+    /// `` (and one `status`, when given) `` for optional ones.
+    pub(super) fn one(sort: Option<&SortArgs>) -> String {
+        let Some(sort) = sort else {
+            return String::new();
+        };
+        sort.fixed
+            .iter()
+            .map(|f| match sort.optional {
+                true => format!(" (and one `{f}`, when given)"),
+                false => format!(" and one `{f}`"),
+            })
+            .collect()
+    }
 }
 
 /// A connection.
@@ -280,8 +308,8 @@ impl ConnectionProposal {
 
     /// A root connection over the partitions of `entity` (of the table, or of `index`) whose
     /// key `field` gives, as argument `field`: `{entities}By{Field}` or `{entities}By{Index}`,
-    /// then `And{Fixed}` for each of the sort key's fixed facets. `order_text` ends its
-    /// description.
+    /// then `And{Fixed}` for each of the sort key's fixed facets that must be given.
+    /// `order_text` ends its description.
     pub(super) fn root_query(
         root: &mut Taken,
         entity: &str,
@@ -295,12 +323,11 @@ impl ConnectionProposal {
             None => pascal(field, "Key"),
         };
         let through = index.map_or(String::new(), |i| format!(" (index {i})"));
-        let fixed = sort.as_ref().map_or(&[][..], |s| &s.fixed[..]);
-        let and: String = fixed
+        let and: String = SortArgs::required(sort.as_ref())
             .iter()
-            .map(|f| format!("And{}", pascal(f, "Key")))
+            .map(|f| format!("And{f}"))
             .collect();
-        let one: String = fixed.iter().map(|f| format!(" and one `{f}`")).collect();
+        let one = SortArgs::one(sort.as_ref());
         ConnectionProposal {
             name: root.claim(&format!(
                 "{}By{suffix}{and}",
@@ -355,6 +382,7 @@ pub(super) fn sort_args(field: &FieldProposal) -> SortArgs {
     );
     SortArgs {
         fixed: Vec::new(),
+        optional: false,
         field: field.name.clone(),
         range: ranged.then(|| (format!("{}Min", field.name), format!("{}Max", field.name))),
         prefix: matches!(base, "String" | "ID").then(|| format!("{}Prefix", field.name)),

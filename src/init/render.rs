@@ -221,19 +221,21 @@ fn render_entity(out: &mut String, entity: &EntityProposal) {
     render_links(out, entity);
 }
 
-/// A type's key templates, and how they are written.
+/// A type's key templates, and how they are written (nothing when its keys are plain fields).
 fn render_keys(out: &mut String, shared: &SharedKeys) {
     let keys: Vec<String> = shared
         .keys
         .iter()
         .map(|(attribute, template, _)| format!("{} = {}", key(attribute), string(template)))
         .collect();
-    let _ = writeln!(out, "keys = {{ {} }}", keys.join(", "));
-    if !shared.escaped {
-        out.push_str("escape_keys = false\n");
-    }
-    if shared.lower {
-        out.push_str("key_case = \"lower\"\n");
+    if !keys.is_empty() {
+        let _ = writeln!(out, "keys = {{ {} }}", keys.join(", "));
+        if !shared.escaped {
+            out.push_str("escape_keys = false\n");
+        }
+        if shared.lower {
+            out.push_str("key_case = \"lower\"\n");
+        }
     }
     if let Some(value) = &shared.type_value {
         let _ = writeln!(out, "type_value = {}", string(value));
@@ -380,12 +382,19 @@ fn render_connection(out: &mut String, table: &str, c: &ConnectionProposal) {
             let fixed: Vec<String> = sort
                 .fixed
                 .iter()
-                .map(|f| {
-                    format!(
+                .map(|f| match sort.optional {
+                    true => format!(
+                        "{{ name = {}, optional = true, description = {} }}",
+                        string(f),
+                        string(&format!(
+                            "Only items of this `{f}`; every item of the partition when left out."
+                        ))
+                    ),
+                    false => format!(
                         "{{ name = {}, description = {} }}",
                         string(f),
                         string(&format!("Only items of this `{f}`."))
-                    )
+                    ),
                 })
                 .collect();
             let _ = writeln!(out, "sort.fixed = [{}]", fixed.join(", "));

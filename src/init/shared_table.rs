@@ -1,21 +1,29 @@
 //! The proposal for a table that holds several types (a single-table design): one entity per
-//! type, told apart by the table's type attribute (and so read with `escape_keys = false`, as
-//! the libraries write) or, without one, by the text the keys start with; each entity's key
-//! templates read back from its sampled items ([`super::single_table`]); and its lookup, Scan
-//! and Query connections, with a connection under the entity whose key a partition is.
+//! type, told apart by the table's type attribute or, without one, by the text the keys start
+//! with ([`super::single_table`]); each entity's key templates read back from its sampled items
+//! ([`super::templates`]), as their writers left them (`escape_keys = false`) unless the keys
+//! hold dynarelay's own escapes, with fields for the values only the keys hold
+//! ([`super::key_only`]); and its lookup, Scan and Query connections, with a connection under
+//! the entity whose key a partition is.
 
-use crate::dynamo::sample::{KeyKind, LiveKey};
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::{
+    dynamo::sample::{KeyKind, LiveKey},
+    model::template::{DATE_TEXT, INTEGER_TEXT, KeyCase, TIME_TEXT},
+};
 
 use super::{
     fields::{Sampled, fields},
-    names::{Taken, camel, field_name, index_suffix, pascal, plural},
+    key_only::key_only_fields,
+    names::{Taken, camel, index_suffix, listed, pascal, plural},
     observe::observe,
     proposal::{
-        ConnectionProposal, EntityProposal, EnumProposal, FieldProposal, LookupProposal,
-        PartitionFrom, Proposal, SharedKeys, SortArgs, TableInput, holds_every_attribute,
-        sort_args,
+        ConnectionProposal, EntityProposal, EnumProposal, LookupProposal, PartitionFrom, Proposal,
+        SharedKeys, SortArgs, TableInput, holds_every_attribute, sort_args,
     },
-    single_table::{self, Piece, Template, Writer},
+    single_table::{self, Writer},
+    templates::{self, Piece, Template, Writing},
 };
 
 /// The entities of a shared table, and what the file says about the table.
@@ -41,10 +49,76 @@ fn entity_name(value: &str) -> String {
     }
 }
 
-/// The share of `values` holding `#`, as tenths.
-fn hashed(values: &[&str]) -> bool {
-    let with = values.iter().filter(|v| v.contains('#')).count();
+/// The attributes every item of a group holds, besides the table's keys.
+fn held<'i>(g: &single_table::Group<'i>, partition: &str, sort: Option<&str>) -> BTreeSet<&'i str> {
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for item in &g.items {
+        for a in item
+            .keys()
+            .filter(|a| *a != partition && Some(a.as_str()) != sort)
+        {
+            *counts.entry(a.as_str()).or_default() += 1;
+        }
+    }
+    counts
+        .into_iter()
+        .filter(|(_, n)| *n == g.items.len())
+        .map(|(a, _)| a)
+        .collect()
+}
+
+/// Whether nine of ten of `values` hold `separator`.
+fn joined(values: &[&str], separator: char) -> bool {
+    let with = values.iter().filter(|v| v.contains(separator)).count();
     !values.is_empty() && with * 10 >= values.len() * 9
+}
+
+/// The words a type without a type attribute is named by: the literal text of its sort key's
+/// template (`ORDER#{orderId}#ITEM#{itemId}`: `OrderItem`), or of its partition key's when the
+/// sort key repeats the partition's values (the partition's own item: an author's
+/// `#METADATA#{name}` under `AUTHOR#{name}`).
+fn type_words(
+    templates: &[(String, Template)],
+    partition: &str,
+    sort: Option<&str>,
+    separator: char,
+) -> Option<String> {
+    let template = |attribute: &str| {
+        templates
+            .iter()
+            .find(|(a, _)| a == attribute)
+            .map(|(_, t)| t)
+    };
+    let facets = |t: &Template| -> Vec<Piece> {
+        t.pieces
+            .iter()
+            .filter(|p| !matches!(p, Piece::Literal(_)))
+            .cloned()
+            .collect()
+    };
+    let sort = template(sort?)?;
+    let repeats = template(partition).filter(|p| {
+        let own = facets(sort);
+        !own.is_empty() && own.iter().all(|f| facets(p).contains(f))
+    });
+    let words: Vec<&str> = repeats
+        .unwrap_or(sort)
+        .pieces
+        .iter()
+        .filter_map(|p| match p {
+            Piece::Literal(text) => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    Some(words.join(&separator.to_string()))
+}
+
+/// The string value of `item`'s attribute `attribute`.
+fn text_of<'i>(item: &'i crate::dynamo::Item, attribute: &str) -> Option<&'i str> {
+    match item.get(attribute) {
+        Some(aws_sdk_dynamodb::types::AttributeValue::S(v)) => Some(v.as_str()),
+        _ => None,
+    }
 }
 
 /// The entities of `input`, if it holds several types (or one, named by a type attribute);
@@ -59,27 +133,33 @@ pub fn propose(
     let partition = live.partition.name.as_str();
     let sort = live.sort.as_ref().map(|s| s.name.as_str());
     let typed = single_table::type_attribute(&input.items);
-    let groups = match &typed {
-        Some((attribute, _)) => {
-            single_table::groups(&input.items, Some(attribute), partition, sort)
-        }
-        None => {
-            let keys: Vec<&str> = input
-                .items
+    // The keys that tell the types apart: each item's sort key, or its partition key.
+    let keys: Vec<&str> = input
+        .items
+        .iter()
+        .filter_map(|item| {
+            sort.and_then(|s| text_of(item, s))
+                .or_else(|| text_of(item, partition))
+        })
+        .collect();
+    let separator = single_table::separator(&keys);
+    let groups = match (&typed, separator) {
+        (Some((attribute, _)), _) => single_table::groups(
+            &input.items,
+            Some(attribute),
+            (partition, sort),
+            separator.unwrap_or('#'),
+        ),
+        (None, None) => return None,
+        (None, Some(separator)) => {
+            let groups = single_table::groups(&input.items, None, (partition, sort), separator);
+            // Starts whose items all hold the same attributes are values of one type (job codes
+            // `brakes/0003` and `HVAC/0001`), not types.
+            let first = groups.first().map(|g| held(g, partition, sort));
+            let alike = groups
                 .iter()
-                .filter_map(|item| {
-                    let s = |a: &str| match item.get(a) {
-                        Some(aws_sdk_dynamodb::types::AttributeValue::S(v)) => Some(v.as_str()),
-                        _ => None,
-                    };
-                    sort.and_then(s).or_else(|| s(partition))
-                })
-                .collect();
-            if !hashed(&keys) {
-                return None;
-            }
-            let groups = single_table::groups(&input.items, None, partition, sort);
-            if groups.len() < 2 || groups.len() > 30 {
+                .all(|g| Some(held(g, partition, sort)) == first);
+            if alike || groups.len() < 2 || groups.len() > 30 {
                 return None;
             }
             groups
@@ -100,7 +180,28 @@ pub fn propose(
         }
     }
     let bookkeeping: &[&str] = writer.map_or(&[], single_table::bookkeeping);
-    let escaped = typed.is_none();
+    let separator = separator.unwrap_or('#');
+    let names: Vec<&str> = key_attributes.iter().map(|k| k.name.as_str()).collect();
+    let writing = Writing {
+        separator,
+        escaped: single_table::written_escaped(&input.items, &names, separator),
+    };
+    let escaped = writing.escaped;
+    // The values the items hold besides their keys (as they are, and lowercased for keys
+    // written in lower case): never a template's literal text.
+    let mut seen_values: BTreeSet<String> = BTreeSet::new();
+    for item in &input.items {
+        for (a, v) in item {
+            let own = names.contains(&a.as_str())
+                || Some(a.as_str()) == type_attribute.as_deref()
+                || bookkeeping.contains(&a.as_str());
+            if let (false, aws_sdk_dynamodb::types::AttributeValue::S(text)) = (own, v) {
+                seen_values.insert(text.to_lowercase());
+                seen_values.insert(text.clone());
+            }
+        }
+    }
+    let decides = |attribute: &str| attribute == partition || Some(attribute) == sort;
     let mut entities = Vec::new();
     for group in &groups {
         let seen = observe(group.items.iter().copied());
@@ -120,20 +221,21 @@ pub fn propose(
             let values: Vec<&str> = group
                 .items
                 .iter()
-                .filter_map(|item| match item.get(&key.name) {
-                    Some(aws_sdk_dynamodb::types::AttributeValue::S(v)) => Some(v.as_str()),
-                    _ => None,
-                })
+                .filter_map(|item| text_of(item, &key.name))
                 .collect();
             let constant = values.len() >= 3 && values.iter().all(|v| *v == values[0]);
-            // Keys built by a library, or of `#`-joined segments, or the same text on every
-            // item, follow templates; any other key attribute is a field of its own.
-            if !(writer == Some(Writer::ElectroDb) || hashed(&values) || constant) {
+            // Keys built by a library, or of segments joined by the separator, or the same text
+            // on every item, follow templates; any other key attribute is a field of its own.
+            if !(writer == Some(Writer::ElectroDb) || joined(&values, separator) || constant) {
                 continue;
             }
-            let Some(mut template) =
-                single_table::template(&key.name, &group.items, &candidates, escaped)
-            else {
+            let Some(mut template) = templates::template(
+                (&key.name, decides(&key.name)),
+                &group.items,
+                &candidates,
+                &seen_values,
+                writing,
+            ) else {
                 continue;
             };
             if escaped {
@@ -146,32 +248,17 @@ pub fn propose(
                     } = piece
                         && seen.get(attribute.as_str()).and_then(|o| o.only_kind()) == Some("N")
                     {
-                        *piece = Piece::KeyOnly(attribute.clone());
+                        *piece = Piece::KeyOnly(attribute.clone(), None);
                     }
                 }
             }
             templates.push((key.name.clone(), template));
         }
-        // Named by the type attribute's value, else by the words of the literal text of its
-        // sort key's template (`ORDER#{orderId}#ITEM#{itemId}`: `OrderItem`).
-        let name = match (
-            &typed,
-            sort.and_then(|s| templates.iter().find(|(a, _)| a == s)),
-        ) {
-            (None, Some((_, template))) => {
-                let words: String = template
-                    .pieces
-                    .iter()
-                    .filter_map(|p| match p {
-                        Piece::Literal(text) => Some(text.as_str()),
-                        _ => None,
-                    })
-                    .collect::<Vec<_>>()
-                    .join("#");
-                type_names.claim(&entity_name(&words))
-            }
-            _ => type_names.claim(&entity_name(&group.value)),
-        };
+        let name = type_names.claim(&entity_name(&match &typed {
+            Some(_) => group.value.clone(),
+            None => type_words(&templates, partition, sort, separator)
+                .unwrap_or_else(|| group.value.clone()),
+        }));
         let mut skip: Vec<String> = templates.iter().map(|(a, _)| a.clone()).collect();
         skip.extend(type_attribute.clone());
         skip.extend(bookkeeping.iter().map(|b| (*b).to_owned()));
@@ -194,47 +281,14 @@ pub fn propose(
             &skip,
         );
         // Values only the keys hold become fields read from them.
-        let mut names = Taken::with(&["id", "__typename"]);
-        for f in &fields {
-            names.claim(&f.name);
-        }
-        // Key-only values after the same text, in several keys, are one field.
-        let mut key_only: Vec<(String, String)> = Vec::new();
-        for (attribute, template) in &mut templates {
-            for piece in &mut template.pieces {
-                if let Piece::KeyOnly(label) = piece {
-                    if let Some((_, field)) = key_only.iter().find(|(l, _)| l == label) {
-                        *label = field.clone();
-                        continue;
-                    }
-                    let wanted = field_name(&label.to_lowercase(), &name);
-                    let wanted = if wanted.to_ascii_lowercase().ends_with("id") {
-                        wanted
-                    } else {
-                        format!("{wanted}Id")
-                    };
-                    let field = names.claim(&wanted);
-                    key_only.push((label.clone(), field.clone()));
-                    let primary =
-                        *attribute == live.partition.name || Some(attribute.as_str()) == sort;
-                    fields.push(FieldProposal {
-                        name: field.clone(),
-                        attribute: field.clone(),
-                        ty: if primary { "ID!" } else { "ID" }.to_owned(),
-                        stored_as: None,
-                        evidence: format!(
-                            "read from the key `{attribute}`: no attribute of the items holds it"
-                        ),
-                        review: Some(
-                            "named after the text before it in the key: rename it freely"
-                                .to_owned(),
-                        ),
-                        key: None,
-                    });
-                    *label = field;
-                }
-            }
-        }
+        key_only_fields(
+            &mut templates,
+            &group.items,
+            writing,
+            &name,
+            |a| a == partition || Some(a) == sort,
+            &mut fields,
+        );
         // Facets of the table's keys are in every item's key, so never null.
         for (attribute, template) in &templates {
             if *attribute != live.partition.name && Some(attribute.as_str()) != sort {
@@ -254,7 +308,7 @@ pub fn propose(
                 .iter()
                 .find(|f| f.attribute == *attribute)
                 .map_or_else(|| attribute.clone(), |f| f.name.clone()),
-            Piece::KeyOnly(field) => field.clone(),
+            Piece::KeyOnly(field, _) => field.clone(),
             Piece::Literal(text) => text.clone(),
         };
         let keys = templates
@@ -270,9 +324,9 @@ pub fn propose(
                         )
                     } else {
                         format!(
-                            "`{attribute}`: this template in {} of the {} sampled items holding \
-                             it; review the others (a value holding `#`, which the last facet \
-                             takes whole, or keys of another shape)",
+                            "`{attribute}`: this template reads the keys of {} of the {} \
+                             sampled items holding it; review the others (keys of another \
+                             shape, which are then of no type)",
                             t.fits, t.holding
                         )
                     },
@@ -392,7 +446,7 @@ fn facet_fields(t: &Template) -> Vec<&str> {
     t.pieces
         .iter()
         .filter_map(|p| match p {
-            Piece::KeyOnly(f) | Piece::Facet { attribute: f, .. } => Some(f.as_str()),
+            Piece::KeyOnly(f, _) | Piece::Facet { attribute: f, .. } => Some(f.as_str()),
             Piece::Literal(_) => None,
         })
         .collect()
@@ -419,7 +473,7 @@ fn template_text(keys: &SharedKeys, attribute: &str) -> Option<String> {
         .find(|(a, _)| a == attribute)
         .map(|(_, t)| {
             t.text(|p| match p {
-                Piece::KeyOnly(f) | Piece::Facet { attribute: f, .. } => f.clone(),
+                Piece::KeyOnly(f, _) | Piece::Facet { attribute: f, .. } => f.clone(),
                 Piece::Literal(_) => String::new(),
             })
         })
@@ -442,19 +496,38 @@ fn template_sort(
     let facets = facet_fields(t);
     let next = *facets.get(fixed)?;
     let field = entity.fields.iter().find(|f| f.name == next)?;
-    let padded = t
-        .pieces
-        .iter()
-        .any(|p| matches!(p, Piece::Facet { attribute, width: Some(_) } if *attribute == next));
+    let padded = t.pieces.iter().any(|p| match p {
+        Piece::Facet {
+            attribute,
+            width: Some(_),
+        }
+        | Piece::KeyOnly(attribute, Some(_)) => attribute == next,
+        _ => false,
+    });
+    // A range follows the keys' order only where their text sorts as the values and ends
+    // before the next facet's (the server's own rule, `KeyTemplate::bounds_after`).
+    let reader = t.reader(keys.escaped)?;
+    let reader = if t.lower {
+        reader.with_case(KeyCase::Lower)
+    } else {
+        reader
+    };
+    let exact = |alphabet: &str| {
+        let written = reader.written(alphabet);
+        reader.separator_among(&written).is_none()
+            && reader.bounds_after(&format!("f{fixed}"), &written)
+    };
     let epoch = matches!(field.stored_as, Some("epoch_millis" | "epoch_seconds"));
     let (range, prefix) = match field.base() {
         "String" | "ID" => (false, true),
-        "DateTime" if !epoch => (true, true),
-        "Int" | "BigInt" | "DateTime" => (padded || keys.escaped, false),
+        "DateTime" if field.stored_as == Some("date") => (exact(DATE_TEXT), true),
+        "DateTime" if !epoch => (exact(TIME_TEXT), true),
+        "Int" | "BigInt" | "DateTime" => ((padded || keys.escaped) && exact(INTEGER_TEXT), false),
         _ => (false, false),
     };
     (range || prefix || fixed > 0).then(|| SortArgs {
         fixed: facets[..fixed].iter().map(|f| (*f).to_owned()).collect(),
+        optional: false,
         field: field.name.clone(),
         range: range.then(|| (format!("{}Min", field.name), format!("{}Max", field.name))),
         prefix: prefix.then(|| format!("{}Prefix", field.name)),
@@ -593,14 +666,22 @@ pub fn connect(proposal: &mut Proposal, root: &mut Taken, type_names: &mut Taken
                 },
             }
         }
+        // A value two keys repeat (`AUTHOR#{name}`, `#METADATA#{name}`) is one argument.
+        let mut distinct: Vec<String> = Vec::new();
+        for argument in arguments {
+            if !distinct.contains(&argument) {
+                distinct.push(argument);
+            }
+        }
+        let arguments = distinct;
         if whole && !arguments.is_empty() {
             proposal.lookups.push(LookupProposal {
                 name: root.claim(&camel(&entity.name, "item")),
                 entity: entity.name.clone(),
                 description: format!(
-                    "Looks up one {} by `{}`. Null when there is no such item.",
+                    "Looks up one {} by {}. Null when there is no such item.",
                     entity.name,
-                    arguments.join("` and `")
+                    listed(&arguments)
                 ),
                 index: None,
                 evidence: None,
@@ -637,19 +718,27 @@ pub fn connect(proposal: &mut Proposal, root: &mut Taken, type_names: &mut Taken
                 continue;
             }
             let through = index.map_or(String::new(), |i| format!(" (index {i})"));
-            // Conditions on the first facet, and, when leading facets hold an enum's values,
-            // a second connection fixing them, with conditions on the facet after.
-            let mut variants = vec![sort.and_then(|s| template_sort(entity, keys, &s.name, 0))];
+            // Conditions on the first facet. When leading facets hold an enum's values (which
+            // take none), they are `fixed` arguments instead, optional, with conditions on the
+            // facet after: given, one value's items (Amplify's status); left out, the whole
+            // partition.
+            let first = sort.and_then(|s| template_sort(entity, keys, &s.name, 0));
+            let mut variants = vec![first.clone()];
             if let Some(s) = sort {
                 let fixed = enum_facets(entity, keys, &s.name, &proposal.enums);
-                if fixed > 0 {
-                    variants.extend(template_sort(entity, keys, &s.name, fixed).map(Some));
+                if fixed > 0
+                    && let Some(mut fixing) = template_sort(entity, keys, &s.name, fixed)
+                {
+                    fixing.optional = first.is_none();
+                    if fixing.optional {
+                        variants.clear();
+                    }
+                    variants.push(Some(fixing));
                 }
             }
             for sort_args in variants {
-                let fixed = sort_args.as_ref().map_or(&[][..], |a| &a.fixed[..]);
-                let and: String = fixed.iter().map(|f| pascal(f, "Key")).collect();
-                let one: String = fixed.iter().map(|f| format!(" and one `{f}`")).collect();
+                let and: String = SortArgs::required(sort_args.as_ref()).concat();
+                let one = SortArgs::one(sort_args.as_ref());
                 proposal.connections.push(ConnectionProposal::root_query(
                     root,
                     &entity.name,
@@ -676,7 +765,7 @@ pub fn connect(proposal: &mut Proposal, root: &mut Taken, type_names: &mut Taken
                     {
                         continue;
                     }
-                    let name = match (index, fixed.is_empty()) {
+                    let name = match (index, and.is_empty()) {
                         (None, true) => plural_name.clone(),
                         (None, false) => format!("{plural_name}By{and}"),
                         (Some(i), true) => format!("{plural_name}By{}", index_suffix(i)),

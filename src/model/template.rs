@@ -480,6 +480,26 @@ impl KeyTemplate {
         &self.separators
     }
 
+    /// The first of the template's separators among `alphabet`, the characters a facet's values
+    /// hold as keys write them: a range on such a facet cannot follow the keys' order.
+    pub fn separator_among(&self, alphabet: &str) -> Option<char> {
+        self.separators
+            .iter()
+            .copied()
+            .find(|c| alphabet.contains(*c))
+    }
+
+    /// Whether a range on facet `facet`, whose values hold only characters of `alphabet` as
+    /// keys write them, is bounded exactly by the keys of its bounds: the facet ends the key, or
+    /// the character after it sorts at least two places below the lowest of `alphabet`.
+    pub fn bounds_after(&self, facet: &str, alphabet: &str) -> bool {
+        let lowest = alphabet.chars().min().unwrap_or('0');
+        self.text_after(facet)
+            .chars()
+            .next()
+            .is_none_or(|c| (c as u32) + 1 < lowest as u32)
+    }
+
     /// Appends a facet value to `key`, in the template's case, escaped if the template escapes.
     fn write_value(&self, key: &mut String, value: &str) {
         let value = self.case.apply(value);
@@ -511,6 +531,15 @@ impl fmt::Display for KeyTemplate {
         Ok(())
     }
 }
+
+/// The characters an integer's text holds in a key.
+pub const INTEGER_TEXT: &str = "0123456789";
+
+/// The characters a time stored as RFC 3339 text holds in a key (before the key's case).
+pub const TIME_TEXT: &str = "+-.0123456789:TZ";
+
+/// The characters a plain date (`2026-05-01`) holds in a key.
+pub const DATE_TEXT: &str = "-0123456789";
 
 /// The width of a facet's `:0N` suffix (`08` in `{seq:08}`): a zero, then 1 to 38 digits' width.
 fn pad_width(text: &str) -> Option<usize> {

@@ -66,7 +66,7 @@ use super::{
     },
     leak_shape, leak_str,
     sortable_id::SortableId,
-    template::{KeyCase, KeyTemplate},
+    template::{DATE_TEXT, INTEGER_TEXT, KeyCase, KeyTemplate, TIME_TEXT},
 };
 use crate::{
     cursor::{KeyAttr, KeyType, KeyValue},

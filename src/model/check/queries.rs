@@ -363,9 +363,9 @@ impl<'f> Ctx<'f, '_> {
         // The characters the facet's text may hold, as the key writes it: `None` for any.
         let written = |text: &str| template.template.written(text);
         let alphabet: Option<String> = match scalar {
-            _ if integer => Some("0123456789".to_owned()),
-            Scalar::DateTime(TimeFormat::Date) => Some(written("-0123456789")),
-            Scalar::DateTime(_) => Some(written("+-.0123456789:TZ")),
+            _ if integer => Some(INTEGER_TEXT.to_owned()),
+            Scalar::DateTime(TimeFormat::Date) => Some(written(DATE_TEXT)),
+            Scalar::DateTime(_) => Some(written(TIME_TEXT)),
             Scalar::Enum(e) => Some(
                 self.enums[e]
                     .values
@@ -546,7 +546,7 @@ impl<'f> Ctx<'f, '_> {
             ));
         };
         let lowest = alphabet.chars().min().unwrap_or('0');
-        if let Some(c) = t.separators().iter().find(|c| alphabet.contains(**c)) {
+        if let Some(c) = t.separator_among(alphabet) {
             return Some((
                 format!(
                     "separator `{c}` of key template `{t}` appears in `{}` values, so the keys \
@@ -557,7 +557,7 @@ impl<'f> Ctx<'f, '_> {
             ));
         }
         let c = next?;
-        ((c as u32) + 1 >= lowest as u32).then(|| {
+        (!t.bounds_after(&f.name, alphabet)).then(|| {
             (
                 format!(
                     "`{c}` after facet `{}` in key template `{t}` does not sort at least two \
