@@ -12,7 +12,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use dynarelay::dynamo::Item;
 
 use super::{Truth, infer, item_key, lines_starting, serve_and_walk};
-use crate::helpers::{ModelApp, model_app, put_plain};
+use crate::helpers::{ModelApp, book_says, model_app, put_plain};
 
 fn s(text: impl Into<String>) -> AttributeValue {
     AttributeValue::S(text.into())
@@ -202,6 +202,13 @@ async fn a_hand_rolled_table_is_served_whole_whoever_holds_most_of_its_titles() 
         }
         seen.push((format!("{most}{}", if all { " alone" } else { "" }), keys));
     }
+    // Authors and titles share a table with no type attribute: the model serving both tells
+    // them apart by their keys' literal starts, as the reference says.
+    book_says(
+        "docs/src/reference/model-file-by-key.md",
+        "or, without one, by the literal text its keys start with (`#METADATA#{name}` beside \
+         `TITLE#{number}`: neither start begins the other)",
+    );
 }
 
 // ------------------------------------------------------------------ teams
