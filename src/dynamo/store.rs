@@ -4,27 +4,26 @@
 //! at the default `info` their fields are not formatted on every call, and log lines still
 //! carry the request's span with its id.
 
-use std::{
-    collections::HashMap,
-    future::Future,
-    sync::Arc,
-    time::{Duration, Instant},
-};
+use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use aws_sdk_dynamodb::{
     Client,
     error::{ProvideErrorMetadata, SdkError},
-    operation::{
-        query::builders::QueryFluentBuilder, scan::builders::ScanFluentBuilder,
-        update_item::UpdateItemError,
-    },
+    operation::update_item::UpdateItemError,
     types::{
-        AttributeValue, ConsumedCapacity, KeysAndAttributes, PutRequest, ReturnConsumedCapacity,
-        ReturnValue, ReturnValuesOnConditionCheckFailure, WriteRequest,
+        AttributeValue, KeysAndAttributes, PutRequest, ReturnConsumedCapacity, ReturnValue,
+        ReturnValuesOnConditionCheckFailure, WriteRequest,
     },
 };
-use tracing::{Instrument, Span, instrument};
+use tracing::instrument;
 
+mod calls;
+mod request;
+
+use self::{
+    calls::{CallName, capacity, read_cost, units, write_cost},
+    request::Request,
+};
 use super::{Item, Tables};
 use crate::{
     cursor::{Key, KeyError, KeyShape},
@@ -196,211 +195,6 @@ pub enum FilterTest {
     Exists(bool),
 }
 
-/// A Query or Scan request, sent once per page-filling step with a new `Limit` and start key.
-enum Request {
-    Query(QueryFluentBuilder),
-    Scan(ScanFluentBuilder),
-}
-
-impl Request {
-    async fn send(
-        &self,
-        store: &Store,
-        (table, index): (&str, Option<&str>),
-        limit: i32,
-        start: Option<Item>,
-    ) -> Result<Batch, StoreError> {
-        let name = |operation| CallName {
-            index,
-            limit: Some(limit),
-            ..CallName::on(operation, &table)
-        };
-        match self {
-            Request::Query(query) => {
-                let send = query.clone().limit(limit).set_exclusive_start_key(start);
-                let out = store
-                    .observe(name("Query"), Box::pin(send.send()), |out| {
-                        read_cost(out.consumed_capacity(), out.scanned_count, out.count)
-                    })
-                    .await
-                    .map_err(|e| StoreError::dynamo("Query", table, e))?;
-                Ok(Batch::new(
-                    out.items,
-                    out.last_evaluated_key,
-                    out.scanned_count,
-                    out.count,
-                ))
-            }
-            Request::Scan(scan) => {
-                let send = scan.clone().limit(limit).set_exclusive_start_key(start);
-                let out = store
-                    .observe(name("Scan"), Box::pin(send.send()), |out| {
-                        read_cost(out.consumed_capacity(), out.scanned_count, out.count)
-                    })
-                    .await
-                    .map_err(|e| StoreError::dynamo("Scan", table, e))?;
-                Ok(Batch::new(
-                    out.items,
-                    out.last_evaluated_key,
-                    out.scanned_count,
-                    out.count,
-                ))
-            }
-        }
-    }
-}
-
-impl Request {
-    /// The same read asking only for the number of items that pass its filters.
-    fn counting(self) -> Self {
-        match self {
-            Request::Query(query) => Request::Query(
-                query
-                    .set_projection_expression(None)
-                    .select(aws_sdk_dynamodb::types::Select::Count),
-            ),
-            Request::Scan(scan) => Request::Scan(
-                scan.set_projection_expression(None)
-                    .select(aws_sdk_dynamodb::types::Select::Count),
-            ),
-        }
-    }
-}
-
-/// One Query or Scan response, reduced to what paging needs.
-struct Batch {
-    items: Vec<Item>,
-    last: Option<Item>,
-    evaluated: usize,
-    matched: usize,
-}
-
-impl Batch {
-    fn new(items: Option<Vec<Item>>, last: Option<Item>, scanned: i32, count: i32) -> Self {
-        Self {
-            items: items.unwrap_or_default(),
-            last: last.filter(|key| !key.is_empty()),
-            evaluated: usize::try_from(scanned).unwrap_or(0),
-            matched: usize::try_from(count).unwrap_or(0),
-        }
-    }
-}
-
-impl ReadSpec<'_> {
-    /// The Query or Scan request. Attribute names go through placeholders, so no name can
-    /// collide with a DynamoDB reserved word.
-    fn build(&self, client: &Client, ascending: bool) -> Request {
-        let mut names = HashMap::new();
-        let mut values = HashMap::new();
-        let mut filter = Vec::new();
-        for (i, (name, test)) in self.filters.iter().chain(&self.expected).enumerate() {
-            let (n, v) = (format!("#f{i}"), format!(":f{i}"));
-            filter.push(match test {
-                FilterTest::Compare(op, value) => {
-                    values.insert(v.clone(), value.clone());
-                    format!("{n} {op} {v}")
-                }
-                FilterTest::BeginsWith(value) => {
-                    values.insert(v.clone(), value.clone());
-                    format!("begins_with({n}, {v})")
-                }
-                FilterTest::Contains(value) => {
-                    values.insert(v.clone(), value.clone());
-                    format!("contains({n}, {v})")
-                }
-                FilterTest::In(list) => {
-                    let placeholders: Vec<String> = list
-                        .iter()
-                        .enumerate()
-                        .map(|(j, value)| {
-                            let v = format!(":f{i}_{j}");
-                            values.insert(v.clone(), value.clone());
-                            v
-                        })
-                        .collect();
-                    format!("{n} IN ({})", placeholders.join(", "))
-                }
-                FilterTest::Exists(true) => format!("attribute_exists({n})"),
-                FilterTest::Exists(false) => format!("attribute_not_exists({n})"),
-            });
-            names.insert(n, (*name).to_owned());
-        }
-        let filter = (!filter.is_empty()).then(|| filter.join(" AND "));
-        let projection = self.projection.as_ref().map(|wanted| {
-            let mut read: Vec<&str> = self.shape.iter().map(|k| k.name).collect();
-            for attribute in wanted {
-                if !read.contains(attribute) {
-                    read.push(attribute);
-                }
-            }
-            let mut expression = String::new();
-            for (i, attribute) in read.into_iter().enumerate() {
-                let n = format!("#p{i}");
-                if i > 0 {
-                    expression.push_str(", ");
-                }
-                expression.push_str(&n);
-                names.insert(n, attribute.to_owned());
-            }
-            expression
-        });
-        let Some((pk, pk_value)) = &self.partition else {
-            let scan = client
-                .scan()
-                .table_name(self.table)
-                .set_index_name(self.index.map(str::to_owned))
-                .set_filter_expression(filter)
-                .set_projection_expression(projection)
-                .set_expression_attribute_names((!names.is_empty()).then_some(names))
-                .set_expression_attribute_values((!values.is_empty()).then_some(values))
-                .set_consistent_read(self.consistent.then_some(true))
-                .return_consumed_capacity(ReturnConsumedCapacity::Total);
-            return Request::Scan(scan);
-        };
-        let mut condition = "#pk = :pk".to_owned();
-        names.insert("#pk".to_owned(), (*pk).to_owned());
-        values.insert(":pk".to_owned(), pk_value.clone());
-        match &self.sort {
-            Some((sk, SortKeyCondition::Range(lower, upper)))
-                if lower.is_some() || upper.is_some() =>
-            {
-                names.insert("#sk".to_owned(), (*sk).to_owned());
-                condition.push_str(match (lower, upper) {
-                    (Some(_), Some(_)) => " AND #sk BETWEEN :lo AND :hi",
-                    (Some(_), None) => " AND #sk >= :lo",
-                    _ => " AND #sk <= :hi",
-                });
-                if let Some(lower) = lower {
-                    values.insert(":lo".to_owned(), lower.clone());
-                }
-                if let Some(upper) = upper {
-                    values.insert(":hi".to_owned(), upper.clone());
-                }
-            }
-            Some((sk, SortKeyCondition::Prefix(prefix))) => {
-                names.insert("#sk".to_owned(), (*sk).to_owned());
-                condition.push_str(" AND begins_with(#sk, :prefix)");
-                values.insert(":prefix".to_owned(), prefix.clone());
-            }
-            _ => {}
-        }
-        Request::Query(
-            client
-                .query()
-                .table_name(self.table)
-                .set_index_name(self.index.map(str::to_owned))
-                .key_condition_expression(condition)
-                .set_filter_expression(filter)
-                .set_projection_expression(projection)
-                .set_expression_attribute_names(Some(names))
-                .set_expression_attribute_values(Some(values))
-                .scan_index_forward(ascending)
-                .set_consistent_read(self.consistent.then_some(true))
-                .return_consumed_capacity(ReturnConsumedCapacity::Total),
-        )
-    }
-}
-
 /// A record together with its exact key, from which cursors are made.
 #[derive(Debug, Clone)]
 pub struct Row<T> {
@@ -500,79 +294,6 @@ impl Store {
     /// The metrics every call is recorded in.
     pub fn metrics(&self) -> &Arc<Metrics> {
         &self.metrics
-    }
-
-    /// Runs the DynamoDB call `name` names on one table and records its outcome, duration and
-    /// cost, per table too. The call comes boxed (`Unpin`): the SDK's futures are large, and
-    /// moving them through this wrapper by value would put copies on the stack of every poll.
-    async fn observe<T, E, R>(
-        &self,
-        name: CallName<'_>,
-        call: impl Future<Output = Result<T, SdkError<E, R>>> + Unpin,
-        cost: impl FnOnce(&T) -> CallCost,
-    ) -> Result<T, SdkError<E, R>>
-    where
-        E: ProvideErrorMetadata,
-    {
-        self.observe_on(name, call, |out, span| {
-            let cost = cost(out);
-            if let Some(table) = name.table() {
-                self.metrics.table_cost(table, cost);
-                telemetry::record_consumed_capacity(span, [(table, cost.capacity)]);
-            }
-            cost
-        })
-        .await
-    }
-
-    /// Runs one DynamoDB call and records its outcome and duration, and its total cost in the
-    /// request's usage; when traces are on, in a span of its own too (see [`telemetry`]).
-    /// `cost` records the cost per table, in the metrics and on the call's span.
-    async fn observe_on<T, E, R>(
-        &self,
-        name: CallName<'_>,
-        call: impl Future<Output = Result<T, SdkError<E, R>>> + Unpin,
-        cost: impl FnOnce(&T, &Span) -> CallCost,
-    ) -> Result<T, SdkError<E, R>>
-    where
-        E: ProvideErrorMetadata,
-    {
-        let started = Instant::now();
-        let span = telemetry::dynamodb_span(name.operation, name.tables, name.index, name.limit);
-        let (result, attempts) = if span.is_disabled() {
-            (call.await, None)
-        } else {
-            let (result, attempts) = telemetry::counting_attempts(call)
-                .instrument(span.clone())
-                .await;
-            (result, Some(attempts))
-        };
-        let (outcome, cost) = match &result {
-            Ok(out) => (Outcome::Ok, cost(out, &span)),
-            Err(err) => (
-                Outcome::of_error_code(err.as_service_error().and_then(ProvideErrorMetadata::code)),
-                CallCost::default(),
-            ),
-        };
-        self.metrics
-            .dynamodb_call(name.operation, name.table(), outcome, started.elapsed());
-        if !span.is_disabled() {
-            let error = result.as_ref().err().map(error_kind);
-            telemetry::record_call(
-                &span,
-                telemetry::CallOutcome {
-                    returned: cost.returned,
-                    evaluated: cost.evaluated,
-                    // Counted only by a client with the interceptor (see `dynamo::counting_attempts`).
-                    attempts: attempts.filter(|&n| n > 0),
-                    error,
-                },
-            );
-        }
-        if let Some(usage) = &self.usage {
-            usage.add(cost);
-        }
-        result
     }
 
     /// The table names.
@@ -1131,83 +852,4 @@ fn row(
         record: item,
         kind,
     })
-}
-
-/// A DynamoDB call as its metrics and span name it.
-#[derive(Debug, Clone, Copy)]
-struct CallName<'a> {
-    operation: &'static str,
-    /// The tables it reads or writes: one, or those of a call on several (`BatchGetItem`),
-    /// which its span names and its metrics do not (they count it under `several`).
-    tables: &'a [&'a str],
-    several: bool,
-    index: Option<&'a str>,
-    /// A read's `Limit`.
-    limit: Option<i32>,
-}
-
-impl<'a> CallName<'a> {
-    fn on(operation: &'static str, table: &'a &'a str) -> Self {
-        Self {
-            operation,
-            tables: std::slice::from_ref(table),
-            several: false,
-            index: None,
-            limit: None,
-        }
-    }
-
-    fn several(operation: &'static str, tables: &'a [&'a str]) -> Self {
-        Self {
-            operation,
-            tables,
-            several: true,
-            index: None,
-            limit: None,
-        }
-    }
-
-    /// Its table, for a call on one.
-    fn table(&self) -> Option<&'a str> {
-        match (self.several, self.tables) {
-            (false, [table]) => Some(table),
-            _ => None,
-        }
-    }
-}
-
-/// What a span says of a failed call: DynamoDB's error code, or the kind of failure when it
-/// has none (never its message, which may quote the request's values).
-fn error_kind<E: ProvideErrorMetadata, R>(err: &SdkError<E, R>) -> &str {
-    match err {
-        SdkError::ServiceError(service) => service.err().code().unwrap_or("unknown_error"),
-        SdkError::TimeoutError(_) => "timeout",
-        SdkError::DispatchFailure(_) => "dispatch_failure",
-        SdkError::ResponseError(_) => "response_error",
-        SdkError::ConstructionFailure(_) => "construction_failure",
-        _ => "_OTHER",
-    }
-}
-
-fn units(consumed: &ConsumedCapacity) -> f64 {
-    consumed.capacity_units().unwrap_or(0.0)
-}
-
-fn capacity(consumed: Option<&ConsumedCapacity>) -> f64 {
-    consumed.map_or(0.0, units)
-}
-
-fn read_cost(consumed: Option<&ConsumedCapacity>, scanned: i32, count: i32) -> CallCost {
-    CallCost {
-        capacity: capacity(consumed),
-        evaluated: u64::try_from(scanned).unwrap_or(0),
-        returned: u64::try_from(count).unwrap_or(0),
-    }
-}
-
-fn write_cost(consumed: Option<&ConsumedCapacity>) -> CallCost {
-    CallCost {
-        capacity: capacity(consumed),
-        ..CallCost::default()
-    }
 }
