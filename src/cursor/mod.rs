@@ -263,6 +263,20 @@ impl Binding {
         self.connection
     }
 
+    /// The binding of other sealed values of the connection ([`CursorCodec::seal_bytes`]):
+    /// its fingerprint hashed again with a label, so that they and cursors never open as each
+    /// other.
+    fn for_bytes(&self) -> Binding {
+        let mut hasher = Sha256::new();
+        hasher.update(b"dynarelay sealed bytes v1");
+        hasher.update(self.fingerprint);
+        Binding {
+            connection: self.connection,
+            fingerprint: hasher.finalize().into(),
+            fixed: Vec::new(),
+        }
+    }
+
     fn fixed_value(&self, name: &str) -> Option<&KeyValue> {
         self.fixed.iter().find(|(n, _)| *n == name).map(|(_, v)| v)
     }
@@ -402,6 +416,23 @@ impl CursorCodec {
         URL_SAFE_NO_PAD.encode(buf)
     }
 
+    /// Seals `bytes` (a place in a table's changes, say) for the connection `binding`, as
+    /// cursors are sealed but under a binding of its own: it never opens as a cursor, nor a
+    /// cursor as it.
+    pub fn seal_bytes(&self, bytes: &[u8], binding: &Binding) -> String {
+        let binding = binding.for_bytes();
+        let mut buf = vec![0; HEADER_LEN];
+        buf.extend_from_slice(bytes);
+        buf.extend_from_slice(&[0; TAG_LEN]);
+        self.seal(&mut buf, &binding)
+    }
+
+    /// Opens what [`CursorCodec::seal_bytes`] sealed for `binding`; anything else, whatever the
+    /// reason, is a [`CursorError`].
+    pub fn open_bytes(&self, sealed: &str, binding: &Binding) -> Result<Vec<u8>, CursorError> {
+        self.open(sealed, &binding.for_bytes())
+    }
+
     /// Seals arbitrary plaintext exactly as [`CursorCodec::encode`] seals a key's, so the fuzzer
     /// can reach the plaintext parser behind the authentication tag. Fuzzing builds only.
     #[cfg(fuzzing)]
@@ -414,19 +445,24 @@ impl CursorCodec {
 
     /// Opens a cursor of the connection `binding` into a key of `shape`. Anything else, whatever
     /// the reason, is a [`CursorError`].
-    ///
-    /// The nonce is not re-derived here: the Poly1305 tag already proves that the holder of the
-    /// key sealed exactly these bytes.
     pub fn decode(
         &self,
         cursor: &str,
         shape: KeyShape,
         binding: &Binding,
     ) -> Result<Key, CursorError> {
-        if cursor.len() > MAX_CURSOR_LEN {
+        parse_plaintext(&self.open(cursor, binding)?, shape, binding)
+    }
+
+    /// The plaintext of what [`CursorCodec::seal`] sealed for `binding`.
+    ///
+    /// The nonce is not re-derived here: the Poly1305 tag already proves that the holder of the
+    /// key sealed exactly these bytes.
+    fn open(&self, sealed: &str, binding: &Binding) -> Result<Vec<u8>, CursorError> {
+        if sealed.len() > MAX_CURSOR_LEN {
             return Err(CursorError);
         }
-        let mut buf = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| CursorError)?;
+        let mut buf = URL_SAFE_NO_PAD.decode(sealed).map_err(|_| CursorError)?;
         if buf.len() < HEADER_LEN + TAG_LEN || buf[0] != VERSION {
             return Err(CursorError);
         }
@@ -447,7 +483,9 @@ impl CursorCodec {
                 Tag::from_slice(tag),
             )
             .map_err(|_| CursorError)?;
-        parse_plaintext(ciphertext, shape, binding)
+        buf.truncate(buf.len() - TAG_LEN);
+        buf.drain(..HEADER_LEN);
+        Ok(buf)
     }
 }
 
@@ -656,6 +694,26 @@ mod tests {
             .fixed("status", KeyValue::S("SHIPPED".into()))
             .finish();
         (key, binding)
+    }
+
+    #[test]
+    fn sealed_bytes_open_only_for_their_connection_and_never_as_cursors() {
+        let codec = codec();
+        let alice = orders_of("alice");
+        let sealed = codec.seal_bytes(b"a place", &alice);
+        assert_eq!(codec.open_bytes(&sealed, &alice).unwrap(), b"a place");
+        assert_eq!(
+            codec.open_bytes(&sealed, &orders_of("bob")),
+            Err(CursorError)
+        );
+        assert_eq!(codec.decode(&sealed, PURCHASE, &alice), Err(CursorError));
+        let cursor = codec.encode(&order_key("alice", "1"), &alice);
+        assert_eq!(codec.open_bytes(&cursor, &alice), Err(CursorError));
+        let mut forged = sealed.into_bytes();
+        let last = forged.len() - 1;
+        forged[last] = if forged[last] == b'A' { b'B' } else { b'A' };
+        let forged = String::from_utf8(forged).unwrap();
+        assert_eq!(codec.open_bytes(&forged, &alice), Err(CursorError));
     }
 
     #[test]

@@ -74,9 +74,45 @@ pub fn kind_enum() -> Enum {
 /// The error that ends a subscription whose changes were lost before they could be sent.
 pub fn changes_lost() -> async_graphql::Error {
     async_graphql::Error::new(
-        "Changes were lost before they could be sent: read again and subscribe anew.",
+        "Changes were lost before they could be sent: subscribe again with `since` set to the \
+         `position` of the last change you received, and they are sent again.",
     )
     .extend_with(|_, ext| ext.set("code", CHANGES_LOST))
+}
+
+/// The code of the error that ends a subscription resumed from a position the table's stream no
+/// longer holds the changes after.
+const POSITION_EXPIRED: &str = "POSITION_EXPIRED";
+
+/// The error that ends a subscription resumed from a position the table's stream no longer
+/// holds the changes after (it keeps them 24 hours; a stream disabled and enabled again starts
+/// anew): only reading the connection again tells what changed.
+pub fn position_expired() -> async_graphql::Error {
+    async_graphql::Error::new(
+        "The changes after `since` are no longer kept (a table's stream keeps them 24 hours, \
+         and a new stream starts without them): read the connection again, then subscribe \
+         with its last cursor.",
+    )
+    .extend_with(|_, ext| ext.set("code", POSITION_EXPIRED))
+}
+
+/// The `position` field of a change object whose value is a `T`.
+pub fn position_field<T: Any + Send + Sync>(position: fn(&T) -> Option<&str>) -> Field {
+    nullability::field("position", TypeRef::named(TypeRef::STRING), move |ctx| {
+        FieldFuture::Value(
+            ctx.parent_value
+                .downcast_ref::<T>()
+                .and_then(position)
+                .map(|p| FieldValue::value(p.to_owned())),
+        )
+    })
+    .description(
+        "Where this change stands in the table's changes. Keep the last one you receive: when\n\
+         the subscription ends (`CHANGES_LOST`, a server shutting down, a dropped connection),\n\
+         subscribe again with it as `since` and every change after it is sent, to items anywhere\n\
+         in the connection, none twice. Null only when the server cannot place the change (a\n\
+         change relay older than this server).",
+    )
 }
 
 /// The code of the error that ends a subscription the server cannot serve (as the Lambda

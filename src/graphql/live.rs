@@ -32,7 +32,7 @@ use async_graphql::{
 };
 
 use super::{
-    change::{changes_lost, token_expired, unfollowable},
+    change::{changes_lost, position_expired, token_expired, unfollowable},
     error::ApiError,
     node::request_loader,
     nullability::NullItems,
@@ -102,6 +102,7 @@ impl Live {
                     self.seat.lost();
                     return Err(changes_lost());
                 }
+                Some(Event::Expired) => return Err(position_expired()),
                 None => {
                     return Err(match self.subscription.unfollowable() {
                         Some(why) => unfollowable(&why),

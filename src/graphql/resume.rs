@@ -240,6 +240,7 @@ mod tests {
             keys,
             old,
             new,
+            origin: None,
         }
     }
 

@@ -39,7 +39,7 @@ use crate::{
     dynamo::{Item, ReadSpec, Store, Tables},
     model::{Connection, EntityId, Model, Read},
     pagination::PageLimits,
-    stream::{Change, Recognise, Route, Streams, Subscription as Changes},
+    stream::{Change, Position, Recognise, Route, Streams, Subscription as Changes},
 };
 
 /// One change as a `…Change` object resolves it.
@@ -47,6 +47,8 @@ struct ChangeValue {
     kind: Kind,
     id: String,
     edge: Option<EdgeValue>,
+    /// Where the change stands in the table's changes, sealed for the connection.
+    position: Option<String>,
 }
 
 /// A change as a subscriber's judge makes it between executions; the execution that sends it
@@ -57,6 +59,8 @@ struct Judged {
     /// The item as it is now, its entity and its key in the connection, unless removed.
     edge: Option<(Item, EntityId, Key)>,
     binding: Arc<Binding>,
+    /// The subscription's place in the table's changes after it.
+    position: Option<Arc<Position>>,
 }
 
 impl Judged {
@@ -64,6 +68,9 @@ impl Judged {
         let binding = &self.binding;
         ChangeValue {
             kind: self.kind,
+            position: self
+                .position
+                .map(|place| codec.seal_bytes(&place.to_bytes(), binding)),
             id: self.id,
             edge: self.edge.map(|(item, entity, key)| EdgeValue {
                 cursor: codec.encode(&key, binding),
@@ -165,6 +172,7 @@ fn change_type(node: &str) -> Object {
             "A change to a connection of `{node}` items: what happened, the node's id, and (unless\nit was removed) its edge, with a cursor valid in that connection."
         ))
         .field(change::kind_field::<ChangeValue>(|c| c.kind))
+        .field(change::position_field::<ChangeValue>(|c| c.position.as_deref()))
         .field(change::id_field::<ChangeValue>(
             |c| &c.id,
             "The node's global id: for `REMOVED`, the node to take out of the connection.",
@@ -251,8 +259,18 @@ fn field(site: Site, node: &str, arguments: Vec<InputValue>) -> SubscriptionFiel
     for argument in arguments {
         field = field.argument(argument);
     }
-    field
+    field.argument(
+        InputValue::new(SINCE, TypeRef::named(TypeRef::STRING)).description(
+            "The `position` of the last change received before this subscription's predecessor\n\
+             ended: every change after it is sent first (to items anywhere in the connection, none\n\
+             twice), then the live ones. Without it, changes come from now on (and, with\n\
+             `after`, the items after that cursor first).",
+        ),
+    )
 }
+
+/// The argument that resumes a subscription from a change's position.
+const SINCE: &str = "since";
 
 /// What one subscriber holds: the read its connection would make, and how to judge changes.
 struct Follower {
@@ -290,6 +308,21 @@ async fn changes<'a>(
         None => None,
     };
     let (spec, binding) = resolve::read_spec(site, parent.as_ref(), &args, store, &caller)?;
+    // A position of this connection's changes, opened before anything is read.
+    let since = match args.get(SINCE) {
+        Some(Value::String(sealed)) => Some(
+            codec
+                .open_bytes(sealed, &binding)
+                .ok()
+                .and_then(|bytes| Position::from_bytes(&bytes))
+                .ok_or_else(|| {
+                    ApiError::BadUserInput(
+                        "`since` is not a position of this subscription's changes.".to_owned(),
+                    )
+                })?,
+        ),
+        _ => None,
+    };
     let env = Env {
         store,
         codec,
@@ -299,7 +332,9 @@ async fn changes<'a>(
     // The catch-up is one page of the largest size: its cursor is opened before anything is
     // read, and a client further behind pages on first.
     let catch_up = match args.get("after") {
-        Some(Value::String(_)) => {
+        // Resumed from a position, the client holds what it was sent: the changes since are
+        // all it misses.
+        Some(Value::String(_)) if since.is_none() => {
             let max = site
                 .connection
                 .page_size
@@ -324,7 +359,11 @@ async fn changes<'a>(
     let entity = &site.model.entities[site.connection.entity];
     let table = store.tables().name(entity.table);
     // Only changes of the connection's partition (or, for a Scan, every change) reach it.
-    let mut subscription = streams.subscribe_to(table, &Route::of_read(&spec));
+    let route = Route::of_read(&spec);
+    let mut subscription = match since {
+        Some(since) => streams.resume_from(table, &route, since),
+        None => streams.subscribe_to(table, &route),
+    };
     subscription.ready().await;
     let mut follower = Follower {
         site,
@@ -347,10 +386,14 @@ async fn changes<'a>(
         let key = site.model.tables[entity.table].key;
         let items = page.edges.iter().map(|edge| &edge.item);
         follower.seam = Some(Box::new(Seam::new(key, items, place, subscription.ask())));
+        // Each holds the subscription's place: where its live changes start.
+        let position = subscription
+            .position()
+            .map(|place| codec.seal_bytes(&place.to_bytes(), &follower.binding));
         caught_up = page
             .edges
             .into_iter()
-            .filter_map(|edge| follower.caught_up(edge))
+            .filter_map(|edge| follower.caught_up(edge, position.clone()))
             .collect();
     }
     let following = live::Following {
@@ -386,7 +429,7 @@ fn place(site: Site, page: &resolve::PreparedPage<'_>) -> Option<Place> {
 
 impl Follower {
     /// An item of the catch-up page, as an `ADDED` change.
-    fn caught_up(&self, edge: EdgeValue) -> Option<ChangeValue> {
+    fn caught_up(&self, edge: EdgeValue, position: Option<String>) -> Option<ChangeValue> {
         let entity = match edge.entity {
             Some(entity) => entity,
             None => self
@@ -401,6 +444,7 @@ impl Follower {
                 entity: Some(entity),
                 ..edge
             }),
+            position,
         })
     }
 
@@ -437,6 +481,7 @@ impl Follower {
                     id: resolve::item_id(model, entity, item).ok()?,
                     edge: Some((item.clone(), entity, key)),
                     binding: Arc::clone(&self.binding),
+                    position: changes.position(),
                 })
             }
             (true, None, _, Some(item)) => {
@@ -450,6 +495,7 @@ impl Follower {
                     id: resolve::item_id(model, entity, item).ok()?,
                     edge: None,
                     binding: Arc::clone(&self.binding),
+                    position: changes.position(),
                 })
             }
             _ => None,

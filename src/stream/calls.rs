@@ -267,5 +267,6 @@ pub(super) fn change(table: &Arc<str>, record: &Record) -> Option<Change> {
         keys: data.keys().map(convert::item).unwrap_or_default(),
         old: data.old_image().map(convert::item),
         new: data.new_image().map(convert::item),
+        origin: None,
     })
 }

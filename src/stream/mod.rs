@@ -12,15 +12,18 @@ mod calls;
 mod convert;
 pub mod leases;
 mod outlet;
+pub mod position;
 mod queue;
 pub mod reader;
 pub mod redis_feed;
 pub mod relay;
 mod relay_shard;
+mod replay;
 mod routes;
 mod seats;
 pub mod stream_events;
 
+pub use position::{Mark, Position};
 pub use routes::Route;
 pub use seats::{Full, Seat, Seats};
 
@@ -51,6 +54,18 @@ pub struct Change {
     pub old: Option<Item>,
     /// The item after the change; `None` for a removal, or when the stream has no new images.
     pub new: Option<Item>,
+    /// Where the change was read: its shard, and the reader's place in the table's changes just
+    /// after it. `None` from a relay that did not say (an older version).
+    pub origin: Option<Origin>,
+}
+
+/// Where a change was read (see [`Change::origin`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Origin {
+    /// The stream shard that recorded it.
+    pub shard: Arc<str>,
+    /// The reader's place just after it: every change before it, of every shard, was passed on.
+    pub after: Arc<Position>,
 }
 
 /// Whether sequence number `a` comes after `b`: both are decimal digits, up to 40 of them
@@ -80,6 +95,9 @@ pub enum Event {
     Change(Arc<Change>),
     /// Changes were lost here.
     Gap,
+    /// A resumed subscription's place cannot be continued from: the table's stream no longer
+    /// keeps what followed it (see [`replay`]).
+    Expired,
 }
 
 /// Why a table's changes cannot be followed: its reader stopped for good.
@@ -110,8 +128,9 @@ pub(crate) enum Signal {
     /// An event for the subscriber.
     Event(Event),
     /// A round of reads that started after the subscribers holding tickets up to this one
-    /// joined has ended: what comes after the mark is news to them.
-    Mark(u64),
+    /// joined has ended: what comes after the mark is news to them. With the reader's place in
+    /// the table's changes, when it knows it.
+    Mark(u64, Option<Arc<Position>>),
 }
 
 /// One table's reader as its subscribers reach it.
@@ -341,7 +360,24 @@ impl Streams {
             ticket,
             placed: false,
             marked: 0,
+            resumed: None,
+            position: None,
         }
+    }
+
+    /// The changes of `table` that `route` may concern since the place `from` (one a change
+    /// of this table gave, see [`Subscription::position`]), wherever they still are, then live:
+    /// [`Streams::subscribe_to`], with the changes between `from` and the subscription's place
+    /// read from the table's stream first ([`replay`]); none is returned twice. When the stream
+    /// no longer keeps what followed `from`, the first event is [`Event::Expired`].
+    pub fn resume_from(&self, table: &str, route: &Route, from: Position) -> Subscription {
+        let mut subscription = self.subscribe_to(table, route);
+        subscription.resumed = Some(Box::new(Resumed {
+            replay: Some(replay::Replay::new(&self.0, table, from.clone(), None)),
+            waiting: std::collections::VecDeque::new(),
+            at: from,
+        }));
+        subscription
     }
 }
 
@@ -368,6 +404,31 @@ pub struct Subscription {
     placed: bool,
     /// The last mark received.
     marked: u64,
+    /// For a subscription resumed from a place: what it missed, read from the table's stream
+    /// before its live changes.
+    resumed: Option<Box<Resumed>>,
+    /// The place after the last event returned, when known.
+    position: Option<Arc<Position>>,
+}
+
+/// A resumed subscription's replay, and what it passed on.
+struct Resumed {
+    /// Until it ends.
+    replay: Option<replay::Replay>,
+    /// Changes read by the replay, not returned yet.
+    waiting: std::collections::VecDeque<Change>,
+    /// The place after everything the replay read (and, once it ended, after every change
+    /// returned since): a live change at or before its mark in the change's shard was passed
+    /// on already.
+    at: Position,
+}
+
+impl std::fmt::Debug for Resumed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Resumed")
+            .field("at", &self.at)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Subscription {
@@ -378,9 +439,20 @@ impl Subscription {
     pub async fn ready(&mut self) {
         while !self.placed {
             match self.queue.pop().await {
-                Some(Signal::Mark(mark)) => {
+                Some(Signal::Mark(mark, place)) => {
                     self.marked = mark;
                     self.placed = mark >= self.ticket;
+                    if self.placed {
+                        match &mut self.resumed {
+                            // The replay reads up to where live changes start.
+                            Some(resumed) => {
+                                if let Some(replay) = &mut resumed.replay {
+                                    replay.until = place;
+                                }
+                            }
+                            None => self.position = place,
+                        }
+                    }
                 }
                 Some(Signal::Event(_)) => {}
                 None => return,
@@ -422,17 +494,72 @@ impl Subscription {
         self.marked >= ticket
     }
 
-    /// The next event after [`Subscription::ready`] (waited for here if need be); `None` once
-    /// the reader has stopped for good.
+    /// The next event after [`Subscription::ready`] (waited for here if need be): for a
+    /// resumed subscription, what it missed first; `None` once the reader has stopped for good.
     pub async fn next(&mut self) -> Option<Event> {
         self.ready().await;
-        loop {
-            match self.queue.pop().await {
-                Some(Signal::Event(event)) => return Some(event),
-                Some(Signal::Mark(mark)) => self.marked = mark,
-                None => return None,
+        if let Some(resumed) = &mut self.resumed {
+            loop {
+                if let Some(change) = resumed.waiting.pop_front() {
+                    self.position = change.origin.as_ref().map(|o| Arc::clone(&o.after));
+                    return Some(Event::Change(Arc::new(change)));
+                }
+                let Some(replay) = &mut resumed.replay else {
+                    break;
+                };
+                match replay.next().await {
+                    Ok(Some(changes)) => resumed.waiting.extend(changes),
+                    Ok(None) => {
+                        resumed.at = std::mem::take(&mut replay.at);
+                        resumed.replay = None;
+                    }
+                    Err(replay::Expired) => {
+                        self.resumed = None;
+                        return Some(Event::Expired);
+                    }
+                }
             }
         }
+        loop {
+            let event = match self.queue.pop().await {
+                Some(Signal::Event(event)) => event,
+                Some(Signal::Mark(mark, _)) => {
+                    self.marked = mark;
+                    continue;
+                }
+                None => return None,
+            };
+            if let Event::Change(change) = &event {
+                let place = change.origin.as_ref();
+                match &mut self.resumed {
+                    Some(resumed) => {
+                        // A change the replay passed on already; the place is the replay's,
+                        // moved on by each live change.
+                        if let Some(origin) = place {
+                            if let Some(Mark::After(last)) = resumed.at.mark(&origin.shard)
+                                && !sequence_after(&change.sequence, last)
+                            {
+                                continue;
+                            }
+                            resumed.at = resumed.at.merged(&origin.after);
+                            resumed
+                                .at
+                                .set(&origin.shard, Mark::After(change.sequence.clone()));
+                            self.position = Some(Arc::new(resumed.at.clone()));
+                        }
+                    }
+                    None => self.position = place.map(|o| Arc::clone(&o.after)),
+                }
+            }
+            return Some(event);
+        }
+    }
+
+    /// The place in the table's changes just after the last change [`Subscription::next`]
+    /// returned, when known: resuming from it ([`Streams::resume_from`]) misses none of the
+    /// changes after it and returns none before it.
+    pub fn position(&self) -> Option<Arc<Position>> {
+        self.position.clone()
     }
 }
 

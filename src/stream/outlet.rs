@@ -78,7 +78,7 @@ impl Outlet {
     /// Tells subscribers holding tickets up to `asked` that what follows is news to them: those
     /// joining are routed changes from here on, and those asking are told. Costs the
     /// subscribers waiting for it, not the others.
-    pub(super) fn mark(&self, asked: u64) {
+    pub(super) fn mark(&self, asked: u64, place: Option<&Arc<super::Position>>) {
         let mut subscribers = self.shared.subscribers();
         let subscribers = &mut *subscribers;
         let (placed, joining) = std::mem::take(&mut subscribers.joining)
@@ -86,13 +86,13 @@ impl Outlet {
             .partition(|(ticket, _, _)| *ticket <= asked);
         subscribers.joining = joining;
         for (_, member, route) in placed {
-            member.0.push(Signal::Mark(asked));
+            member.0.push(Signal::Mark(asked, place.cloned()));
             subscribers.routes.insert(&route, member);
         }
         subscribers.asking.retain(|(ticket, member)| {
             let told = *ticket <= asked;
             if told {
-                member.0.push(Signal::Mark(asked));
+                member.0.push(Signal::Mark(asked, place.cloned()));
             }
             !told
         });

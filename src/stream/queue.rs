@@ -182,14 +182,15 @@ mod tests {
             keys: crate::dynamo::Item::new(),
             old: None,
             new: None,
+            origin: None,
         })
     }
 
     fn sequence(signal: Option<Signal>) -> String {
         match signal {
             Some(Signal::Event(Event::Change(change))) => change.sequence.clone(),
-            Some(Signal::Event(Event::Gap)) => "gap".to_owned(),
-            Some(Signal::Mark(mark)) => format!("mark {mark}"),
+            Some(Signal::Event(Event::Gap | Event::Expired)) => "gap".to_owned(),
+            Some(Signal::Mark(mark, _)) => format!("mark {mark}"),
             None => "end".to_owned(),
         }
     }
@@ -199,7 +200,7 @@ mod tests {
         let metrics = Arc::new(Metrics::new());
         let queue = Queue::new(Arc::clone(&metrics));
         assert_eq!(queue.push_change(&change(1), 2), Pushed::Queued);
-        queue.push(Signal::Mark(7));
+        queue.push(Signal::Mark(7, None));
         assert_eq!(queue.push_change(&change(2), 2), Pushed::Queued);
         assert_eq!(metrics.subscription_backlog_now(), 2);
         assert_eq!(sequence(queue.pop().await), "1");

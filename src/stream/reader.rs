@@ -28,9 +28,10 @@ use std::{
 };
 
 use super::{
-    StreamSettings, Unfollowable,
+    Origin, StreamSettings, Unfollowable,
     calls::{self, Calls, Failure, Position, RECORDS_PER_CALL, ShardInfo},
     outlet::{Backoff, Outlet},
+    position::{Mark, Position as Place},
     sequence_after,
 };
 use crate::metrics::Metrics;
@@ -169,6 +170,9 @@ impl Reader {
     async fn walk(&self, arn: &str, first: bool) -> Ended {
         let mut backoff = Backoff::new(self.settings);
         let mut shards: BTreeMap<String, Shard> = BTreeMap::new();
+        // Where the reader stands in the table's changes: every shard it reads is named.
+        let mut place = Place::new(arn, 0);
+        let started = millis(self.started);
         // The first description, with every open shard's first iterator taken, before the
         // first round of reads.
         loop {
@@ -184,6 +188,9 @@ impl Reader {
                             finished: first && closed,
                             ..Shard::default()
                         };
+                        // Read from now on, or from its oldest record.
+                        let since = if first { started } else { 0 };
+                        place.set(&Arc::from(id.as_str()), Mark::Since(since));
                         shards.insert(id, shard);
                     }
                     break;
@@ -247,7 +254,7 @@ impl Reader {
                 if shard.finished || !parent_done {
                     continue;
                 }
-                match self.poll(arn, id, shard).await {
+                match self.poll(arn, id, shard, &mut place).await {
                     Ok(records) => {
                         read_any |= records > 0;
                         shard_closed |= shard.finished;
@@ -280,10 +287,15 @@ impl Reader {
                             found.iter().map(|s| s.id.as_str()).collect();
                         // Shards trimmed from the stream's description are done with.
                         shards.retain(|id, shard| listed.contains(id.as_str()) || !shard.finished);
+                        place.retain(|id| shards.contains_key(id));
                         for info in &found {
-                            shards.entry(info.id.clone()).or_insert_with(|| Shard {
-                                parent: info.parent.clone(),
-                                ..Shard::default()
+                            shards.entry(info.id.clone()).or_insert_with(|| {
+                                // A new shard is read from its oldest record.
+                                place.set(&Arc::from(info.id.as_str()), Mark::Since(0));
+                                Shard {
+                                    parent: info.parent.clone(),
+                                    ..Shard::default()
+                                }
                             });
                         }
                         described = tokio::time::Instant::now();
@@ -294,7 +306,7 @@ impl Reader {
             }
             // New shards found in this round are read in the next one.
             if complete && !failed && !shard_closed && asked > marked {
-                self.outlet.mark(asked);
+                self.outlet.mark(asked, Some(&Arc::new(place.clone())));
                 marked = asked;
             }
             if failed {
@@ -335,7 +347,13 @@ impl Reader {
 
     /// One `GetRecords` on a shard (taking its iterator first if needed): passes on what it
     /// returns and moves on. The number of records read.
-    async fn poll(&self, arn: &str, id: &str, shard: &mut Shard) -> Result<usize, Failure> {
+    async fn poll(
+        &self,
+        arn: &str,
+        id: &str,
+        shard: &mut Shard,
+        place: &mut Place,
+    ) -> Result<usize, Failure> {
         if shard.iterator.is_none() {
             self.take_iterator(arn, id, shard).await?;
             if shard.finished {
@@ -346,6 +364,7 @@ impl Reader {
         let calls = self.calls();
         let page = calls.records(&iterator, RECORDS_PER_CALL).await?;
         let records = &page.records;
+        let shard_id: Arc<str> = Arc::from(id);
         for record in records {
             // A shard read from an empty start holds only newer records, unless DynamoDB
             // answered its first read empty although it held some: those older than the
@@ -360,14 +379,19 @@ impl Reader {
             if !again {
                 shard.read_through = None;
             }
-            if let Some(change) = calls::change(&self.table, record)
+            if let Some(sequence) = sequence {
+                shard.last = Some(sequence.to_owned());
+                place.set(&shard_id, Mark::After(sequence.to_owned()));
+            }
+            if let Some(mut change) = calls::change(&self.table, record)
                 && !old
                 && !again
             {
+                change.origin = Some(Origin {
+                    shard: Arc::clone(&shard_id),
+                    after: Arc::new(place.clone()),
+                });
                 self.outlet.send(change);
-            }
-            if let Some(sequence) = sequence {
-                shard.last = Some(sequence.to_owned());
             }
         }
         calls.lag(records);
@@ -382,4 +406,10 @@ impl Reader {
     fn gap(&self) {
         self.outlet.gap();
     }
+}
+
+/// A time as milliseconds since the Unix epoch.
+fn millis(time: SystemTime) -> u64 {
+    time.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }

@@ -21,8 +21,9 @@ use redis::{
 };
 
 use super::{
-    Change, Event, StreamSettings,
+    Change, Event, Origin, StreamSettings,
     outlet::{Backoff, Outlet},
+    position::{Mark, Position as Place},
     sequence_after,
 };
 use crate::dynamo::{
@@ -186,11 +187,16 @@ impl Publisher {
 fn entry(event: &Event) -> Vec<(&'static str, String)> {
     let mut fields = vec![("v", LAYOUT.to_owned())];
     match event {
-        Event::Gap => fields.push(("kind", "gap".to_owned())),
+        // A place that cannot be continued from is a subscriber's, never published.
+        Event::Gap | Event::Expired => fields.push(("kind", "gap".to_owned())),
         Event::Change(change) => {
             fields.push(("kind", "change".to_owned()));
             fields.push(("seq", change.sequence.clone()));
             fields.push(("keys", item_to_json(&change.keys).to_string()));
+            if let Some(origin) = &change.origin {
+                fields.push(("shard", origin.shard.to_string()));
+                fields.push(("stream", hex(&origin.after.identity())));
+            }
             for (name, image) in [("old", &change.old), ("new", &change.new)] {
                 if let Some(image) = image {
                     fields.push((name, item_to_json(image).to_string()));
@@ -211,7 +217,7 @@ fn event(table: &Arc<str>, entry: &StreamId) -> Option<Event> {
             (change.old, change.new) = images(entry)?;
             Some(Event::Change(Arc::new(change)))
         }
-        Event::Gap => Some(Event::Gap),
+        other => Some(other),
     }
 }
 
@@ -229,9 +235,34 @@ fn head(table: &Arc<str>, entry: &StreamId) -> Option<Event> {
             keys: image(entry, "keys")??,
             old: None,
             new: None,
+            origin: origin(entry),
         }))),
         _ => None,
     }
+}
+
+/// Where a change entry's record was read, as a relay publishes it: its shard, and a place in
+/// its stream before anything (the reader makes it its own place); `None` from a relay that did
+/// not say.
+fn origin(entry: &StreamId) -> Option<Origin> {
+    let shard: String = entry.get("shard")?;
+    let stream: String = entry.get("stream")?;
+    let mut identity = [0u8; 8];
+    if stream.len() != 16 {
+        return None;
+    }
+    for (i, byte) in identity.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(stream.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(Origin {
+        shard: Arc::from(shard),
+        after: Arc::new(Place::of_identity(identity, 0)),
+    })
+}
+
+/// Bytes as lowercase hexadecimal.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// A change entry's old and new images; `None` when one is damaged.
@@ -283,6 +314,32 @@ async fn stream_info(
     Ok((added, deleted))
 }
 
+/// A Redis reader's place in the table's changes (see [`Place`]), moved on by each change
+/// entry that says where it was read.
+struct Places {
+    place: Option<Place>,
+    /// The floor of a place made anew: a minute before the reader started.
+    floor: u64,
+}
+
+impl Places {
+    /// Moves the place past `change`'s record; the change's origin, with the place after it.
+    fn passed(&mut self, change: &Change) -> Option<Origin> {
+        let origin = change.origin.as_ref()?;
+        let stream = origin.after.identity();
+        let place = match &mut self.place {
+            Some(place) if place.identity() == stream => place,
+            // The first entry read, or one of a new stream of the table.
+            other => other.insert(Place::of_identity(stream, self.floor)),
+        };
+        place.set(&origin.shard, Mark::After(change.sequence.clone()));
+        Some(Origin {
+            shard: Arc::clone(&origin.shard),
+            after: Arc::new(place.clone()),
+        })
+    }
+}
+
 /// Where a reader stands in a table's Redis stream.
 #[derive(Debug, Clone)]
 struct Position {
@@ -307,6 +364,16 @@ impl RedisReader {
         let mut position: Option<Position> = None;
         let mut passed = Passed::new();
         let mut marked = 0;
+        // The reader's place in the table's changes, from what relays published: shards they
+        // published nothing of since a minute before it started are not known to it (see
+        // [`Place`]'s floor).
+        let started = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let mut place = Places {
+            place: None,
+            floor: started.saturating_sub(60_000),
+        };
         'connect: loop {
             if self.outlet.unsubscribed() {
                 break;
@@ -320,7 +387,13 @@ impl RedisReader {
                 }
             };
             match self
-                .place(&mut connection, &key, position.as_mut(), &mut passed)
+                .place(
+                    &mut connection,
+                    &key,
+                    position.as_mut(),
+                    &mut passed,
+                    &mut place,
+                )
                 .await
             {
                 Ok(Some(start)) => position = Some(start),
@@ -373,8 +446,10 @@ impl RedisReader {
                     // here: routing by the key decides most without them.
                     match head(&self.outlet.table, entry) {
                         Some(Event::Change(change)) => {
+                            let origin = place.passed(&change);
                             if passed.news(&change) && self.outlet.wanted(&change.keys) {
                                 let mut change = Arc::unwrap_or_clone(change);
+                                change.origin = origin;
                                 if let Some((old, new)) = images(entry) {
                                     (change.old, change.new) = (old, new);
                                     self.outlet.send(change);
@@ -387,7 +462,7 @@ impl RedisReader {
                                 }
                             }
                         }
-                        Some(Event::Gap) => self.outlet.gap(),
+                        Some(Event::Gap | Event::Expired) => self.outlet.gap(),
                         None => tracing::warn!(
                             table = %self.outlet.table,
                             entry = %entry.id,
@@ -398,7 +473,7 @@ impl RedisReader {
                 // A full batch may mean this reader fell behind past what Redis keeps.
                 if full {
                     match self
-                        .place(&mut connection, &key, Some(at), &mut passed)
+                        .place(&mut connection, &key, Some(at), &mut passed, &mut place)
                         .await
                     {
                         Ok(_) => {}
@@ -409,7 +484,8 @@ impl RedisReader {
                     }
                 }
                 if asked > marked {
-                    self.outlet.mark(asked);
+                    let at = place.place.as_ref().map(|p| Arc::new(p.clone()));
+                    self.outlet.mark(asked, at.as_ref());
                     marked = asked;
                 }
             }
@@ -427,6 +503,7 @@ impl RedisReader {
         key: &str,
         at: Option<&mut Position>,
         passed: &mut Passed,
+        place: &mut Places,
     ) -> redis::RedisResult<Option<Position>> {
         let (added, deleted) = stream_info(connection, key).await?;
         match at {
@@ -441,6 +518,7 @@ impl RedisReader {
                 for entry in newest.ids.iter().rev() {
                     if let Some(Event::Change(change)) = head(&self.outlet.table, entry) {
                         passed.news(&change);
+                        place.passed(&change);
                     }
                 }
                 Ok(Some(Position { last, added }))
@@ -517,6 +595,13 @@ mod tests {
                 keys: item.clone(),
                 old: None,
                 new: Some(item.clone()),
+                origin: Some(Origin {
+                    shard: Arc::from("shardId-00000001764658230011-a7b7e6f5"),
+                    after: Arc::new(Place::new(
+                        "arn:aws:dynamodb:ddblocal:000000000000:table/t",
+                        0,
+                    )),
+                }),
             },
             Change {
                 table: Arc::clone(&table),
@@ -524,6 +609,7 @@ mod tests {
                 keys: item.clone(),
                 old: Some(item.clone()),
                 new: None,
+                origin: None,
             },
         ] {
             let published = Event::Change(Arc::new(change));
@@ -556,6 +642,7 @@ mod tests {
             ]),
             old: None,
             new: None,
+            origin: None,
         }
     }
 

@@ -12,7 +12,7 @@ use std::{
 use tokio::time::Instant;
 
 use super::{
-    Event, Recognise, StreamSettings,
+    Event, Origin, Recognise, StreamSettings,
     calls::{self, Calls, Failure, Position, RECORDS_PER_CALL},
     leases::{Checkpoint, LeaseTable},
     outlet::Backoff,
@@ -133,6 +133,8 @@ impl ShardReader {
             _ => Start::Oldest,
         };
         let mut iterator: Option<String> = None;
+        let shard_id: Arc<str> = Arc::from(self.shard.as_str());
+        let stream = Arc::new(super::Position::new(&self.arn, 0));
         loop {
             if !self.held.alive() {
                 return Outcome::Lost;
@@ -223,10 +225,15 @@ impl ShardReader {
                 if !again {
                     read_through = None;
                 }
-                if let Some(change) = calls::change(&self.table, record)
+                if let Some(mut change) = calls::change(&self.table, record)
                     && !again
                     && !old
                 {
+                    // Published with its shard and stream, for the instances' places.
+                    change.origin = Some(Origin {
+                        shard: Arc::clone(&shard_id),
+                        after: Arc::clone(&stream),
+                    });
                     if change.recognised_by(&self.parts.recognise) {
                         if !self
                             .publish(&mut publisher, &Event::Change(Arc::new(change)))

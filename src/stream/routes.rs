@@ -314,6 +314,7 @@ mod tests {
             keys,
             old,
             new,
+            origin: None,
         }
     }
 

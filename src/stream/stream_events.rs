@@ -133,6 +133,8 @@ impl StreamEvents {
             keys: data.keys.into(),
             old: image(data.old_image),
             new: image(data.new_image),
+            // A Lambda's stream event does not name its shard.
+            origin: None,
         };
         if !change.recognised_by(&self.recognise) {
             return Ok(());

@@ -5,11 +5,13 @@
 //! their owner's notes over GraphQL over WebSocket through the balancer (so spread over the
 //! instances) as an application does: each holds the connection it paged, applies every change,
 //! and when its subscription ends (an instance stopping, or `CHANGES_LOST`) connects again,
-//! through the balancer, resuming from the cursor of the last edge it holds.
+//! through the balancer, resuming from the `position` of the last change it received (and the
+//! cursor of the last edge it holds), as the live-data guide says.
 //!
 //! While the notes are written, one fault after another: the relay holding the lease killed;
 //! both relays gone, then started again; Redis restarted with nothing it held; an instance
-//! restarted. After each, every client holds exactly its owner's notes as written, and over the
+//! restarted; during the last two, notes before the clients' cursors change too. After each,
+//! every client holds exactly its owner's notes as written, and over the
 //! whole run each client received each version of each note at most once, in the order written
 //! (and no note of another owner). Waits end on what the clients hold, never on time.
 
@@ -41,9 +43,9 @@ const INSTANCES: usize = 3;
 /// that a slow machine never fails the test; a change never delivered still fails it.
 const WAIT: Duration = Duration::from_secs(120);
 
-const FOLLOW: &str = "subscription($owner: String!, $after: String) {
-  notesChanged(owner: $owner, after: $after) {
-    kind id edge { cursor node { id owner at text } } } }";
+const FOLLOW: &str = "subscription($owner: String!, $after: String, $since: String) {
+  notesChanged(owner: $owner, after: $after, since: $since) {
+    kind id position edge { cursor node { id owner at text } } } }";
 
 /// One `serve` instance reading changes from the Redis at `redis`.
 fn start_instance(app: &ModelApp, model: &str, redis: &str) -> (Child, SocketAddr) {
@@ -87,8 +89,15 @@ async fn follow(
     seen: mpsc::UnboundedSender<Seen>,
 ) {
     let mut last_at = i64::MIN;
+    let mut position: Option<String> = None;
     loop {
-        let why = session(&url, owner, (&mut cursor, &mut last_at), &seen).await;
+        let why = session(
+            &url,
+            owner,
+            (&mut cursor, &mut last_at, &mut position),
+            &seen,
+        )
+        .await;
         if seen.send(Seen::Ended(why)).is_err() {
             return;
         }
@@ -101,14 +110,15 @@ async fn follow(
 async fn session(
     url: &str,
     owner: &str,
-    (cursor, last_at): (&mut String, &mut i64),
+    (cursor, last_at, position): (&mut String, &mut i64, &mut Option<String>),
     seen: &mpsc::UnboundedSender<Seen>,
 ) -> String {
     let Ok(mut socket) = open_socket(url, Some("graphql-transport-ws")).await else {
         return "no connection".to_owned();
     };
     let subscribe = json!({ "id": "1", "type": "subscribe", "payload": {
-        "query": FOLLOW, "variables": { "owner": owner, "after": cursor.as_str() } } });
+        "query": FOLLOW,
+        "variables": { "owner": owner, "after": cursor.as_str(), "since": position.as_deref() } } });
     for message in [json!({ "type": "connection_init" }), subscribe] {
         if socket
             .send(Message::text(message.to_string()))
@@ -134,6 +144,9 @@ async fn session(
                         .to_owned();
                 }
                 let change = &message["payload"]["data"]["notesChanged"];
+                if let Some(at) = change["position"].as_str() {
+                    *position = Some(at.to_owned());
+                }
                 let node = &change["edge"]["node"];
                 if let Some(at) = node["at"].as_i64()
                     && at >= *last_at
@@ -368,13 +381,15 @@ async fn a_fleet_delivers_every_change_once_in_order_through_its_faults() {
     notes.delivered(&mut clients, "both relays restarted").await;
 
     // Redis restarted with nothing it held: every subscription ends with `CHANGES_LOST`, and
-    // each client resumes from its last cursor. (Only new notes now: a resume covers the
-    // connection after its cursor.)
+    // each client resumes from its last position: what was written meanwhile, before its
+    // cursor too, is read from the table's stream.
     let ended_before: Vec<usize> = clients.iter().map(|c| c.ended.len()).collect();
     redis.restart();
     for at in 12..=14 {
         notes.put(at).await;
     }
+    notes.put(1).await;
+    notes.remove(3).await;
     notes.delivered(&mut clients, "Redis restarted").await;
     for (client, before) in clients.iter().zip(&ended_before) {
         assert!(
@@ -395,6 +410,8 @@ async fn a_fleet_delivers_every_change_once_in_order_through_its_faults() {
     for at in 15..=17 {
         notes.put(at).await;
     }
+    notes.put(4).await;
+    notes.remove(6).await;
     let restarted = start_instance(&app, &model, &redis.url());
     balancer.put_in(0, restarted.1);
     instances.0[0] = restarted;

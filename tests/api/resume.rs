@@ -1,7 +1,9 @@
-//! Resuming a subscription from a cursor against DynamoDB Local's streams: the items after the
+//! Resuming a subscription against DynamoDB Local's streams. From a cursor: the items after the
 //! cursor come first, then the live changes, with no change missed and none sent twice across
 //! the seam, even when writes race the subscription's start; and a cursor that is not the
-//! connection's is refused before anything is read.
+//! connection's is refused before anything is read. From a change's position (`since`): every
+//! change made while the client was away, to items before its cursor too, once each, read from
+//! the table's stream; a position the stream no longer continues is `POSITION_EXPIRED`.
 
 use std::collections::BTreeMap;
 
@@ -14,8 +16,8 @@ use tokio::sync::mpsc;
 
 use crate::{
     helpers::{
-        GroundQuery, ModelApp, Received, live_router, model_app_from, next_event, post_graphql,
-        put_plain, query_all, refusal, subscribe,
+        GroundQuery, ModelApp, Received, control_client, live_router, model_app_from, next_event,
+        post_graphql, put_plain, query_all, refusal, set_stream, subscribe,
     },
     subscriptions::{MODEL, note},
 };
@@ -378,4 +380,202 @@ async fn writes_racing_a_resumed_subscription_are_neither_missed_nor_sent_twice(
     }
     assert!(keeper.is_none());
     assert_eq!(wrong, Misapplied::default());
+}
+
+const SINCE: &str = "subscription($owner: String!, $after: String, $since: String) {
+  notesChanged(owner: $owner, after: $after, since: $since) {
+    kind id position edge { cursor node { id at text } } } }";
+
+/// Applies changes until the note whose text is `last` arrives; the last change's position.
+async fn apply_positions_until(
+    events: &mut mpsc::Receiver<Received>,
+    held: &mut Held,
+    last: &str,
+    wrong: &mut Misapplied,
+) -> String {
+    loop {
+        let event = next_event(events).await;
+        let change = change(&event);
+        let position = change["position"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a position: {change}"))
+            .to_owned();
+        if apply(held, change, wrong).as_deref() == Some(last) {
+            return position;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_subscription_resumed_from_a_position_misses_nothing_before_or_after_its_cursor() {
+    let app = model_app_from(MODEL).await;
+    let router = live_router(&app);
+    let table = app.table("Notes");
+    put_plain(
+        app.client(),
+        &table,
+        (1..=4).map(|at| note("dee", at, &format!("note {at}"), "OPEN")),
+    )
+    .await;
+    // The client pages the first three notes and follows from its cursor.
+    let first = post_graphql(
+        &router,
+        "{ notes(owner: \"dee\", first: 3) { edges { cursor node { id at text } } } }",
+        json!({}),
+    )
+    .await;
+    let edges = first["data"]["notes"]["edges"].as_array().unwrap().clone();
+    let mut held: Held = edges.iter().map(|e| node(&e["node"])).collect();
+    let cursor = edges[2]["cursor"].as_str().unwrap().to_owned();
+    let mut wrong = Misapplied::default();
+    let mut events = subscribe(&router, SINCE, json!({ "owner": "dee", "after": cursor })).await;
+    // The note after the cursor first.
+    let event = next_event(&mut events).await;
+    let added = change(&event);
+    assert_eq!(added["kind"], "ADDED", "{added}");
+    assert!(added["position"].is_string(), "{added}");
+    apply(&mut held, added, &mut wrong);
+    put_plain(
+        app.client(),
+        &table,
+        [note("dee", 2, "note 2, edited", "OPEN")],
+    )
+    .await;
+    put_plain(app.client(), &table, [note("dee", 5, "note 5", "OPEN")]).await;
+    let position = apply_positions_until(&mut events, &mut held, "note 5", &mut wrong).await;
+    drop(events);
+
+    // Away: notes before the cursor changed, removed and added, and after it one changed twice
+    // and one added at the end.
+    put_plain(
+        app.client(),
+        &table,
+        [note("dee", 1, "note 1, edited", "OPEN")],
+    )
+    .await;
+    delete(&app, remove("dee", 2)).await;
+    put_plain(app.client(), &table, [note("dee", 0, "note 0", "OPEN")]).await;
+    put_plain(
+        app.client(),
+        &table,
+        [note("dee", 4, "note 4, edited", "OPEN")],
+    )
+    .await;
+    put_plain(
+        app.client(),
+        &table,
+        [note("dee", 3, "note 3, done", "DONE")],
+    )
+    .await;
+    put_plain(
+        app.client(),
+        &table,
+        [note("dee", 4, "note 4, again", "OPEN")],
+    )
+    .await;
+    put_plain(app.client(), &table, [note("dee", 6, "away", "OPEN")]).await;
+    // Another owner's notes are none of this client's.
+    put_plain(app.client(), &table, [note("eve", 1, "hers", "OPEN")]).await;
+
+    let mut events = subscribe(
+        &router,
+        SINCE,
+        json!({ "owner": "dee", "after": cursor, "since": position }),
+    )
+    .await;
+    apply_positions_until(&mut events, &mut held, "away", &mut wrong).await;
+    put_plain(app.client(), &table, [note("dee", 7, "back", "OPEN")]).await;
+    let position = apply_positions_until(&mut events, &mut held, "back", &mut wrong).await;
+    assert_eq!(wrong, Misapplied::default());
+    let mut got: Vec<(i64, String)> = held.clone().into_values().collect();
+    got.sort();
+    assert_eq!(got, truth(&app, "dee").await);
+    drop(events);
+
+    // Resumed again from the last position with nothing new: nothing is sent until the next
+    // write, which comes once.
+    let mut events = subscribe(&router, SINCE, json!({ "owner": "dee", "since": position })).await;
+    put_plain(app.client(), &table, [note("dee", 8, "again", "OPEN")]).await;
+    let event = next_event(&mut events).await;
+    let next = change(&event);
+    assert_eq!(next["edge"]["node"]["text"], "again", "{next}");
+    assert_eq!(next["kind"], "ADDED", "{next}");
+}
+
+#[tokio::test]
+async fn a_position_that_is_not_the_connections_or_that_the_stream_no_longer_holds_is_refused() {
+    let app = model_app_from(MODEL).await;
+    let router = live_router(&app);
+    let table = app.table("Notes");
+    let mut events = subscribe(&router, SINCE, json!({ "owner": "fay" })).await;
+    // DynamoDB Local places a reader on a stream no one wrote to yet once it is written: the
+    // note is written until it arrives.
+    let writes = async {
+        for n in 0.. {
+            put_plain(
+                app.client(),
+                &table,
+                [note("fay", 1, &format!("one {n}"), "OPEN")],
+            )
+            .await;
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        }
+    };
+    let event = tokio::select! {
+        event = next_event(&mut events) => event,
+        () = writes => unreachable!("the writes go on"),
+    };
+    let position = change(&event)["position"].as_str().unwrap().to_owned();
+    // Another owner's connection, a cursor, or anything else: refused before any read.
+    let (_, cursor) = page(&router, "fay").await;
+    for (owner, since) in [
+        ("gus", position.clone()),
+        ("fay", cursor.unwrap()),
+        ("fay", "bm90IGEgcG9zaXRpb24".to_owned()),
+    ] {
+        let before = reads(&app);
+        let mut events = subscribe(&router, SINCE, json!({ "owner": owner, "since": since })).await;
+        assert_eq!(
+            refusal(&mut events).await,
+            (
+                "BAD_USER_INPUT".to_owned(),
+                "`since` is not a position of this subscription's changes.".to_owned()
+            )
+        );
+        assert_eq!(
+            reads(&app),
+            before,
+            "nothing was read for a refused position"
+        );
+    }
+    // The table's stream replaced: its changes since the position are not kept anywhere.
+    let control = control_client();
+    set_stream(&control, &table, None).await;
+    set_stream(
+        &control,
+        &table,
+        Some(aws_sdk_dynamodb::types::StreamViewType::NewAndOldImages),
+    )
+    .await;
+    // The running subscription ends: writes between the two streams were never recorded.
+    let (_, ended) = next_event(&mut events).await;
+    assert_eq!(
+        ended["errors"][0]["extensions"]["code"], "CHANGES_LOST",
+        "{ended}"
+    );
+    let mut events = subscribe(&router, SINCE, json!({ "owner": "fay", "since": position })).await;
+    // DynamoDB Local's new stream places a reader once it is written (see `follow`): another
+    // owner's notes are written until the subscription answers.
+    let writes = async {
+        for n in 0.. {
+            put_plain(app.client(), &table, [note("hal", n, "warm-up", "OPEN")]).await;
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        }
+    };
+    let (code, message) = tokio::select! {
+        refused = refusal(&mut events) => refused,
+        () = writes => unreachable!("the writes go on"),
+    };
+    assert_eq!(code, "POSITION_EXPIRED", "{message}");
+    assert!(message.contains("read the connection again"), "{message}");
 }

@@ -1,0 +1,289 @@
+//! The changes of a table since a [`Position`], read from the table's stream itself: what a
+//! subscriber that lost its subscription missed, wherever it was lost (a process restarted, a
+//! Redis emptied, a backlog overflowed), for as long as the stream keeps records (24 hours).
+//!
+//! Each shard is read from the place's mark in it, in lineage order (a parent before its
+//! children), up to where the live reader that the subscriber joined first took its place
+//! (its own mark in the shard, or, where it has none, the shard's end now): what comes after
+//! that reaches the subscriber live, and what the replay passed on is not passed on again (see
+//! [`super::Subscription::next`]). A place the stream can no longer continue from (another
+//! stream of the table, a shard trimmed, records past its mark trimmed) is
+//! [`Expired`]: the subscriber must read the connection again.
+
+use std::{
+    collections::{HashSet, VecDeque},
+    sync::Arc,
+    time::{Duration, SystemTime},
+};
+
+use super::{
+    Change, Origin, StreamSettings,
+    calls::{self, Calls, Failure, RECORDS_PER_CALL},
+    outlet::Backoff,
+    position::{Mark, Position},
+};
+use crate::metrics::Metrics;
+
+/// How far before a shard's time mark a record may have been created and still be after it:
+/// records' creation times are approximate (DynamoDB Local's rounded down to the minute), so a
+/// record a moment after the mark can carry a time before it.
+const SINCE_SLACK: Duration = Duration::from_secs(60);
+
+/// The place cannot be continued from: the changes after it are no longer all kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Expired;
+
+/// Where a shard's replay starts.
+#[derive(Debug, Clone)]
+enum From {
+    /// Just after this record.
+    After(String),
+    /// At its oldest record, skipping those created well before this time (ms; 0: none).
+    Oldest(u64),
+}
+
+/// A stream's ARN and the shards left to read from it, each with its start, in order.
+type Plan = (String, VecDeque<(Arc<str>, From)>);
+
+/// One table's changes since a place, read page by page.
+pub(super) struct Replay {
+    pub(super) dynamodb: aws_sdk_dynamodb::Client,
+    pub(super) streams: aws_sdk_dynamodbstreams::Client,
+    pub(super) metrics: Arc<Metrics>,
+    pub(super) settings: StreamSettings,
+    pub(super) table: Arc<str>,
+    /// The place replayed from, moved on by every record read: the place after what was passed.
+    pub(super) at: Position,
+    /// The live reader's place when the subscriber joined it: each shard is read up to its mark
+    /// there. `None`: every shard to its end.
+    pub(super) until: Option<Arc<Position>>,
+    /// The stream and the shards left to read, once planned.
+    plan: Option<Plan>,
+    /// The shard being read and its next iterator.
+    reading: Option<(Arc<str>, Option<String>, u64)>,
+}
+
+impl Replay {
+    /// A replay of `table` from `at`, up to `until`.
+    pub(super) fn new(
+        streams: &super::Readers,
+        table: &str,
+        at: Position,
+        until: Option<Arc<Position>>,
+    ) -> Self {
+        Self {
+            dynamodb: streams.dynamodb.clone(),
+            streams: streams.streams.clone(),
+            metrics: Arc::clone(&streams.metrics),
+            settings: streams.settings,
+            table: Arc::from(table),
+            at,
+            until,
+            plan: None,
+            reading: None,
+        }
+    }
+
+    fn calls(&self) -> Calls<'_> {
+        Calls {
+            dynamodb: &self.dynamodb,
+            streams: &self.streams,
+            metrics: &self.metrics,
+            table: &self.table,
+        }
+    }
+
+    /// The next changes, in each shard's order; `Ok(None)` once every shard is read to where
+    /// live changes take over. Calls that fail for a while are tried again (backing off).
+    pub(super) async fn next(&mut self) -> Result<Option<Vec<Change>>, Expired> {
+        let mut backoff = Backoff::new(self.settings);
+        loop {
+            match self.step().await {
+                Ok(step) => return Ok(step),
+                Err(Failure::Gone | Failure::Trimmed) => return Err(Expired),
+                Err(Failure::Expired) => {
+                    // The iterator expired between pages: a new one after the last record read.
+                    if let Some((_, iterator, _)) = &mut self.reading {
+                        *iterator = None;
+                    }
+                }
+                Err(Failure::Retry) => backoff.wait().await,
+            }
+        }
+    }
+
+    /// One page of the shard being read (planning first, and moving to the next shard as each
+    /// ends); `Ok(None)` when none is left.
+    async fn step(&mut self) -> Result<Option<Vec<Change>>, Failure> {
+        if self.plan.is_none() {
+            self.plan = Some(self.planned().await?);
+        }
+        loop {
+            let Some((shard, iterator, since)) = self.reading.clone() else {
+                let Some((arn, shards)) = &mut self.plan else {
+                    return Ok(None);
+                };
+                let Some((shard, from)) = shards.pop_front() else {
+                    return Ok(None);
+                };
+                let (position, since) = match &from {
+                    From::After(sequence) => (calls::Position::After(sequence), 0),
+                    From::Oldest(since) => (calls::Position::Oldest, *since),
+                };
+                let arn = arn.clone();
+                let iterator = self.calls().iterator(&arn, &shard, position).await?;
+                if iterator.is_some() {
+                    self.reading = Some((shard, iterator, since));
+                }
+                continue;
+            };
+            let iterator = match iterator {
+                Some(iterator) => iterator,
+                None => {
+                    let arn = self
+                        .plan
+                        .as_ref()
+                        .map(|(arn, _)| arn.clone())
+                        .unwrap_or_default();
+                    let position = match self.at.mark(&shard) {
+                        Some(Mark::After(last)) => calls::Position::After(last),
+                        _ => calls::Position::Oldest,
+                    };
+                    let taken = self.calls().iterator(&arn, &shard, position).await?;
+                    match taken {
+                        Some(taken) => taken,
+                        None => {
+                            self.reading = None;
+                            continue;
+                        }
+                    }
+                }
+            };
+            let page = self.calls().records(&iterator, RECORDS_PER_CALL).await?;
+            let until = self
+                .until
+                .as_ref()
+                .and_then(|until| match until.mark(&shard) {
+                    Some(Mark::After(last)) => Some(last.clone()),
+                    _ => None,
+                });
+            let mut changes = Vec::new();
+            let mut reached = false;
+            for record in &page.records {
+                let Some(sequence) = calls::sequence(record) else {
+                    continue;
+                };
+                if let Some(until) = &until
+                    && super::sequence_after(sequence, until)
+                {
+                    reached = true;
+                    break;
+                }
+                let early = since > 0
+                    && calls::created(record).is_some_and(|created| {
+                        created + SINCE_SLACK
+                            < SystemTime::UNIX_EPOCH + Duration::from_millis(since)
+                    });
+                self.at.set(&shard, Mark::After(sequence.to_owned()));
+                if early {
+                    continue;
+                }
+                if let Some(mut change) = calls::change(&self.table, record) {
+                    change.origin = Some(Origin {
+                        shard: Arc::clone(&shard),
+                        after: Arc::new(self.at.clone()),
+                    });
+                    changes.push(change);
+                }
+            }
+            // The shard is done when it is read to the live reader's mark, closed and read to
+            // its end, or (with no mark to read to) read to where it stands now.
+            let done = reached
+                || page.next.is_none()
+                || (page.records.is_empty() && until.is_none())
+                || until.as_ref().is_some_and(|until| {
+                    self.at.mark(&shard).is_some_and(
+                        |m| matches!(m, Mark::After(last) if !super::sequence_after(until, last)),
+                    )
+                });
+            self.reading = if done {
+                None
+            } else {
+                Some((shard, page.next, since))
+            };
+            if !changes.is_empty() {
+                return Ok(Some(changes));
+            }
+            if !done && page.records.is_empty() {
+                // An open shard with nothing new yet while the live reader's mark is ahead.
+                tokio::time::sleep(self.settings.poll_interval).await;
+            }
+        }
+    }
+
+    /// The stream and each shard's start, parents before children; fails when the place is
+    /// not one in the table's current stream, or names a shard the stream no longer lists.
+    async fn planned(&self) -> Result<Plan, Failure> {
+        let arn = match self.calls().find_stream().await {
+            Ok(Some(arn)) => arn,
+            Ok(None) => return Err(Failure::Gone),
+            Err(()) => return Err(Failure::Retry),
+        };
+        if !self.at.in_stream(&arn) {
+            return Err(Failure::Gone);
+        }
+        let listed = self.calls().describe(&arn).await?;
+        let ids: HashSet<&str> = listed.iter().map(|s| s.id.as_str()).collect();
+        if self.at.shards().any(|(id, _)| !ids.contains(id)) {
+            // Trimmed after 24 hours: what followed the place in it may be gone too.
+            return Err(Failure::Trimmed);
+        }
+        let parent_of = |id: &str| {
+            listed
+                .iter()
+                .find(|s| s.id == id)
+                .and_then(|s| s.parent.as_deref())
+        };
+        // Shards the place names, and their ancestors: read before it (up to the marks).
+        let mut covered: HashSet<&str> = HashSet::new();
+        for (id, _) in self.at.shards() {
+            let mut ancestor = parent_of(id);
+            while let Some(parent) = ancestor {
+                if !covered.insert(parent) {
+                    break;
+                }
+                ancestor = parent_of(parent);
+            }
+        }
+        let mut starts: Vec<(Arc<str>, From, Option<&str>)> = Vec::new();
+        for shard in &listed {
+            let from = match self.at.mark(&shard.id) {
+                Some(Mark::After(sequence)) => From::After(sequence.clone()),
+                Some(Mark::Since(time)) => From::Oldest(*time),
+                None if covered.contains(shard.id.as_str()) => continue,
+                None => From::Oldest(self.at.floor()),
+            };
+            starts.push((Arc::from(shard.id.as_str()), from, shard.parent.as_deref()));
+        }
+        // Parents before children: a shard goes once its parent is not waiting.
+        let mut ordered = VecDeque::new();
+        while !starts.is_empty() {
+            let waiting: HashSet<&str> = starts.iter().map(|(id, _, _)| &**id).collect();
+            let (ready, later): (Vec<_>, Vec<_>) = starts
+                .iter()
+                .cloned()
+                .partition(|(_, _, parent)| parent.is_none_or(|p| !waiting.contains(p)));
+            // (A parent listed as its own descendant cannot be: take the rest as they come.)
+            let stuck = ready.is_empty();
+            for (id, from, _) in ready {
+                ordered.push_back((id, from));
+            }
+            if stuck {
+                ordered.extend(later.into_iter().map(|(id, from, _)| (id, from)));
+                break;
+            }
+            starts = later;
+        }
+        Ok((arn, ordered))
+    }
+}
