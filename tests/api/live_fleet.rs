@@ -25,7 +25,10 @@ use std::{
 use async_graphql::futures_util::{SinkExt, StreamExt};
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{Value, json};
-use tokio::{sync::mpsc, task::JoinHandle};
+use tokio::{
+    sync::{mpsc, watch},
+    task::JoinHandle,
+};
 use tokio_tungstenite::tungstenite::Message;
 
 use crate::{
@@ -87,6 +90,7 @@ async fn follow(
     owner: &'static str,
     mut cursor: String,
     seen: mpsc::UnboundedSender<Seen>,
+    mut gate: watch::Receiver<bool>,
 ) {
     let mut last_at = i64::MIN;
     let mut position: Option<String> = None;
@@ -102,6 +106,10 @@ async fn follow(
             return;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
+        // Away while the test holds the gate shut.
+        if gate.wait_for(|open| *open).await.is_err() {
+            return;
+        }
     }
 }
 
@@ -207,6 +215,18 @@ impl Client {
         }
     }
 
+    /// Waits until its subscription ended `times` times in all.
+    async fn until_ended(&mut self, times: usize, step: &str) {
+        let deadline = Instant::now() + WAIT;
+        while self.ended.len() < times {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match tokio::time::timeout(left, self.seen.recv()).await {
+                Ok(Some(seen)) => self.apply(seen),
+                _ => panic!("{step}: {}'s client's subscription did not end", self.owner),
+            }
+        }
+    }
+
     /// Waits until it holds `want`.
     async fn until_holding(&mut self, want: &BTreeMap<i64, String>, step: &str) {
         let deadline = Instant::now() + WAIT;
@@ -283,6 +303,43 @@ impl Notes<'_> {
     }
 
     /// Waits until every client holds its owner's notes as written.
+    /// Waits until the table's Redis stream holds the removal of the last owner's note at
+    /// `at`, the last write: a relay publishes a shard's changes in order, so every write
+    /// before it is there too, for the instances to read.
+    async fn published(&self, redis: &str, at: i64) {
+        let key = format!("dynarelay:changes:{}", self.table);
+        let mut connection = redis::Client::open(redis)
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        let removal =
+            json!({ "owner": { "S": OWNERS[OWNERS.len() - 1] }, "at": { "N": at.to_string() } });
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let entries: redis::streams::StreamRangeReply =
+                redis::AsyncCommands::xrange_all(&mut connection, &key)
+                    .await
+                    .unwrap();
+            let found = entries.ids.iter().any(|entry| {
+                let keys: Option<String> = entry.get("keys");
+                let new: Option<String> = entry.get("new");
+                new.is_none()
+                    && keys.is_some_and(|k| {
+                        serde_json::from_str::<Value>(&k).ok() == Some(removal.clone())
+                    })
+            });
+            if found {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the last write was never published"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     async fn delivered(&self, clients: &mut [Client], step: &str) {
         for client in clients {
             client
@@ -319,6 +376,8 @@ async fn a_fleet_delivers_every_change_once_in_order_through_its_faults() {
     notes.put(0).await;
     let http = reqwest::Client::new();
     let mut clients = Vec::new();
+    // Open: clients reconnect at once; shut: they stay away until it opens.
+    let (gate, gate_seen) = watch::channel(true);
     for owner in OWNERS {
         for _ in 0..CLIENTS_PER_OWNER {
             let page = graphql_at(
@@ -335,7 +394,13 @@ async fn a_fleet_delivers_every_change_once_in_order_through_its_faults() {
             clients.push(Client {
                 owner,
                 seen,
-                task: tokio::spawn(follow(url.clone(), owner, cursor, sender)),
+                task: tokio::spawn(follow(
+                    url.clone(),
+                    owner,
+                    cursor,
+                    sender,
+                    gate_seen.clone(),
+                )),
                 held: BTreeMap::from([(0, "0.1".to_owned())]),
                 ids: BTreeMap::new(),
                 versions: BTreeMap::new(),
@@ -381,15 +446,24 @@ async fn a_fleet_delivers_every_change_once_in_order_through_its_faults() {
     notes.delivered(&mut clients, "both relays restarted").await;
 
     // Redis restarted with nothing it held: every subscription ends with `CHANGES_LOST`, and
-    // each client resumes from its last position: what was written meanwhile, before its
-    // cursor too, is read from the table's stream.
+    // the clients stay away while notes are written, before their cursors too, until the
+    // relays published them all (so an instance takes no resumed subscription's place before
+    // them); then each resumes from its last position, and what was written meanwhile is read
+    // from the table's stream. (Resuming from the cursor alone misses the changes before it:
+    // the control.)
     let ended_before: Vec<usize> = clients.iter().map(|c| c.ended.len()).collect();
+    gate.send_replace(false);
     redis.restart();
+    for (client, before) in clients.iter_mut().zip(&ended_before) {
+        client.until_ended(before + 1, "Redis restarted").await;
+    }
     for at in 12..=14 {
         notes.put(at).await;
     }
     notes.put(1).await;
     notes.remove(3).await;
+    notes.published(&redis.url(), 3).await;
+    gate.send_replace(true);
     notes.delivered(&mut clients, "Redis restarted").await;
     for (client, before) in clients.iter().zip(&ended_before) {
         assert!(
@@ -405,6 +479,9 @@ async fn a_fleet_delivers_every_change_once_in_order_through_its_faults() {
     // An instance restarted as a rolling deploy does: its clients connect again through the
     // balancer, to the others, and resume from their last cursor.
     let ended_before: usize = clients.iter().map(|c| c.ended.len()).sum();
+    // The stopped instance's clients are away while notes are written, before their cursors
+    // too, until the relays published them all.
+    gate.send_replace(false);
     assert_eq!(stop(&mut instances.0[0].0).code(), Some(0));
     balancer.take_out(0).await;
     for at in 15..=17 {
@@ -412,6 +489,8 @@ async fn a_fleet_delivers_every_change_once_in_order_through_its_faults() {
     }
     notes.put(4).await;
     notes.remove(6).await;
+    notes.published(&redis.url(), 6).await;
+    gate.send_replace(true);
     let restarted = start_instance(&app, &model, &redis.url());
     balancer.put_in(0, restarted.1);
     instances.0[0] = restarted;
