@@ -44,6 +44,7 @@ pub struct Metrics {
     connection_cap_reached: Family<ListenerLabels, Counter>,
     stream_records: Family<TableLabels, Counter>,
     stream_gaps: Family<TableLabels, Counter>,
+    subscription_resumes: Family<ResumeLabels, Counter>,
     stream_call_failures: Family<StreamCallLabels, Counter>,
     stream_lag: Family<TableLabels, Gauge>,
     stream_unmatched: Family<TableLabels, Counter>,
@@ -55,6 +56,11 @@ pub struct Metrics {
     subscriptions_lost: Counter,
     subscription_backlog: Gauge,
     subscription_backlogs_overflowed: Family<TableLabels, Counter>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResumeLabels {
+    from: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -333,6 +339,14 @@ impl Metrics {
              replaced), by table",
             stream_gaps.clone(),
         );
+        let subscription_resumes = Family::<ResumeLabels, Counter>::default();
+        registry.register(
+            "subscription_resumes",
+            "Subscriptions resumed from a position, by where what they missed was read: redis, \
+             stream (the table's stream; a resume Redis could not finish counts in both), or \
+             expired (no longer kept: POSITION_EXPIRED)",
+            subscription_resumes.clone(),
+        );
         let stream_call_failures = Family::<StreamCallLabels, Counter>::default();
         registry.register(
             "stream_call_failures",
@@ -432,6 +446,7 @@ impl Metrics {
             connection_cap_reached,
             stream_records,
             stream_gaps,
+            subscription_resumes,
             stream_call_failures,
             stream_lag,
             stream_unmatched,
@@ -461,6 +476,14 @@ impl Metrics {
             .get_or_create(&TableLabels {
                 table: table.to_owned(),
             })
+            .inc();
+    }
+
+    /// Records a subscription resumed from a position: what it missed was read `from` Redis,
+    /// the table's `stream`, or was no longer kept (`expired`).
+    pub fn subscription_resumed(&self, from: &'static str) {
+        self.subscription_resumes
+            .get_or_create(&ResumeLabels { from })
             .inc();
     }
 

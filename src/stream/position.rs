@@ -52,6 +52,9 @@ pub struct Position {
     /// knows every shard of the stream leaves it 0; one that learns of shards from what a relay
     /// publishes (through Redis) does not know shards nothing was published of.
     floor: u64,
+    /// For an instance reading Redis: the id of the last entry of the table's Redis stream read
+    /// (the entries after it are the changes after the place, while Redis holds it).
+    entry: Option<String>,
 }
 
 /// The identity of a stream, from its ARN.
@@ -73,6 +76,7 @@ impl Position {
             stream: stream_identity(arn),
             shards: Vec::new(),
             floor,
+            entry: None,
         }
     }
 
@@ -82,6 +86,7 @@ impl Position {
             stream,
             shards: Vec::new(),
             floor,
+            entry: None,
         }
     }
 
@@ -113,6 +118,16 @@ impl Position {
         self.floor
     }
 
+    /// The id of the last Redis entry read, for a place an instance reading Redis took.
+    pub fn entry(&self) -> Option<&str> {
+        self.entry.as_deref()
+    }
+
+    /// Sets (or, for a place found otherwise, clears) the last Redis entry read.
+    pub fn set_entry(&mut self, entry: Option<String>) {
+        self.entry = entry;
+    }
+
     /// Moves `shard`'s mark to `mark`, unless it is already past it.
     pub fn set(&mut self, shard: &Arc<str>, mark: Mark) {
         match self.shards.iter_mut().find(|(id, _)| id == shard) {
@@ -141,6 +156,7 @@ impl Position {
             merged.set(id, mark.clone());
         }
         merged.floor = merged.floor.max(other.floor);
+        merged.entry.clone_from(&other.entry);
         merged
     }
 
@@ -149,6 +165,7 @@ impl Position {
         let mut bytes = vec![LAYOUT];
         bytes.extend_from_slice(&self.stream);
         bytes.extend_from_slice(&self.floor.to_be_bytes());
+        push_text(&mut bytes, self.entry.as_deref().unwrap_or(""));
         for (id, mark) in &self.shards {
             push_text(&mut bytes, id);
             match mark {
@@ -172,11 +189,13 @@ impl Position {
             return None;
         }
         let (stream, rest) = rest.split_first_chunk::<8>()?;
-        let (floor, mut rest) = rest.split_first_chunk::<8>()?;
+        let (floor, rest) = rest.split_first_chunk::<8>()?;
+        let (entry, mut rest) = take_text(rest)?;
         let mut position = Self {
             stream: *stream,
             shards: Vec::new(),
             floor: u64::from_be_bytes(*floor),
+            entry: (!entry.is_empty()).then(|| entry.to_owned()),
         };
         while !rest.is_empty() {
             let id;
@@ -234,6 +253,8 @@ mod tests {
             Mark::After("000000000000000000042".to_owned()),
         );
         place.set(&shard("shardId-2"), Mark::Since(1_764_658_230_011));
+        assert_eq!(Position::from_bytes(&place.to_bytes()), Some(place.clone()));
+        place.set_entry(Some("1764658230011-3".to_owned()));
         let bytes = place.to_bytes();
         assert_eq!(Position::from_bytes(&bytes), Some(place.clone()));
         for cut in 0..bytes.len() {

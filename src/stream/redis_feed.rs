@@ -208,8 +208,8 @@ fn entry(event: &Event) -> Vec<(&'static str, String)> {
 }
 
 /// An entry of `table`'s stream as an event; `None` for one this build does not read (another
-/// layout, or damaged). (What an instance reads goes through [`head`] and [`images`] apart.)
-#[cfg(test)]
+/// layout, or damaged). (What an instance reads live goes through [`head`] and [`images`]
+/// apart, to read images only for changes that may concern a subscriber.)
 fn event(table: &Arc<str>, entry: &StreamId) -> Option<Event> {
     match head(table, entry)? {
         Event::Change(change) => {
@@ -238,6 +238,49 @@ fn head(table: &Arc<str>, entry: &StreamId) -> Option<Event> {
             origin: origin(entry),
         }))),
         _ => None,
+    }
+}
+
+/// What a replay finds in a table's Redis stream after an entry.
+pub(super) enum Held {
+    /// The entries after it (at most the count asked for, through the last one asked for), each
+    /// with its id; `None` for one this build does not read.
+    Entries(Vec<(String, Option<Event>)>),
+    /// The entry is no longer held (trimmed, or Redis came back without it): what followed it
+    /// may be gone too.
+    Forgotten,
+}
+
+impl RedisFeed {
+    /// The entries of `table`'s (its full name) Redis stream after the entry `after`, through
+    /// `until` (the end when `None`), at most `count`; `connection` is connected first if need
+    /// be.
+    pub(super) async fn after(
+        &self,
+        connection: &mut Option<MultiplexedConnection>,
+        table: &Arc<str>,
+        after: &str,
+        until: Option<&str>,
+        count: usize,
+    ) -> redis::RedisResult<Held> {
+        let connection = match connection {
+            Some(connection) => connection,
+            None => connection.insert(self.connect().await?),
+        };
+        let key = key(table);
+        let held: StreamRangeReply = connection.xrange_count(&key, after, after, 1).await?;
+        if held.ids.is_empty() {
+            return Ok(Held::Forgotten);
+        }
+        let read: StreamRangeReply = connection
+            .xrange_count(&key, format!("({after}"), until.unwrap_or("+"), count)
+            .await?;
+        let entries = read
+            .ids
+            .iter()
+            .map(|entry| (entry.id.clone(), event(table, entry)))
+            .collect();
+        Ok(Held::Entries(entries))
     }
 }
 
@@ -323,8 +366,9 @@ struct Places {
 }
 
 impl Places {
-    /// Moves the place past `change`'s record; the change's origin, with the place after it.
-    fn passed(&mut self, change: &Change) -> Option<Origin> {
+    /// Moves the place past `change`'s record, read from the entry `entry`; the change's
+    /// origin, with the place after it.
+    fn passed(&mut self, change: &Change, entry: &str) -> Option<Origin> {
         let origin = change.origin.as_ref()?;
         let stream = origin.after.identity();
         let place = match &mut self.place {
@@ -333,6 +377,7 @@ impl Places {
             other => other.insert(Place::of_identity(stream, self.floor)),
         };
         place.set(&origin.shard, Mark::After(change.sequence.clone()));
+        place.set_entry(Some(entry.to_owned()));
         Some(Origin {
             shard: Arc::clone(&origin.shard),
             after: Arc::new(place.clone()),
@@ -446,7 +491,7 @@ impl RedisReader {
                     // here: routing by the key decides most without them.
                     match head(&self.outlet.table, entry) {
                         Some(Event::Change(change)) => {
-                            let origin = place.passed(&change);
+                            let origin = place.passed(&change, &entry.id);
                             if passed.news(&change) && self.outlet.wanted(&change.keys) {
                                 let mut change = Arc::unwrap_or_clone(change);
                                 change.origin = origin;
@@ -484,7 +529,11 @@ impl RedisReader {
                     }
                 }
                 if asked > marked {
-                    let at = place.place.as_ref().map(|p| Arc::new(p.clone()));
+                    let at = place.place.as_ref().map(|p| {
+                        let mut p = p.clone();
+                        p.set_entry(Some(at.last.clone()));
+                        Arc::new(p)
+                    });
                     self.outlet.mark(asked, at.as_ref());
                     marked = asked;
                 }
@@ -518,7 +567,7 @@ impl RedisReader {
                 for entry in newest.ids.iter().rev() {
                     if let Some(Event::Change(change)) = head(&self.outlet.table, entry) {
                         passed.news(&change);
-                        place.passed(&change);
+                        place.passed(&change, &entry.id);
                     }
                 }
                 Ok(Some(Position { last, added }))

@@ -1,6 +1,8 @@
-//! The changes of a table since a [`Position`], read from the table's stream itself: what a
-//! subscriber that lost its subscription missed, wherever it was lost (a process restarted, a
-//! Redis emptied, a backlog overflowed), for as long as the stream keeps records (24 hours).
+//! The changes of a table since a [`Position`]: what a subscriber that lost its subscription
+//! missed, wherever it was lost (a process restarted, a Redis emptied, a backlog overflowed).
+//! On an instance reading Redis, from the table's Redis stream while it still holds the entry
+//! the place names (every entry after it is then there too: Redis trims the oldest first);
+//! otherwise from the table's stream itself, for as long as it keeps records (24 hours).
 //!
 //! Each shard is read from the place's mark in it, in lineage order (a parent before its
 //! children), up to where the live reader that the subscriber joined first took its place
@@ -16,11 +18,14 @@ use std::{
     time::{Duration, SystemTime},
 };
 
+use redis::aio::MultiplexedConnection;
+
 use super::{
-    Change, Origin, StreamSettings,
+    Change, Event, Origin, StreamSettings,
     calls::{self, Calls, Failure, RECORDS_PER_CALL},
     outlet::Backoff,
     position::{Mark, Position},
+    redis_feed::{Held, RedisFeed},
 };
 use crate::metrics::Metrics;
 
@@ -61,7 +66,14 @@ pub(super) struct Replay {
     plan: Option<Plan>,
     /// The shard being read and its next iterator.
     reading: Option<(Arc<str>, Option<String>, u64)>,
+    /// While the place is read from Redis: the feed, and a connection once made.
+    redis: Option<(RedisFeed, Option<MultiplexedConnection>)>,
+    /// Whether the resume was counted as one from Redis.
+    counted: bool,
 }
+
+/// Most Redis entries one replay read takes.
+const ENTRIES_PER_READ: usize = 500;
 
 impl Replay {
     /// A replay of `table` from `at`, up to `until`.
@@ -71,6 +83,12 @@ impl Replay {
         at: Position,
         until: Option<Arc<Position>>,
     ) -> Self {
+        // An instance reading Redis reads a place it took from Redis first.
+        let redis = streams
+            .redis
+            .clone()
+            .filter(|_| at.entry().is_some())
+            .map(|feed| (feed, None));
         Self {
             dynamodb: streams.dynamodb.clone(),
             streams: streams.streams.clone(),
@@ -78,6 +96,8 @@ impl Replay {
             settings: streams.settings,
             table: Arc::from(table),
             at,
+            redis,
+            counted: false,
             until,
             plan: None,
             reading: None,
@@ -96,11 +116,25 @@ impl Replay {
     /// The next changes, in each shard's order; `Ok(None)` once every shard is read to where
     /// live changes take over. Calls that fail for a while are tried again (backing off).
     pub(super) async fn next(&mut self) -> Result<Option<Vec<Change>>, Expired> {
+        if self.redis.is_some() {
+            match self.read_redis().await {
+                Ok(read) => return Ok(read),
+                Err(why) => {
+                    // From the table's stream on, from where Redis left off.
+                    tracing::info!(table = %self.table, why, "a resumed subscription reads what it missed from the table's stream");
+                    self.redis = None;
+                    self.at.set_entry(None);
+                }
+            }
+        }
         let mut backoff = Backoff::new(self.settings);
         loop {
             match self.step().await {
                 Ok(step) => return Ok(step),
-                Err(Failure::Gone | Failure::Trimmed) => return Err(Expired),
+                Err(Failure::Gone | Failure::Trimmed) => {
+                    self.metrics.subscription_resumed("expired");
+                    return Err(Expired);
+                }
                 Err(Failure::Expired) => {
                     // The iterator expired between pages: a new one after the last record read.
                     if let Some((_, iterator, _)) = &mut self.reading {
@@ -112,11 +146,87 @@ impl Replay {
         }
     }
 
+    /// The next changes from Redis after the place's entry, up to the live reader's; `Ok(None)`
+    /// at the end; `Err` when Redis cannot say (the entry no longer held, a gap the relay saw, a
+    /// failed call): the stream can.
+    async fn read_redis(&mut self) -> Result<Option<Vec<Change>>, &'static str> {
+        loop {
+            let Some((feed, connection)) = &mut self.redis else {
+                return Err("no Redis");
+            };
+            let Some(after) = self.at.entry().map(str::to_owned) else {
+                return Err("no entry");
+            };
+            let until = self
+                .until
+                .as_ref()
+                .and_then(|u| u.entry().map(str::to_owned));
+            let held = feed
+                .after(
+                    connection,
+                    &self.table,
+                    &after,
+                    until.as_deref(),
+                    ENTRIES_PER_READ,
+                )
+                .await
+                .map_err(|_| "a Redis call failed")?;
+            if !matches!(held, Held::Forgotten) && !self.counted {
+                self.counted = true;
+                self.metrics.subscription_resumed("redis");
+            }
+            let entries = match held {
+                Held::Forgotten => return Err("the entry is no longer held"),
+                Held::Entries(entries) if entries.is_empty() => return Ok(None),
+                Held::Entries(entries) => entries,
+            };
+            let mut changes = Vec::new();
+            for (id, event) in entries {
+                match event {
+                    Some(Event::Change(change)) => {
+                        let mut change = Arc::unwrap_or_clone(change);
+                        if let Some(origin) = &change.origin {
+                            // Published twice (two relays, or a relay restarted): passed once.
+                            if let Some(Mark::After(last)) = self.at.mark(&origin.shard)
+                                && !super::sequence_after(&change.sequence, last)
+                            {
+                                self.at.set_entry(Some(id));
+                                continue;
+                            }
+                            let shard = Arc::clone(&origin.shard);
+                            self.at.set(&shard, Mark::After(change.sequence.clone()));
+                            self.at.set_entry(Some(id));
+                            change.origin = Some(Origin {
+                                shard,
+                                after: Arc::new(self.at.clone()),
+                            });
+                        } else {
+                            self.at.set_entry(Some(id));
+                        }
+                        changes.push(change);
+                    }
+                    Some(Event::Gap | Event::Expired) => {
+                        if !changes.is_empty() {
+                            // Passed on first; the gap is met again on the next read.
+                            return Ok(Some(changes));
+                        }
+                        return Err("a relay saw changes lost");
+                    }
+                    None => self.at.set_entry(Some(id)),
+                }
+            }
+            if !changes.is_empty() {
+                return Ok(Some(changes));
+            }
+        }
+    }
+
     /// One page of the shard being read (planning first, and moving to the next shard as each
     /// ends); `Ok(None)` when none is left.
     async fn step(&mut self) -> Result<Option<Vec<Change>>, Failure> {
         if self.plan.is_none() {
             self.plan = Some(self.planned().await?);
+            self.metrics.subscription_resumed("stream");
         }
         loop {
             let Some((shard, iterator, since)) = self.reading.clone() else {

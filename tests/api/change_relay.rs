@@ -19,7 +19,7 @@ use crate::{
     helpers::{
         LambdaFunction, Received, RedisServer, Relay, TlsRedisServer, book_says,
         live_router_through_feed, live_router_through_redis, metric, model_app_from, model_file,
-        next_event, put_plain, subscribe,
+        next_event, post_graphql, put_plain, subscribe,
     },
     subscriptions::{MODEL, change, drain_warm_up, follow, note},
 };
@@ -367,6 +367,121 @@ async fn redis_restarted_without_its_entries_ends_subscriptions_that_resume_by_c
         saw.iter().map(seen).collect::<Vec<_>>(),
         [("ADDED".to_owned(), Some("after".to_owned()))],
         "{saw:?}"
+    );
+}
+
+const SINCE: &str = "subscription($owner: String!, $after: String, $since: String) {
+  notesChanged(owner: $owner, after: $after, since: $since) {
+    kind id position edge { cursor node { id at text state } } } }";
+
+/// Subscriptions resumed, by where what they missed was read.
+fn resumes(app: &crate::helpers::ModelApp, from: &str) -> f64 {
+    metric(
+        &app.store.metrics().render(),
+        &format!("dynarelay_subscription_resumes_total{{from=\"{from}\"}}"),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_position_resumes_from_redis_while_it_holds_it_then_from_the_tables_stream() {
+    let mut redis = RedisServer::start();
+    let app = model_app_from(MODEL).await;
+    let table = app.table("Notes");
+    let _relay = Relay::start(&app, MODEL, &redis.url());
+    let first = live_router_through_redis(&app, &redis.url());
+    let mut warm = follow(&app, &first, json!({ "owner": "alice" })).await;
+    // A client pages the first note and resumes from its cursor once the instance has read
+    // both: the note after the cursor comes first, with the subscription's position.
+    put_plain(app.client(), &table, [note("alice", 10, "ten", "OPEN")]).await;
+    put_plain(app.client(), &table, [note("alice", 11, "one", "OPEN")]).await;
+    changes_until(&mut warm, "one").await;
+    let page = post_graphql(
+        &first,
+        "{ notes(owner: \"alice\", first: 1) { edges { cursor node { text } } } }",
+        json!({}),
+    )
+    .await;
+    let edge = &page["data"]["notes"]["edges"][0];
+    assert_eq!(edge["node"]["text"], "ten", "{page}");
+    let mut events = subscribe(
+        &first,
+        SINCE,
+        json!({ "owner": "alice", "after": edge["cursor"] }),
+    )
+    .await;
+    let one = changes_until(&mut events, "one").await;
+    let position = one.last().unwrap()["position"].as_str().unwrap().to_owned();
+    drop((events, warm));
+
+    // Away, then back through another instance while Redis holds what was missed: a change
+    // before the cursor too.
+    put_plain(
+        app.client(),
+        &table,
+        [note("alice", 10, "ten, edited", "OPEN")],
+    )
+    .await;
+    put_plain(app.client(), &table, [note("alice", 12, "two", "OPEN")]).await;
+    let second = live_router_through_redis(&app, &redis.url());
+    let mut events = subscribe(
+        &second,
+        SINCE,
+        json!({ "owner": "alice", "since": position }),
+    )
+    .await;
+    let missed = changes_until(&mut events, "two").await;
+    assert_eq!(
+        missed.iter().map(seen).collect::<Vec<_>>(),
+        [
+            ("UPDATED".to_owned(), Some("ten, edited".to_owned())),
+            ("ADDED".to_owned(), Some("two".to_owned()))
+        ],
+        "{missed:?}"
+    );
+    assert_eq!(resumes(&app, "redis"), 1.0);
+    let position = missed.last().unwrap()["position"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // Redis restarted empty: the subscription ends, and what was written meanwhile is read
+    // from the table's stream.
+    redis.restart();
+    put_plain(app.client(), &table, [note("alice", 13, "three", "OPEN")]).await;
+    let (_, ended) = next_event(&mut events).await;
+    assert_eq!(
+        ended["errors"][0]["extensions"]["code"], "CHANGES_LOST",
+        "{ended}"
+    );
+    put_plain(
+        app.client(),
+        &table,
+        [note("alice", 12, "two, edited", "OPEN")],
+    )
+    .await;
+    let mut events = subscribe(
+        &second,
+        SINCE,
+        json!({ "owner": "alice", "since": position }),
+    )
+    .await;
+    let missed = changes_until(&mut events, "two, edited").await;
+    assert_eq!(
+        missed.iter().map(seen).collect::<Vec<_>>(),
+        [
+            ("ADDED".to_owned(), Some("three".to_owned())),
+            ("UPDATED".to_owned(), Some("two, edited".to_owned()))
+        ],
+        "{missed:?}"
+    );
+    assert_eq!(resumes(&app, "stream"), 1.0);
+    // Then the live changes, once each.
+    put_plain(app.client(), &table, [note("alice", 14, "four", "OPEN")]).await;
+    let live = changes_until(&mut events, "four").await;
+    assert_eq!(
+        live.iter().map(seen).collect::<Vec<_>>(),
+        [("ADDED".to_owned(), Some("four".to_owned()))],
+        "{live:?}"
     );
 }
 
