@@ -80,15 +80,19 @@ impl Replay {
     pub(super) fn new(
         streams: &super::Readers,
         table: &str,
-        at: Position,
+        mut at: Position,
         until: Option<Arc<Position>>,
     ) -> Self {
-        // An instance reading Redis reads a place it took from Redis first.
+        // An instance reading Redis reads a place it took from Redis first; elsewhere the
+        // place's entry means nothing, and the places given from here on name none.
         let redis = streams
             .redis
             .clone()
             .filter(|_| at.entry().is_some())
             .map(|feed| (feed, None));
+        if redis.is_none() {
+            at.set_entry(None);
+        }
         Self {
             dynamodb: streams.dynamodb.clone(),
             streams: streams.streams.clone(),
