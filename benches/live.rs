@@ -49,14 +49,19 @@
 //!
 //! Run: `scripts/bench-live` (it starts DynamoDB Local and `redis-server`:
 //! `DYNARELAY_BENCH_DYNAMODB_ENDPOINT`, `DYNARELAY_BENCH_REDIS_URL`).
+//! - **Resuming from a position**: see [`resume`].
+//!
 //! `DYNARELAY_BENCH_ONLY=partitions scripts/bench-live` runs the subscriptions on their own
-//! partitions alone, and `DYNARELAY_BENCH_PARTITIONS=0,1000` a quick run of it.
+//! partitions alone, and `DYNARELAY_BENCH_PARTITIONS=0,1000` a quick run of it;
+//! `DYNARELAY_BENCH_ONLY=resume` the resumes alone.
 
 #[path = "../tests/api/local_aws.rs"]
 mod local_aws;
 #[path = "compare/procfs.rs"]
 #[allow(dead_code)]
 mod procfs;
+#[path = "live/resume.rs"]
+mod resume;
 #[path = "compare/server.rs"]
 #[allow(dead_code)]
 mod server;
@@ -248,7 +253,35 @@ struct Served {
     user: String,
 }
 
+/// The two halves of a WebSocket to the server.
+type WsStream =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
 impl Served {
+    /// A `graphql-transport-ws` socket to the server, after `connection_init` and its
+    /// acknowledgement.
+    async fn connect(
+        &self,
+    ) -> anyhow::Result<(
+        SplitSink<WsStream, Message>,
+        async_graphql::futures_util::stream::SplitStream<WsStream>,
+    )> {
+        let mut request = self.url.replace("http://", "ws://").into_client_request()?;
+        request.headers_mut().insert(
+            "sec-websocket-protocol",
+            HeaderValue::from_static("graphql-transport-ws"),
+        );
+        let (socket, _) = tokio_tungstenite::connect_async(request).await?;
+        let (mut sink, mut stream) = socket.split();
+        sink.send(Message::text(
+            json!({ "type": "connection_init" }).to_string(),
+        ))
+        .await?;
+        let ack = stream.next().await.context("closed before the ack")??;
+        ensure!(ack.to_text()?.contains("connection_ack"), "no ack: {ack:?}");
+        Ok((sink, stream))
+    }
+
     fn cpu(&self) -> anyhow::Result<Duration> {
         cpu_time(self.server.pid())
     }
@@ -344,22 +377,7 @@ struct Socket {
 
 impl Socket {
     async fn open(served: &Served, arrivals: &Arc<Arrivals>) -> anyhow::Result<Self> {
-        let mut request = served
-            .url
-            .replace("http://", "ws://")
-            .into_client_request()?;
-        request.headers_mut().insert(
-            "sec-websocket-protocol",
-            HeaderValue::from_static("graphql-transport-ws"),
-        );
-        let (socket, _) = tokio_tungstenite::connect_async(request).await?;
-        let (mut sink, mut stream) = socket.split();
-        sink.send(Message::text(
-            json!({ "type": "connection_init" }).to_string(),
-        ))
-        .await?;
-        let ack = stream.next().await.context("closed before the ack")??;
-        ensure!(ack.to_text()?.contains("connection_ack"), "no ack: {ack:?}");
+        let (sink, mut stream) = served.connect().await?;
         let arrivals = Arc::clone(arrivals);
         let reader = tokio::spawn(async move {
             let mut seen = std::collections::HashSet::new();
@@ -654,14 +672,19 @@ fn print_table(rows: &[(String, String)]) {
 async fn run(endpoint: &str) -> anyhow::Result<()> {
     let only = std::env::var("DYNARELAY_BENCH_ONLY").unwrap_or_default();
     ensure!(
-        matches!(only.as_str(), "" | "partitions"),
-        "DYNARELAY_BENCH_ONLY={only}: only `partitions` is known"
+        matches!(only.as_str(), "" | "partitions" | "resume"),
+        "DYNARELAY_BENCH_ONLY={only}: only `partitions` and `resume` are known"
     );
     let partitions = partition_counts()?;
     let shop = Shop::create(endpoint).await?;
     let mut rows: Vec<(String, String)> = Vec::new();
     if only == "partitions" {
         own_partitions(&shop, &partitions, &mut rows).await?;
+        print_table(&rows);
+        return Ok(());
+    }
+    if only == "resume" {
+        resume::resume(&shop, &mut rows).await?;
         print_table(&rows);
         return Ok(());
     }
@@ -706,6 +729,7 @@ async fn run(endpoint: &str) -> anyhow::Result<()> {
         ),
     ));
     through_redis(&shop, &mut rows).await?;
+    resume::resume(&shop, &mut rows).await?;
     own_partitions(&shop, &partitions, &mut rows).await?;
     print_table(&rows);
     Ok(())

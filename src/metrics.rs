@@ -45,6 +45,7 @@ pub struct Metrics {
     stream_records: Family<TableLabels, Counter>,
     stream_gaps: Family<TableLabels, Counter>,
     subscription_resumes: Family<ResumeLabels, Counter>,
+    stream_calls: Family<StreamCallLabels, Counter>,
     stream_call_failures: Family<StreamCallLabels, Counter>,
     stream_lag: Family<TableLabels, Gauge>,
     stream_unmatched: Family<TableLabels, Counter>,
@@ -347,6 +348,14 @@ impl Metrics {
              expired (no longer kept: POSITION_EXPIRED)",
             subscription_resumes.clone(),
         );
+        let stream_calls = Family::<StreamCallLabels, Counter>::default();
+        registry.register(
+            "stream_calls",
+            "Calls made to follow tables' streams (DescribeTable, DescribeStream, \
+             GetShardIterator, GetRecords) by readers, relays and resumed subscriptions, and the \
+             Redis reads of resumed subscriptions (XRANGE), by call",
+            stream_calls.clone(),
+        );
         let stream_call_failures = Family::<StreamCallLabels, Counter>::default();
         registry.register(
             "stream_call_failures",
@@ -447,6 +456,7 @@ impl Metrics {
             stream_records,
             stream_gaps,
             subscription_resumes,
+            stream_calls,
             stream_call_failures,
             stream_lag,
             stream_unmatched,
@@ -569,7 +579,14 @@ impl Metrics {
             .inc();
     }
 
-    /// Records a failed DynamoDB Streams call.
+    /// Records a call made to follow a table's stream (`call` names it).
+    pub fn stream_call(&self, call: &'static str) {
+        self.stream_calls
+            .get_or_create(&StreamCallLabels { call })
+            .inc();
+    }
+
+    /// Records a failed call of a stream reader (`call` names it).
     pub fn stream_call_failed(&self, call: &'static str) {
         self.stream_call_failures
             .get_or_create(&StreamCallLabels { call })

@@ -74,7 +74,7 @@ pub fn kind_enum() -> Enum {
 /// The error that ends a subscription whose changes were lost before they could be sent.
 pub fn changes_lost() -> async_graphql::Error {
     async_graphql::Error::new(
-        "Changes were lost before they could be sent: subscribe again with `since` set to the \
+        "Changes were lost before they could be sent: subscribe again with `resumeFrom` set to the \
          `position` of the last change you received, and they are sent again.",
     )
     .extend_with(|_, ext| ext.set("code", CHANGES_LOST))
@@ -89,7 +89,7 @@ const POSITION_EXPIRED: &str = "POSITION_EXPIRED";
 /// anew): only reading the connection again tells what changed.
 pub fn position_expired() -> async_graphql::Error {
     async_graphql::Error::new(
-        "The changes after `since` are no longer kept (a table's stream keeps them 24 hours, \
+        "The changes after `resumeFrom` are no longer kept (a table's stream keeps them 24 hours, \
          and a new stream starts without them): read the connection again, then subscribe \
          with its last cursor.",
     )
@@ -109,7 +109,7 @@ pub fn position_field<T: Any + Send + Sync>(position: fn(&T) -> Option<&str>) ->
     .description(
         "Where this change stands in the table's changes. Keep the last one you receive: when\n\
          the subscription ends (`CHANGES_LOST`, a server shutting down, a dropped connection),\n\
-         subscribe again with it as `since` and every change after it is sent, to items anywhere\n\
+         subscribe again with it as `resumeFrom` and every change after it is sent, to items anywhere\n\
          in the connection, none twice. Null only when the server cannot place the change (a\n\
          change relay older than this server).",
     )

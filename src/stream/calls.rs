@@ -77,6 +77,7 @@ impl Calls<'_> {
     /// The table's current stream ARN and what its records hold (DynamoDB's name of its view
     /// type); `None` when it has none; `Err` when the call failed.
     pub(super) async fn find_stream_view(&self) -> Result<Option<(String, String)>, ()> {
+        self.metrics.stream_call("DescribeTable");
         match self
             .dynamodb
             .describe_table()
@@ -103,6 +104,7 @@ impl Calls<'_> {
         let mut shards = Vec::new();
         let mut after: Option<String> = None;
         loop {
+            self.metrics.stream_call("DescribeStream");
             let out = self
                 .streams
                 .describe_stream()
@@ -165,6 +167,7 @@ impl Calls<'_> {
             Position::Latest => request.shard_iterator_type(ShardIteratorType::Latest),
             Position::Oldest => request.shard_iterator_type(ShardIteratorType::TrimHorizon),
         };
+        self.metrics.stream_call("GetShardIterator");
         let out = request.send().await.map_err(|err| {
             let failure = match err.as_service_error() {
                 Some(GetShardIteratorError::ResourceNotFoundException(_)) => Failure::Gone,
@@ -197,6 +200,7 @@ impl Calls<'_> {
 
     /// Up to `limit` records from `iterator`.
     pub(super) async fn records(&self, iterator: &str, limit: i32) -> Result<Page, Failure> {
+        self.metrics.stream_call("GetRecords");
         let out = self
             .streams
             .get_records()

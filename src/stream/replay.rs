@@ -165,6 +165,9 @@ impl Replay {
                 .until
                 .as_ref()
                 .and_then(|u| u.entry().map(str::to_owned));
+            // Two `XRANGE`s: whether the entry is held, and what follows it.
+            self.metrics.stream_call("XRANGE");
+            self.metrics.stream_call("XRANGE");
             let held = feed
                 .after(
                     connection,

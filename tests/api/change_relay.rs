@@ -370,8 +370,8 @@ async fn redis_restarted_without_its_entries_ends_subscriptions_that_resume_by_c
     );
 }
 
-const SINCE: &str = "subscription($owner: String!, $after: String, $since: String) {
-  notesChanged(owner: $owner, after: $after, since: $since) {
+const SINCE: &str = "subscription($owner: String!, $after: String, $resumeFrom: String) {
+  notesChanged(owner: $owner, after: $after, resumeFrom: $resumeFrom) {
     kind id position edge { cursor node { id at text state } } } }";
 
 /// Subscriptions resumed, by where what they missed was read.
@@ -426,7 +426,7 @@ async fn a_position_resumes_from_redis_while_it_holds_it_then_from_the_tables_st
     let mut events = subscribe(
         &second,
         SINCE,
-        json!({ "owner": "alice", "since": position }),
+        json!({ "owner": "alice", "resumeFrom": position }),
     )
     .await;
     let missed = changes_until(&mut events, "two").await;
@@ -462,7 +462,7 @@ async fn a_position_resumes_from_redis_while_it_holds_it_then_from_the_tables_st
     let mut events = subscribe(
         &second,
         SINCE,
-        json!({ "owner": "alice", "since": position }),
+        json!({ "owner": "alice", "resumeFrom": position }),
     )
     .await;
     let missed = changes_until(&mut events, "two, edited").await;

@@ -46,8 +46,8 @@ const INSTANCES: usize = 3;
 /// that a slow machine never fails the test; a change never delivered still fails it.
 const WAIT: Duration = Duration::from_secs(120);
 
-const FOLLOW: &str = "subscription($owner: String!, $after: String, $since: String) {
-  notesChanged(owner: $owner, after: $after, since: $since) {
+const FOLLOW: &str = "subscription($owner: String!, $after: String, $resumeFrom: String) {
+  notesChanged(owner: $owner, after: $after, resumeFrom: $resumeFrom) {
     kind id position edge { cursor node { id owner at text } } } }";
 
 /// One `serve` instance reading changes from the Redis at `redis`.
@@ -126,7 +126,7 @@ async fn session(
     };
     let subscribe = json!({ "id": "1", "type": "subscribe", "payload": {
         "query": FOLLOW,
-        "variables": { "owner": owner, "after": cursor.as_str(), "since": position.as_deref() } } });
+        "variables": { "owner": owner, "after": cursor.as_str(), "resumeFrom": position.as_deref() } } });
     for message in [json!({ "type": "connection_init" }), subscribe] {
         if socket
             .send(Message::text(message.to_string()))

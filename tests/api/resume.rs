@@ -1,7 +1,7 @@
 //! Resuming a subscription against DynamoDB Local's streams. From a cursor: the items after the
 //! cursor come first, then the live changes, with no change missed and none sent twice across
 //! the seam, even when writes race the subscription's start; and a cursor that is not the
-//! connection's is refused before anything is read. From a change's position (`since`): every
+//! connection's is refused before anything is read. From a change's position (`resumeFrom`): every
 //! change made while the client was away, to items before its cursor too, once each, read from
 //! the table's stream; a position the stream no longer continues is `POSITION_EXPIRED`.
 
@@ -382,8 +382,8 @@ async fn writes_racing_a_resumed_subscription_are_neither_missed_nor_sent_twice(
     assert_eq!(wrong, Misapplied::default());
 }
 
-const SINCE: &str = "subscription($owner: String!, $after: String, $since: String) {
-  notesChanged(owner: $owner, after: $after, since: $since) {
+const SINCE: &str = "subscription($owner: String!, $after: String, $resumeFrom: String) {
+  notesChanged(owner: $owner, after: $after, resumeFrom: $resumeFrom) {
     kind id position edge { cursor node { id at text } } } }";
 
 /// Applies changes until the note whose text is `last` arrives; the last change's position.
@@ -480,7 +480,7 @@ async fn a_subscription_resumed_from_a_position_misses_nothing_before_or_after_i
     let mut events = subscribe(
         &router,
         SINCE,
-        json!({ "owner": "dee", "after": cursor, "since": position }),
+        json!({ "owner": "dee", "after": cursor, "resumeFrom": position }),
     )
     .await;
     apply_positions_until(&mut events, &mut held, "away", &mut wrong).await;
@@ -494,7 +494,12 @@ async fn a_subscription_resumed_from_a_position_misses_nothing_before_or_after_i
 
     // Resumed again from the last position with nothing new: nothing is sent until the next
     // write, which comes once.
-    let mut events = subscribe(&router, SINCE, json!({ "owner": "dee", "since": position })).await;
+    let mut events = subscribe(
+        &router,
+        SINCE,
+        json!({ "owner": "dee", "resumeFrom": position }),
+    )
+    .await;
     put_plain(app.client(), &table, [note("dee", 8, "again", "OPEN")]).await;
     let event = next_event(&mut events).await;
     let next = change(&event);
@@ -534,12 +539,17 @@ async fn a_position_that_is_not_the_connections_or_that_the_stream_no_longer_hol
         ("fay", "bm90IGEgcG9zaXRpb24".to_owned()),
     ] {
         let before = reads(&app);
-        let mut events = subscribe(&router, SINCE, json!({ "owner": owner, "since": since })).await;
+        let mut events = subscribe(
+            &router,
+            SINCE,
+            json!({ "owner": owner, "resumeFrom": since }),
+        )
+        .await;
         assert_eq!(
             refusal(&mut events).await,
             (
                 "BAD_USER_INPUT".to_owned(),
-                "`since` is not a position of this subscription's changes.".to_owned()
+                "`resumeFrom` is not a position of this subscription's changes.".to_owned()
             )
         );
         assert_eq!(
@@ -563,7 +573,12 @@ async fn a_position_that_is_not_the_connections_or_that_the_stream_no_longer_hol
         ended["errors"][0]["extensions"]["code"], "CHANGES_LOST",
         "{ended}"
     );
-    let mut events = subscribe(&router, SINCE, json!({ "owner": "fay", "since": position })).await;
+    let mut events = subscribe(
+        &router,
+        SINCE,
+        json!({ "owner": "fay", "resumeFrom": position }),
+    )
+    .await;
     // DynamoDB Local's new stream places a reader once it is written (see `follow`): another
     // owner's notes are written until the subscription answers.
     let writes = async {
@@ -578,4 +593,57 @@ async fn a_position_that_is_not_the_connections_or_that_the_stream_no_longer_hol
     };
     assert_eq!(code, "POSITION_EXPIRED", "{message}");
     assert!(message.contains("read the connection again"), "{message}");
+}
+
+#[tokio::test]
+async fn a_position_resumes_after_the_tables_reader_stopped_and_started_again() {
+    let app = model_app_from(MODEL).await;
+    let router = live_router(&app);
+    let table = app.table("Notes");
+    let mut events = subscribe(&router, SINCE, json!({ "owner": "ivy" })).await;
+    let writes = async {
+        for n in 0.. {
+            put_plain(
+                app.client(),
+                &table,
+                [note("ivy", 1, &format!("one {n}"), "OPEN")],
+            )
+            .await;
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        }
+    };
+    let event = tokio::select! {
+        event = next_event(&mut events) => event,
+        () = writes => unreachable!("the writes go on"),
+    };
+    let mut held = Held::new();
+    let mut wrong = Misapplied::default();
+    // What the client holds of the note is what it was sent first.
+    let first = change(&event).clone();
+    let (id, value) = node(&first["edge"]["node"]);
+    held.insert(id, value);
+    drop(events);
+    // The client is gone once the server sends it something; then nobody follows the table,
+    // and the next subscriber starts a reader anew.
+    put_plain(app.client(), &table, [note("ivy", 2, "two", "OPEN")]).await;
+    let metrics = app.store.metrics();
+    while crate::helpers::metric(&metrics.render(), "dynarelay_subscriptions ") > 0.0 {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    delete(&app, remove("ivy", 1)).await;
+    let position = first["position"].as_str().unwrap();
+    let mut events = subscribe(
+        &router,
+        SINCE,
+        json!({ "owner": "ivy", "resumeFrom": position }),
+    )
+    .await;
+    let missed = apply_positions_until(&mut events, &mut held, "two", &mut wrong).await;
+    assert!(!missed.is_empty());
+    let event = next_event(&mut events).await;
+    apply(&mut held, change(&event), &mut wrong);
+    assert_eq!(wrong, Misapplied::default());
+    let mut got: Vec<(i64, String)> = held.into_values().collect();
+    got.sort();
+    assert_eq!(got, truth(&app, "ivy").await);
 }

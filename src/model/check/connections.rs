@@ -35,6 +35,14 @@ impl ArgumentNames {
                 .hint("every connection has `first`, `after`, `last`, `before` and `order`");
                 continue;
             }
+            if name == "resumeFrom" {
+                out.error(
+                    span.clone(),
+                    "argument `resumeFrom` is how a connection's subscription resumes from a change's position",
+                )
+                .hint("name the argument otherwise");
+                continue;
+            }
             names.push((name.clone(), span.clone(), "argument"));
         }
         check_unique(&names, out);

@@ -402,6 +402,13 @@ pub(super) fn cases() -> Vec<Case> {
             26,
         ),
         with_purchases(
+            "the resume argument's name",
+            "[connections.mine]\nentity = \"Purchase\"\npartition = { argument = \"user\" }\nsort.min = \"resumeFrom\"\n",
+            "argument `resumeFrom` is how a connection's subscription resumes from a change's position",
+            26,
+            12,
+        ),
+        with_purchases(
             "duplicate argument name",
             "[connections.mine]\nentity = \"Purchase\"\npartition = { argument = \"user\" }\nsort.min = \"user\"\n",
             "`user` is declared twice",
