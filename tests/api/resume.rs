@@ -513,23 +513,7 @@ async fn a_position_that_is_not_the_connections_or_that_the_stream_no_longer_hol
     let router = live_router(&app);
     let table = app.table("Notes");
     let mut events = subscribe(&router, SINCE, json!({ "owner": "fay" })).await;
-    // DynamoDB Local places a reader on a stream no one wrote to yet once it is written: the
-    // note is written until it arrives.
-    let writes = async {
-        for n in 0.. {
-            put_plain(
-                app.client(),
-                &table,
-                [note("fay", 1, &format!("one {n}"), "OPEN")],
-            )
-            .await;
-            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
-        }
-    };
-    let event = tokio::select! {
-        event = next_event(&mut events) => event,
-        () = writes => unreachable!("the writes go on"),
-    };
+    let event = first_change(&app, &mut events, "fay").await;
     let position = change(&event)["position"].as_str().unwrap().to_owned();
     // Another owner's connection, a cursor, or anything else: refused before any read.
     let (_, cursor) = page(&router, "fay").await;
@@ -601,21 +585,7 @@ async fn a_position_resumes_after_the_tables_reader_stopped_and_started_again() 
     let router = live_router(&app);
     let table = app.table("Notes");
     let mut events = subscribe(&router, SINCE, json!({ "owner": "ivy" })).await;
-    let writes = async {
-        for n in 0.. {
-            put_plain(
-                app.client(),
-                &table,
-                [note("ivy", 1, &format!("one {n}"), "OPEN")],
-            )
-            .await;
-            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
-        }
-    };
-    let event = tokio::select! {
-        event = next_event(&mut events) => event,
-        () = writes => unreachable!("the writes go on"),
-    };
+    let event = first_change(&app, &mut events, "ivy").await;
     let mut held = Held::new();
     let mut wrong = Misapplied::default();
     // What the client holds of the note is what it was sent first.
@@ -646,4 +616,30 @@ async fn a_position_resumes_after_the_tables_reader_stopped_and_started_again() 
     let mut got: Vec<(i64, String)> = held.into_values().collect();
     got.sort();
     assert_eq!(got, truth(&app, "ivy").await);
+}
+
+/// The first change `events` (following `owner`'s notes) receives, `owner`'s note 1 written
+/// again and again until it comes: DynamoDB Local places a reader on a stream no one wrote to
+/// yet once it is written.
+async fn first_change(
+    app: &ModelApp,
+    events: &mut mpsc::Receiver<Received>,
+    owner: &str,
+) -> Received {
+    let table = app.table("Notes");
+    let writes = async {
+        for n in 0.. {
+            put_plain(
+                app.client(),
+                &table,
+                [note(owner, 1, &format!("one {n}"), "OPEN")],
+            )
+            .await;
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        }
+    };
+    tokio::select! {
+        event = next_event(events) => event,
+        () = writes => unreachable!("the writes go on"),
+    }
 }
