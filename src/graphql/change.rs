@@ -8,10 +8,14 @@ use async_graphql::{
     dynamic::{Enum, EnumItem, Field, FieldFuture, FieldValue, TypeRef},
 };
 
-use super::{error::UNAUTHENTICATED, nullability};
+use super::{
+    error::{ApiError, UNAUTHENTICATED},
+    nullability,
+};
 use crate::{
     auth::Caller,
-    stream::{Full, Seat, Streams, Unfollowable},
+    cursor::{Binding, CursorCodec},
+    stream::{Full, Position, Seat, Streams, Unfollowable},
 };
 
 /// The enum of what happened to an item.
@@ -90,10 +94,31 @@ const POSITION_EXPIRED: &str = "POSITION_EXPIRED";
 pub fn position_expired() -> async_graphql::Error {
     async_graphql::Error::new(
         "The changes after `resumeFrom` are no longer kept (a table's stream keeps them 24 hours, \
-         and a new stream starts without them): read the connection again, then subscribe \
-         with its last cursor.",
+         and a new stream starts without them): read the connection again (for `nodeChanged`, \
+         the node), then subscribe with its last cursor.",
     )
     .extend_with(|_, ext| ext.set("code", POSITION_EXPIRED))
+}
+
+/// The argument that resumes a subscription from a change's position.
+pub const RESUME_FROM: &str = "resumeFrom";
+
+/// The position a subscription resumes from: its `resumeFrom` argument, `sealed` for
+/// `binding` (the connection's, or the node's), opened before anything is read.
+pub fn open_position(
+    codec: &CursorCodec,
+    sealed: &str,
+    binding: &Binding,
+) -> Result<Position, ApiError> {
+    codec
+        .open_bytes(sealed, binding)
+        .ok()
+        .and_then(|bytes| Position::from_bytes(&bytes))
+        .ok_or_else(|| {
+            ApiError::BadUserInput(
+                "`resumeFrom` is not a position of this subscription's changes.".to_owned(),
+            )
+        })
 }
 
 /// The `position` field of a change object whose value is a `T`.
@@ -109,9 +134,9 @@ pub fn position_field<T: Any + Send + Sync>(position: fn(&T) -> Option<&str>) ->
     .description(
         "Where this change stands in the table's changes. Keep the last one you receive: when\n\
          the subscription ends (`CHANGES_LOST`, a server shutting down, a dropped connection),\n\
-         subscribe again with it as `resumeFrom` and every change after it is sent, to items anywhere\n\
-         in the connection, none twice. Null only when the server cannot place the change (a\n\
-         change relay older than this server).",
+         subscribe again with it as `resumeFrom` and every change after it is sent (for a\n\
+         connection, to items anywhere in it), none twice. Null only when the server cannot\n\
+         place the change (a change relay older than this server).",
     )
 }
 

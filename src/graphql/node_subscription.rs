@@ -6,6 +6,11 @@
 //! now visible), `UPDATED` or `REMOVED` (deleted, or no longer visible), with the node as it is
 //! now. A node that does not exist yet, or that the caller may not see, may be followed: nothing
 //! tells it apart from a missing one, as with `node(id:)`.
+//!
+//! Each change carries a `position`, sealed for the node, from which a subscription resumes
+//! (`resumeFrom`) as a connection's does.
+
+use std::sync::Arc;
 
 use async_graphql::{
     dynamic::{
@@ -25,10 +30,10 @@ use super::{
 };
 use crate::{
     auth::Caller,
-    cursor::Key,
+    cursor::{Binding, CursorCodec, Key},
     dynamo::{Item, Store},
     model::{EntityId, Model, StreamView},
-    stream::{Change, Route, Streams},
+    stream::{Change, Position, Route, Streams, Subscription},
 };
 
 /// The type of a node's change.
@@ -49,6 +54,35 @@ struct NodeChangeValue {
     id: String,
     /// The item as it is now and its entity, unless removed.
     node: Option<(Item, EntityId)>,
+    /// Where the change stands in the table's changes, sealed for the node.
+    position: Option<String>,
+}
+
+/// A change as a follower's judge makes it between executions; the execution that sends it
+/// seals its position (it holds the codec).
+struct Judged {
+    value: NodeChangeValue,
+    binding: Arc<Binding>,
+    /// The subscription's place in the table's changes after it.
+    position: Option<Arc<Position>>,
+}
+
+impl Judged {
+    fn seal(self, codec: &CursorCodec) -> NodeChangeValue {
+        NodeChangeValue {
+            position: self
+                .position
+                .map(|place| codec.seal_bytes(&place.to_bytes(), &self.binding)),
+            ..self.value
+        }
+    }
+}
+
+/// What positions of `id`'s changes are sealed for: the node, by its global id.
+fn binding(table: &str, id: &str) -> Binding {
+    Binding::builder("nodeChanged", table, None)
+        .argument("id", Some(id))
+        .finish()
 }
 
 /// `NodeChange`.
@@ -74,14 +108,18 @@ pub fn change_type(model: &'static Model) -> Object {
             })
             .description("The node as it is now; null when it was removed."),
         )
+        .field(change::position_field::<NodeChangeValue>(|c| {
+            c.position.as_deref()
+        }))
 }
 
 /// `nodeChanged(id: ID!): NodeChange!`.
 pub fn field(model: &'static Model) -> SubscriptionField {
     SubscriptionField::new("nodeChanged", TypeRef::named_nn(NODE_CHANGE), move |ctx| {
         SubscriptionFieldFuture::new(async move {
-            if let Some(sent) = live::preset::<NodeChangeValue>(&ctx) {
-                let value = sent.map(|value| FieldValue::boxed_any(value));
+            if let Some(judged) = live::preset::<Judged>(&ctx) {
+                let codec = ctx.data::<CursorCodec>().map_err(|_| ApiError::Internal)?;
+                let value = judged.map(|judged| FieldValue::owned_any(judged.seal(codec)));
                 return Ok(stream::once(std::future::ready(value)).boxed());
             }
             changes(&ctx, model).await
@@ -96,6 +134,13 @@ pub fn field(model: &'static Model) -> SubscriptionField {
     .argument(
         InputValue::new("id", TypeRef::named_nn(TypeRef::ID)).description("The node's global id."),
     )
+    .argument(
+        InputValue::new(change::RESUME_FROM, TypeRef::named(TypeRef::STRING)).description(
+            "The `position` of the last change received before this subscription's predecessor\n\
+             ended: every change of the node after it is sent first, none twice, then the live\n\
+             ones. Without it, changes come from now on.",
+        ),
+    )
 }
 
 /// Starts following a node: checks its id and its table's stream, and waits until the table's
@@ -105,6 +150,7 @@ async fn changes<'a>(
     model: &'static Model,
 ) -> async_graphql::Result<BoxStream<'a, async_graphql::Result<FieldValue<'a>>>> {
     let store: &'a Store = ctx.data::<Store>().map_err(|_| ApiError::Internal)?;
+    let codec: &CursorCodec = ctx.data::<CursorCodec>().map_err(|_| ApiError::Internal)?;
     let streams: &'a Streams = ctx.data::<Streams>().map_err(|_| ApiError::Internal)?;
     let caller = access::caller(ctx).into_owned();
     let seat = change::seat(streams, &caller)?;
@@ -115,6 +161,21 @@ async fn changes<'a>(
     let (entity, key) = parse_node_id(model, &id)
         .ok_or_else(|| ApiError::BadUserInput("`id` is not a node id.".to_owned()))?;
     let table = &model.tables[model.entities[entity].table];
+    let table_name = store.tables().name(model.entities[entity].table);
+    let binding = binding(table_name, &id);
+    // A position of this node's changes, opened before anything is read.
+    let since = match ctx
+        .args
+        .get(change::RESUME_FROM)
+        .filter(|v| !v.is_null())
+        .map(|v| v.string())
+    {
+        None => None,
+        Some(Ok(sealed)) => Some(change::open_position(codec, sealed, &binding)?),
+        Some(Err(_)) => {
+            return Err(ApiError::BadUserInput("`resumeFrom` must be a string.".to_owned()).into());
+        }
+    };
     if table.stream != Some(StreamView::NewAndOldImages) {
         return Err(ApiError::BadUserInput(format!(
             "Changes of `{}` nodes cannot be followed: their table has no stream of old and new \
@@ -124,10 +185,11 @@ async fn changes<'a>(
         .into());
     }
     // Only changes of the node's own item reach it.
-    let mut subscription = streams.subscribe_to(
-        store.tables().name(model.entities[entity].table),
-        &Route::Item(key.to_attribute_map()),
-    );
+    let route = Route::Item(key.to_attribute_map());
+    let mut subscription = match since {
+        Some(since) => streams.resume_from(table_name, &route, since),
+        None => streams.subscribe_to(table_name, &route),
+    };
     subscription.ready().await;
     let expires = caller.expires();
     let follower = Follower {
@@ -136,6 +198,7 @@ async fn changes<'a>(
         key,
         id,
         caller,
+        binding: Arc::new(binding),
     };
     live::hand_off(
         ctx,
@@ -145,7 +208,7 @@ async fn changes<'a>(
             expires,
         },
         subscription,
-        move |change, _| follower.judge(change),
+        move |change, changes| follower.judge(change, changes),
     )
 }
 
@@ -156,10 +219,11 @@ struct Follower {
     key: Key,
     id: String,
     caller: Caller,
+    binding: Arc<Binding>,
 }
 
 impl Follower {
-    fn judge<'c>(&self, change: &'c Change) -> Option<NodeChangeValue> {
+    fn judge<'c>(&self, change: &'c Change, changes: &Subscription) -> Option<Judged> {
         let model = self.model;
         if Key::from_item(&change.keys, self.key.shape()).ok()? != self.key {
             return None;
@@ -178,10 +242,15 @@ impl Follower {
         debug_assert!(after.is_none_or(|item| {
             resolve::item_id(model, self.entity, item).ok().as_deref() == Some(self.id.as_str())
         }));
-        Some(NodeChangeValue {
-            kind,
-            id: self.id.clone(),
-            node: after.map(|item| (item.clone(), self.entity)),
+        Some(Judged {
+            value: NodeChangeValue {
+                kind,
+                id: self.id.clone(),
+                node: after.map(|item| (item.clone(), self.entity)),
+                position: None,
+            },
+            binding: Arc::clone(&self.binding),
+            position: changes.position(),
         })
     }
 }

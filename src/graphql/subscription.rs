@@ -260,7 +260,7 @@ fn field(site: Site, node: &str, arguments: Vec<InputValue>) -> SubscriptionFiel
         field = field.argument(argument);
     }
     field.argument(
-        InputValue::new(RESUME_FROM, TypeRef::named(TypeRef::STRING)).description(
+        InputValue::new(change::RESUME_FROM, TypeRef::named(TypeRef::STRING)).description(
             "The `position` of the last change received before this subscription's predecessor\n\
              ended: every change after it is sent first (to items anywhere in the connection, none\n\
              twice), then the live ones. Without it, changes come from now on (and, with\n\
@@ -268,9 +268,6 @@ fn field(site: Site, node: &str, arguments: Vec<InputValue>) -> SubscriptionFiel
         ),
     )
 }
-
-/// The argument that resumes a subscription from a change's position.
-const RESUME_FROM: &str = "resumeFrom";
 
 /// What one subscriber holds: the read its connection would make, and how to judge changes.
 struct Follower {
@@ -309,18 +306,8 @@ async fn changes<'a>(
     };
     let (spec, binding) = resolve::read_spec(site, parent.as_ref(), &args, store, &caller)?;
     // A position of this connection's changes, opened before anything is read.
-    let since = match args.get(RESUME_FROM) {
-        Some(Value::String(sealed)) => Some(
-            codec
-                .open_bytes(sealed, &binding)
-                .ok()
-                .and_then(|bytes| Position::from_bytes(&bytes))
-                .ok_or_else(|| {
-                    ApiError::BadUserInput(
-                        "`resumeFrom` is not a position of this subscription's changes.".to_owned(),
-                    )
-                })?,
-        ),
+    let since = match args.get(change::RESUME_FROM) {
+        Some(Value::String(sealed)) => Some(change::open_position(codec, sealed, &binding)?),
         _ => None,
     };
     let env = Env {

@@ -10,6 +10,7 @@
 
 mod calls;
 mod convert;
+mod history;
 pub mod leases;
 mod outlet;
 pub mod position;
@@ -232,6 +233,8 @@ struct Readers {
     recognise: Option<Recognise>,
     /// Where changes come from when not from the tables' streams: the Redis a relay feeds.
     redis: Option<redis_feed::RedisFeed>,
+    /// What the replays of resumed subscriptions read of each table's stream, shared.
+    histories: Arc<history::Histories>,
 }
 
 impl std::fmt::Debug for Streams {
@@ -262,6 +265,7 @@ impl Streams {
             seats,
             recognise: None,
             redis: None,
+            histories: Arc::default(),
         }))
     }
 

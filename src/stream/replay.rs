@@ -22,7 +22,8 @@ use redis::aio::MultiplexedConnection;
 
 use super::{
     Change, Event, Origin, StreamSettings,
-    calls::{self, Calls, Failure, RECORDS_PER_CALL},
+    calls::{Calls, Failure},
+    history::{Cursor, History, Start},
     outlet::Backoff,
     position::{Mark, Position},
     redis_feed::{Held, RedisFeed},
@@ -64,8 +65,11 @@ pub(super) struct Replay {
     pub(super) until: Option<Arc<Position>>,
     /// The stream and the shards left to read, once planned.
     plan: Option<Plan>,
-    /// The shard being read and its next iterator.
-    reading: Option<(Arc<str>, Option<String>, u64)>,
+    /// The shard being read, the replay's place in what the table's replays read of it, and
+    /// the time before which its records are skipped (ms; 0: none).
+    reading: Option<(Arc<str>, Cursor, u64)>,
+    /// What the table's replays running now read of its stream, shared.
+    history: Arc<History>,
     /// While the place is read from Redis: the feed, and a connection once made.
     redis: Option<(RedisFeed, Option<MultiplexedConnection>)>,
     /// Whether the resume was counted as one from Redis.
@@ -93,12 +97,14 @@ impl Replay {
         if redis.is_none() {
             at.set_entry(None);
         }
+        let table: Arc<str> = Arc::from(table);
         Self {
+            history: streams.histories.of(&table, streams.settings),
             dynamodb: streams.dynamodb.clone(),
             streams: streams.streams.clone(),
             metrics: Arc::clone(&streams.metrics),
             settings: streams.settings,
-            table: Arc::from(table),
+            table,
             at,
             redis,
             counted: false,
@@ -139,13 +145,8 @@ impl Replay {
                     self.metrics.subscription_resumed("expired");
                     return Err(Expired);
                 }
-                Err(Failure::Expired) => {
-                    // The iterator expired between pages: a new one after the last record read.
-                    if let Some((_, iterator, _)) = &mut self.reading {
-                        *iterator = None;
-                    }
-                }
-                Err(Failure::Retry) => backoff.wait().await,
+                // (The history takes a new iterator when one expires.)
+                Err(Failure::Expired | Failure::Retry) => backoff.wait().await,
             }
         }
     }
@@ -236,47 +237,37 @@ impl Replay {
             self.metrics.subscription_resumed("stream");
         }
         loop {
-            let Some((shard, iterator, since)) = self.reading.clone() else {
-                let Some((arn, shards)) = &mut self.plan else {
+            let Some((shard, mut cursor, since)) = self.reading.take() else {
+                let Some((_, shards)) = &mut self.plan else {
                     return Ok(None);
                 };
                 let Some((shard, from)) = shards.pop_front() else {
                     return Ok(None);
                 };
-                let (position, since) = match &from {
-                    From::After(sequence) => (calls::Position::After(sequence), 0),
-                    From::Oldest(since) => (calls::Position::Oldest, *since),
+                let (start, since) = match from {
+                    From::After(sequence) => (Start::After(sequence), 0),
+                    From::Oldest(since) => (Start::Oldest, since),
                 };
-                let arn = arn.clone();
-                let iterator = self.calls().iterator(&arn, &shard, position).await?;
-                if iterator.is_some() {
-                    self.reading = Some((shard, iterator, since));
-                }
+                let cursor = self.history.cursor(&shard, start).await;
+                self.reading = Some((shard, cursor, since));
                 continue;
             };
-            let iterator = match iterator {
-                Some(iterator) => iterator,
-                None => {
-                    let arn = self
-                        .plan
-                        .as_ref()
-                        .map(|(arn, _)| arn.clone())
-                        .unwrap_or_default();
-                    let position = match self.at.mark(&shard) {
-                        Some(Mark::After(last)) => calls::Position::After(last),
-                        _ => calls::Position::Oldest,
-                    };
-                    let taken = self.calls().iterator(&arn, &shard, position).await?;
-                    match taken {
-                        Some(taken) => taken,
-                        None => {
-                            self.reading = None;
-                            continue;
-                        }
-                    }
+            let arn = self
+                .plan
+                .as_ref()
+                .map(|(arn, _)| arn.clone())
+                .unwrap_or_default();
+            let page = match self
+                .history
+                .read(&self.calls(), &arn, &shard, &mut cursor)
+                .await
+            {
+                Ok(page) => page,
+                Err(failure) => {
+                    self.reading = Some((shard, cursor, since));
+                    return Err(failure);
                 }
             };
-            let page = self.calls().records(&iterator, RECORDS_PER_CALL).await?;
             let until = self
                 .until
                 .as_ref()
@@ -284,28 +275,26 @@ impl Replay {
                     Some(Mark::After(last)) => Some(last.clone()),
                     _ => None,
                 });
+            let page_was_empty = page.reads.is_empty();
             let mut changes = Vec::new();
             let mut reached = false;
-            for record in &page.records {
-                let Some(sequence) = calls::sequence(record) else {
-                    continue;
-                };
+            for read in page.reads {
                 if let Some(until) = &until
-                    && super::sequence_after(sequence, until)
+                    && super::sequence_after(&read.sequence, until)
                 {
                     reached = true;
                     break;
                 }
                 let early = since > 0
-                    && calls::created(record).is_some_and(|created| {
+                    && read.created.is_some_and(|created| {
                         created + SINCE_SLACK
                             < SystemTime::UNIX_EPOCH + Duration::from_millis(since)
                     });
-                self.at.set(&shard, Mark::After(sequence.to_owned()));
+                self.at.set(&shard, Mark::After(read.sequence));
                 if early {
                     continue;
                 }
-                if let Some(mut change) = calls::change(&self.table, record) {
+                if let Some(mut change) = read.change {
                     change.origin = Some(Origin {
                         shard: Arc::clone(&shard),
                         after: Arc::new(self.at.clone()),
@@ -316,22 +305,18 @@ impl Replay {
             // The shard is done when it is read to the live reader's mark, closed and read to
             // its end, or (with no mark to read to) read to where it stands now.
             let done = reached
-                || page.next.is_none()
-                || (page.records.is_empty() && until.is_none())
+                || page.ended
+                || (page_was_empty && until.is_none())
                 || until.as_ref().is_some_and(|until| {
                     self.at.mark(&shard).is_some_and(
                         |m| matches!(m, Mark::After(last) if !super::sequence_after(until, last)),
                     )
                 });
-            self.reading = if done {
-                None
-            } else {
-                Some((shard, page.next, since))
-            };
+            self.reading = (!done).then_some((shard, cursor, since));
             if !changes.is_empty() {
                 return Ok(Some(changes));
             }
-            if !done && page.records.is_empty() {
+            if !done && page_was_empty {
                 // An open shard with nothing new yet while the live reader's mark is ahead.
                 tokio::time::sleep(self.settings.poll_interval).await;
             }
@@ -341,15 +326,16 @@ impl Replay {
     /// The stream and each shard's start, parents before children; fails when the place is
     /// not one in the table's current stream, or names a shard the stream no longer lists.
     async fn planned(&self) -> Result<Plan, Failure> {
-        let arn = match self.calls().find_stream().await {
-            Ok(Some(arn)) => arn,
-            Ok(None) => return Err(Failure::Gone),
-            Err(()) => return Err(Failure::Retry),
+        let Some((arn, listed)) = self
+            .history
+            .listing(&self.calls(), &self.at, self.until.as_deref())
+            .await?
+        else {
+            return Err(Failure::Gone);
         };
         if !self.at.in_stream(&arn) {
             return Err(Failure::Gone);
         }
-        let listed = self.calls().describe(&arn).await?;
         let ids: HashSet<&str> = listed.iter().map(|s| s.id.as_str()).collect();
         if self.at.shards().any(|(id, _)| !ids.contains(id)) {
             // Trimmed after 24 hours: what followed the place in it may be gone too.

@@ -643,3 +643,175 @@ async fn first_change(
         () = writes => unreachable!("the writes go on"),
     }
 }
+
+/// How many `call`s the server made to the tables' streams so far.
+fn stream_calls(app: &ModelApp, call: &str) -> f64 {
+    crate::helpers::metric(
+        &app.store.metrics().render(),
+        &format!("dynarelay_stream_calls_total{{call=\"{call}\"}}"),
+    )
+}
+
+/// The texts of the changes `events` receives until the note whose text is `last` arrives.
+async fn texts_until(events: &mut mpsc::Receiver<Received>, last: &str) -> Vec<String> {
+    let mut texts = Vec::new();
+    loop {
+        let event = next_event(events).await;
+        let text = change(&event)["edge"]["node"]["text"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{event:?}"))
+            .to_owned();
+        texts.push(text.clone());
+        if text == last {
+            return texts;
+        }
+    }
+}
+
+#[tokio::test]
+async fn subscribers_resuming_at_once_share_the_streams_reads_and_each_gets_what_it_missed() {
+    let app = model_app_from(MODEL).await;
+    let router = live_router(&app);
+    let table = app.table("Notes");
+    // A subscriber that stays keeps the table's reader running: its own calls are not counted
+    // below (it takes no iterator and describes no table while its shards stay open).
+    let mut staying = subscribe(&router, SINCE, json!({ "owner": "kay" })).await;
+    let first = first_change(&app, &mut staying, "kay").await;
+    let early = change(&first)["position"].as_str().unwrap().to_owned();
+    put_plain(app.client(), &table, [note("kay", 2, "two", "OPEN")]).await;
+    let mut later = String::new();
+    while later.is_empty() {
+        let event = next_event(&mut staying).await;
+        if change(&event)["edge"]["node"]["text"] == "two" {
+            later = change(&event)["position"].as_str().unwrap().to_owned();
+        }
+    }
+    // While twelve clients were away (six got as far as `early`, six as far as `later`):
+    put_plain(app.client(), &table, [note("kay", 3, "three", "OPEN")]).await;
+    put_plain(
+        app.client(),
+        &table,
+        [note("kay", 2, "two, edited", "OPEN")],
+    )
+    .await;
+    put_plain(app.client(), &table, [note("kay", 4, "away", "OPEN")]).await;
+    let iterators = stream_calls(&app, "GetShardIterator");
+    let tables = stream_calls(&app, "DescribeTable");
+    let resumed = async_graphql::futures_util::future::join_all((0..12).map(|n| {
+        let from = if n % 2 == 0 { &early } else { &later };
+        subscribe(
+            &router,
+            SINCE,
+            json!({ "owner": "kay", "resumeFrom": from }),
+        )
+    }))
+    .await;
+    for (n, mut events) in resumed.into_iter().enumerate() {
+        let mut expected = vec!["three", "two, edited", "away"];
+        if n % 2 == 0 {
+            expected.insert(0, "two");
+        }
+        assert_eq!(
+            texts_until(&mut events, "away").await,
+            expected,
+            "client {n}"
+        );
+    }
+    // Twelve resumes, from two places: the table's stream described once, each place's run of
+    // records read once (DynamoDB Local's table has one shard).
+    assert_eq!(stream_calls(&app, "DescribeTable") - tables, 1.0);
+    let taken = stream_calls(&app, "GetShardIterator") - iterators;
+    assert!(
+        (1.0..=2.0).contains(&taken),
+        "{taken} iterators for 12 resumes"
+    );
+}
+
+const NODE_SINCE: &str = "subscription($id: ID!, $resumeFrom: String) {
+  nodeChanged(id: $id, resumeFrom: $resumeFrom) {
+    kind id position node { id ... on Note { text } } } }";
+
+/// The `nodeChanged` an event carries: kind, text (none when removed) and position.
+fn node_change(event: &Received) -> (String, Option<String>, String) {
+    assert_eq!(event.0, "next", "{event:?}");
+    let change = &event.1["data"]["nodeChanged"];
+    (
+        change["kind"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{event:?}"))
+            .to_owned(),
+        change["node"]["text"].as_str().map(str::to_owned),
+        change["position"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{event:?}"))
+            .to_owned(),
+    )
+}
+
+#[tokio::test]
+async fn a_node_resumed_from_a_position_gets_each_change_it_missed_once() {
+    let app = model_app_from(MODEL).await;
+    let router = live_router(&app);
+    let table = app.table("Notes");
+    put_plain(app.client(), &table, [note("lee", 1, "first", "OPEN")]).await;
+    put_plain(app.client(), &table, [note("lee", 2, "second", "OPEN")]).await;
+    let page = post_graphql(
+        &router,
+        "{ notes(owner: \"lee\", first: 2) { edges { node { id } } } }",
+        json!({}),
+    )
+    .await;
+    let id = page["data"]["notes"]["edges"][0]["node"]["id"].clone();
+    let other = page["data"]["notes"]["edges"][1]["node"]["id"].clone();
+    let mut events = subscribe(&router, NODE_SINCE, json!({ "id": id })).await;
+    let (_, _, position) = node_change(&first_change(&app, &mut events, "lee").await);
+    drop(events);
+    // Away: the node edited twice, another node edited, then the node deleted.
+    put_plain(app.client(), &table, [note("lee", 1, "edited", "OPEN")]).await;
+    put_plain(app.client(), &table, [note("lee", 2, "not it", "OPEN")]).await;
+    put_plain(app.client(), &table, [note("lee", 1, "again", "DONE")]).await;
+    delete(&app, remove("lee", 1)).await;
+
+    let mut events = subscribe(
+        &router,
+        NODE_SINCE,
+        json!({ "id": id, "resumeFrom": position }),
+    )
+    .await;
+    let mut missed = Vec::new();
+    for _ in 0..3 {
+        let (kind, text, _) = node_change(&next_event(&mut events).await);
+        missed.push((kind, text));
+    }
+    let text = |t: &str| Some(t.to_owned());
+    assert_eq!(
+        missed,
+        [
+            ("UPDATED".to_owned(), text("edited")),
+            ("UPDATED".to_owned(), text("again")),
+            ("REMOVED".to_owned(), None),
+        ]
+    );
+    // Then live, once.
+    put_plain(app.client(), &table, [note("lee", 1, "back", "OPEN")]).await;
+    let (kind, text, last) = node_change(&next_event(&mut events).await);
+    assert_eq!((kind.as_str(), text.as_deref()), ("ADDED", Some("back")));
+    drop(events);
+
+    // A position is the node's own: another node's subscription refuses it before any read.
+    let before = reads(&app);
+    let mut events = subscribe(
+        &router,
+        NODE_SINCE,
+        json!({ "id": other, "resumeFrom": last }),
+    )
+    .await;
+    assert_eq!(
+        refusal(&mut events).await,
+        (
+            "BAD_USER_INPUT".to_owned(),
+            "`resumeFrom` is not a position of this subscription's changes.".to_owned()
+        )
+    );
+    assert_eq!(reads(&app), before);
+}
