@@ -126,8 +126,9 @@ struct RunState {
     base: usize,
     reads: Vec<Read>,
     next: Next,
-    /// When a call last found nothing new in the open shard.
-    polled: Option<Instant>,
+    /// When the last call that found nothing new in the open shard was made (by the monotonic
+    /// clock, and by the wall clock replays compare with).
+    polled: Option<(Instant, SystemTime)>,
 }
 
 impl RunState {
@@ -280,14 +281,16 @@ impl History {
 
     /// The next records of `shard` after `cursor` (at most a page's worth), moving it on: from
     /// memory where its run holds them, else by one `GetRecords` call that extends the run for
-    /// every replay in it. Empty while the open shard holds nothing newer (a call found nothing
-    /// within the last poll interval).
+    /// every replay in it. Empty while the open shard holds nothing newer: a call found nothing
+    /// within the last poll interval, and after `fresh` (a replay that stops at the shard's end
+    /// must not take an end found before the live reader's place there for it).
     pub(super) async fn read(
         &self,
         calls: &Calls<'_>,
         arn: &str,
         shard: &Arc<str>,
         cursor: &mut Cursor,
+        fresh: SystemTime,
     ) -> Result<Page, Failure> {
         loop {
             let mut state = cursor.run.state.lock().await;
@@ -318,10 +321,7 @@ impl History {
                         ended: true,
                     });
                 }
-                _ if state
-                    .polled
-                    .is_some_and(|at| at.elapsed() < self.settings.poll_interval) =>
-                {
+                _ if found_nothing_lately(state.polled, self.settings.poll_interval, fresh) => {
                     return Ok(Page {
                         reads: Vec::new(),
                         ended: false,
@@ -343,6 +343,8 @@ impl History {
                     }
                 }
             };
+            // (When it was asked, not answered: what it found holds from then on.)
+            let asked = (Instant::now(), SystemTime::now());
             let page = match calls.records(&iterator, RECORDS_PER_CALL).await {
                 Ok(page) => page,
                 Err(Failure::Expired) => {
@@ -356,7 +358,7 @@ impl History {
                 }
             };
             state.next = page.next.map_or(Next::End, Next::Iterator);
-            state.polled = page.records.is_empty().then(Instant::now);
+            state.polled = page.records.is_empty().then_some(asked);
             state
                 .reads
                 .extend(page.records.iter().filter_map(read_of(calls)));
@@ -367,6 +369,16 @@ impl History {
             }
         }
     }
+}
+
+/// Whether a call that found nothing new, made at `polled`, still answers for a replay: made
+/// within the last `interval`, and after `fresh`.
+fn found_nothing_lately(
+    polled: Option<(Instant, SystemTime)>,
+    interval: Duration,
+    fresh: SystemTime,
+) -> bool {
+    polled.is_some_and(|(at, wall)| at.elapsed() < interval && wall >= fresh)
 }
 
 /// A stream record as a run keeps it.
@@ -423,6 +435,32 @@ mod tests {
             "nothing read yet"
         );
         assert_eq!(state(0, &[]).after(&from, "101"), None);
+    }
+
+    #[test]
+    fn an_empty_call_answers_only_for_replays_that_began_before_it_and_only_for_a_while() {
+        let interval = Duration::from_secs(3600);
+        let now = SystemTime::now();
+        let asked = Some((Instant::now(), now));
+        assert!(found_nothing_lately(
+            asked,
+            interval,
+            now - Duration::from_millis(1)
+        ));
+        assert!(found_nothing_lately(asked, interval, now));
+        assert!(
+            !found_nothing_lately(asked, interval, now + Duration::from_millis(1)),
+            "asked before the replay began"
+        );
+        assert!(!found_nothing_lately(
+            None,
+            interval,
+            SystemTime::UNIX_EPOCH
+        ));
+        assert!(
+            !found_nothing_lately(asked, Duration::ZERO, SystemTime::UNIX_EPOCH),
+            "asked longer ago than the poll interval"
+        );
     }
 
     #[test]

@@ -70,6 +70,8 @@ pub(super) struct Replay {
     reading: Option<(Arc<str>, Cursor, u64)>,
     /// What the table's replays running now read of its stream, shared.
     history: Arc<History>,
+    /// When the replay planned its reads of the stream.
+    began: SystemTime,
     /// While the place is read from Redis: the feed, and a connection once made.
     redis: Option<(RedisFeed, Option<MultiplexedConnection>)>,
     /// Whether the resume was counted as one from Redis.
@@ -100,6 +102,7 @@ impl Replay {
         let table: Arc<str> = Arc::from(table);
         Self {
             history: streams.histories.of(&table, streams.settings),
+            began: SystemTime::now(),
             dynamodb: streams.dynamodb.clone(),
             streams: streams.streams.clone(),
             metrics: Arc::clone(&streams.metrics),
@@ -234,6 +237,7 @@ impl Replay {
     async fn step(&mut self) -> Result<Option<Vec<Change>>, Failure> {
         if self.plan.is_none() {
             self.plan = Some(self.planned().await?);
+            self.began = SystemTime::now();
             self.metrics.subscription_resumed("stream");
         }
         loop {
@@ -257,9 +261,15 @@ impl Replay {
                 .as_ref()
                 .map(|(arn, _)| arn.clone())
                 .unwrap_or_default();
+            // A shard read to its end (no record of the live reader's to read to) ends at an
+            // end found after this replay began: after the live reader took its place there.
+            let fresh = match self.until.as_ref().and_then(|until| until.mark(&shard)) {
+                Some(Mark::After(_)) => SystemTime::UNIX_EPOCH,
+                _ => self.began,
+            };
             let page = match self
                 .history
-                .read(&self.calls(), &arn, &shard, &mut cursor)
+                .read(&self.calls(), &arn, &shard, &mut cursor, fresh)
                 .await
             {
                 Ok(page) => page,
