@@ -62,6 +62,11 @@ fn node(node: &Value) -> (String, (i64, String)) {
 
 /// What DynamoDB holds of `owner`'s notes, as `at` and `text`.
 async fn truth(app: &ModelApp, owner: &str) -> Vec<(i64, String)> {
+    truth_in(app, owner, None).await
+}
+
+/// What DynamoDB holds of `owner`'s notes in `state` (any, with `None`), as `at` and `text`.
+async fn truth_in(app: &ModelApp, owner: &str, state: Option<&str>) -> Vec<(i64, String)> {
     let items = query_all(
         app.client(),
         &GroundQuery {
@@ -76,6 +81,7 @@ async fn truth(app: &ModelApp, owner: &str) -> Vec<(i64, String)> {
     .await;
     items
         .iter()
+        .filter(|item| state.is_none_or(|s| item["state"] == AttributeValue::S(s.to_owned())))
         .map(|item| {
             let (AttributeValue::N(at), AttributeValue::S(text)) = (&item["at"], &item["text"])
             else {
@@ -814,4 +820,72 @@ async fn a_node_resumed_from_a_position_gets_each_change_it_missed_once() {
         )
     );
     assert_eq!(reads(&app), before);
+}
+
+const SINCE_OPEN_NEWEST: &str =
+    "subscription($owner: String!, $after: String, $resumeFrom: String) {
+  notesChanged(owner: $owner, state: OPEN, order: DESC, after: $after, resumeFrom: $resumeFrom) {
+    kind id position edge { cursor node { id at text } } } }";
+
+#[tokio::test]
+async fn a_newest_first_filtered_connection_resumed_from_a_position_ends_as_dynamodb_holds_it() {
+    let app = model_app_from(MODEL).await;
+    let router = live_router(&app);
+    let table = app.table("Notes");
+    put_plain(
+        app.client(),
+        &table,
+        (1..=6).map(|at| note("max", at, &format!("note {at}"), "OPEN")),
+    )
+    .await;
+    put_plain(app.client(), &table, [note("max", 7, "note 7", "DONE")]).await;
+    // The client pages the open notes newest first (6, 5, 4) and follows from its cursor: the
+    // older ones (3, 2, 1) come first.
+    let first = post_graphql(
+        &router,
+        "{ notes(owner: \"max\", state: OPEN, order: DESC, first: 3) {
+             edges { cursor node { id at text } } } }",
+        json!({}),
+    )
+    .await;
+    let edges = first["data"]["notes"]["edges"].as_array().unwrap().clone();
+    let mut held: Held = edges.iter().map(|e| node(&e["node"])).collect();
+    assert_eq!(held.len(), 3, "{first}");
+    let cursor = edges[2]["cursor"].as_str().unwrap().to_owned();
+    let mut wrong = Misapplied::default();
+    let mut events = subscribe(
+        &router,
+        SINCE_OPEN_NEWEST,
+        json!({ "owner": "max", "after": cursor }),
+    )
+    .await;
+    apply_positions_until(&mut events, &mut held, "note 1", &mut wrong).await;
+    put_plain(app.client(), &table, [note("max", 8, "note 8", "OPEN")]).await;
+    let position = apply_positions_until(&mut events, &mut held, "note 8", &mut wrong).await;
+    drop(events);
+
+    // Away: before the cursor (newer notes) one edited, one closed, one reopened, one added;
+    // after it one edited and one removed.
+    for (at, text, state) in [
+        (6, "note 6, edited", "OPEN"),
+        (5, "note 5, done", "DONE"),
+        (7, "note 7, reopened", "OPEN"),
+        (2, "note 2, edited", "OPEN"),
+    ] {
+        put_plain(app.client(), &table, [note("max", at, text, state)]).await;
+    }
+    delete(&app, remove("max", 3)).await;
+    put_plain(app.client(), &table, [note("max", 9, "away", "OPEN")]).await;
+
+    let mut events = subscribe(
+        &router,
+        SINCE_OPEN_NEWEST,
+        json!({ "owner": "max", "after": cursor, "resumeFrom": position }),
+    )
+    .await;
+    apply_positions_until(&mut events, &mut held, "away", &mut wrong).await;
+    assert_eq!(wrong, Misapplied::default());
+    let mut got: Vec<(i64, String)> = held.into_values().collect();
+    got.sort();
+    assert_eq!(got, truth_in(&app, "max", Some("OPEN")).await);
 }
