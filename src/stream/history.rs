@@ -382,9 +382,9 @@ fn found_nothing_lately(
 }
 
 /// A stream record as a run keeps it.
-fn read_of<'a>(calls: &'a Calls<'_>) -> impl Fn(&Record) -> Option<Read> + 'a {
+fn read_of(calls: &Calls<'_>) -> impl Fn(&Record) -> Option<Read> {
+    let table: Arc<str> = Arc::from(calls.table);
     move |record| {
-        let table: Arc<str> = Arc::from(calls.table);
         Some(Read {
             sequence: calls::sequence(record)?.to_owned(),
             created: calls::created(record),

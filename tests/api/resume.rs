@@ -513,6 +513,25 @@ async fn a_subscription_resumed_from_a_position_misses_nothing_before_or_after_i
     assert_eq!(next["kind"], "ADDED", "{next}");
 }
 
+/// Subscribes with `variables` and asserts that the position in them is refused as not this
+/// subscription's, before anything is read.
+async fn refused_before_any_read(app: &ModelApp, router: &Router, query: &str, variables: Value) {
+    let before = reads(app);
+    let mut events = subscribe(router, query, variables).await;
+    assert_eq!(
+        refusal(&mut events).await,
+        (
+            "BAD_USER_INPUT".to_owned(),
+            "`resumeFrom` is not a position of this subscription's changes.".to_owned()
+        )
+    );
+    assert_eq!(
+        reads(app),
+        before,
+        "nothing was read for a refused position"
+    );
+}
+
 #[tokio::test]
 async fn a_position_that_is_not_the_connections_or_that_the_stream_no_longer_holds_is_refused() {
     let app = model_app_from(MODEL).await;
@@ -528,25 +547,13 @@ async fn a_position_that_is_not_the_connections_or_that_the_stream_no_longer_hol
         ("fay", cursor.unwrap()),
         ("fay", "bm90IGEgcG9zaXRpb24".to_owned()),
     ] {
-        let before = reads(&app);
-        let mut events = subscribe(
+        refused_before_any_read(
+            &app,
             &router,
             SINCE,
             json!({ "owner": owner, "resumeFrom": since }),
         )
         .await;
-        assert_eq!(
-            refusal(&mut events).await,
-            (
-                "BAD_USER_INPUT".to_owned(),
-                "`resumeFrom` is not a position of this subscription's changes.".to_owned()
-            )
-        );
-        assert_eq!(
-            reads(&app),
-            before,
-            "nothing was read for a refused position"
-        );
     }
     // The table's stream replaced: its changes since the position are not kept anywhere.
     let control = control_client();
@@ -805,21 +812,13 @@ async fn a_node_resumed_from_a_position_gets_each_change_it_missed_once() {
     drop(events);
 
     // A position is the node's own: another node's subscription refuses it before any read.
-    let before = reads(&app);
-    let mut events = subscribe(
+    refused_before_any_read(
+        &app,
         &router,
         NODE_SINCE,
         json!({ "id": other, "resumeFrom": last }),
     )
     .await;
-    assert_eq!(
-        refusal(&mut events).await,
-        (
-            "BAD_USER_INPUT".to_owned(),
-            "`resumeFrom` is not a position of this subscription's changes.".to_owned()
-        )
-    );
-    assert_eq!(reads(&app), before);
 }
 
 const SINCE_OPEN_NEWEST: &str =
