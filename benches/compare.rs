@@ -18,7 +18,8 @@
 //! - the same page against the same calls with DynamoDB Local behind a loopback proxy that
 //!   delays each direction by 2 ms, a stand-in for the distance to a real region (a second
 //!   server is started against the proxy);
-//! - the server's CPU time per page (from `/proc/<pid>/stat`) at 8 clients, and at 16;
+//! - the server's CPU time per page (from `/proc/<pid>/stat`) at 8 clients, at 16 and at 1
+//!   (with the baseline's and the Node reference's beside it, and the SDK floor of one task);
 //! - the SDK floor: the CPU time that the page's DynamoDB calls (the user's GetItem and the
 //!   21-item Query, at the same time) cost through aws-sdk-dynamodb alone, read from this
 //!   process's own `/proc/self/stat` over 2,000 pages from 8 tasks, once on a current-thread tokio
@@ -55,7 +56,9 @@
 //! server's sample by sample (which goes first alternates too), the CPU load runs in rounds
 //! that alternate between the two servers, and its numbers are printed beside the current
 //! server's with the ratio current / baseline (start to ready, idle RSS, page p50 and p99, the
-//! time added per page, CPU per page). `DYNARELAY_BENCH_REV` and `DYNARELAY_BENCH_BASELINE_REV`,
+//! time added per page, CPU per page). The baseline serves the shop model of its own revision
+//! (`DYNARELAY_BENCH_BASELINE_MODEL`, which `scripts/bench` sets), since an older binary refuses
+//! keys added to the model since. `DYNARELAY_BENCH_REV` and `DYNARELAY_BENCH_BASELINE_REV`,
 //! when set, say which commits the two binaries were built from; the table's heading prints
 //! them with each binary's path and `--version`. The baseline predates the single-table examples,
 //! so their rows have no baseline columns: the current binary serves them.
@@ -242,7 +245,13 @@ async fn run() -> anyhow::Result<()> {
     // compete; it serves the same tables.
     let base_server = match &baseline {
         Some(baseline) => {
-            let base = Server::start(&baseline.path, &endpoint, &prefix, SHOP_MODEL)?;
+            // The shop model as the baseline's revision wrote it (an older binary refuses keys
+            // added since), over the same tables.
+            let model = std::env::var("DYNARELAY_BENCH_BASELINE_MODEL")
+                .ok()
+                .filter(|m| !m.is_empty())
+                .unwrap_or_else(|| SHOP_MODEL.to_owned());
+            let base = Server::start(&baseline.path, &endpoint, &prefix, &model)?;
             let ready = base.wait_ready().await?;
             eprintln!("baseline serve: pid {}", base.pid());
             Some((base, ready))
@@ -641,9 +650,11 @@ async fn run() -> anyhow::Result<()> {
     // another's rounds.
     let api = Arc::new(api);
     let mut loaded = vec![(server.pid(), Arc::clone(&api), LONG_USER)];
-    if let (Some((base, _)), Some(base_api)) = (&base_server, base_api) {
-        loaded.push((base.pid(), Arc::new(base_api), LONG_USER));
-    }
+    let base_load = match (&base_server, base_api) {
+        (Some((base, _)), Some(base_api)) => Some((base.pid(), Arc::new(base_api), LONG_USER)),
+        _ => None,
+    };
+    loaded.extend(base_load.clone());
     let secure_at = loaded.len();
     loaded.push((secure_server.pid(), Arc::clone(&secure_api), LONG_USER));
     let examples_at = loaded.len();
@@ -670,7 +681,7 @@ async fn run() -> anyhow::Result<()> {
     // The shop page's server again, and the Node reference, at twice the clients: the same
     // pages and rounds, alternating between the two.
     let mut high = vec![(server.pid(), Arc::clone(&api), LONG_USER)];
-    let high_peer_at = match peer_load {
+    let high_peer_at = match peer_load.clone() {
         Some(peer_load) if peer_down.is_none() => {
             high.push(peer_load);
             Some(1)
@@ -684,11 +695,34 @@ async fn run() -> anyhow::Result<()> {
         .map(|t| Ok(ticks_to_duration(t)?.as_secs_f64() / CONCURRENT_PAGES as f64))
         .collect::<anyhow::Result<Vec<_>>>()?;
     drop(high);
+    // One client at a time, the load of one person's requests, where no work is shared
+    // between requests in flight: the shop page's server, the baseline's and the Node
+    // reference's, in alternating rounds.
+    let mut single = vec![(server.pid(), Arc::clone(&api), LONG_USER)];
+    let single_base_at = base_load.map(|base| {
+        single.push(base);
+        single.len() - 1
+    });
+    let single_peer_at = match peer_load {
+        Some(peer_load) if peer_down.is_none() => {
+            single.push(peer_load);
+            Some(single.len() - 1)
+        }
+        _ => None,
+    };
+    let (single_walls, single_ticks) =
+        cpu_rounds(&single, 1, single_peer_at, &mut peer_down).await?;
+    let single_per_page = single_ticks
+        .into_iter()
+        .map(|t| Ok(ticks_to_duration(t)?.as_secs_f64() / CONCURRENT_PAGES as f64))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    drop(single);
     // The Node reference's CPU per page at both concurrencies, when all its rounds ran.
-    let peer_cpu = match (peer_at, high_peer_at, &peer_down) {
-        (Some(low), Some(high), None) => Some((
+    let peer_cpu = match (peer_at, high_peer_at, single_peer_at, &peer_down) {
+        (Some(low), Some(high), Some(one), None) => Some((
             (per_page[low], walls[low]),
             (high_per_page[high], high_walls[high]),
+            (single_per_page[one], single_walls[one]),
         )),
         _ => None,
     };
@@ -696,14 +730,16 @@ async fn run() -> anyhow::Result<()> {
     // The SDK floor, with every server idle: the page's DynamoDB calls from this process alone.
     let mut floors = Vec::new();
     let per_core = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-    for flavor in [
-        FloorRuntime::CurrentThread,
-        FloorRuntime::MultiThread,
-        FloorRuntime::PerCore(per_core),
+    for (flavor, tasks) in [
+        (FloorRuntime::CurrentThread, CONCURRENCY),
+        (FloorRuntime::MultiThread, CONCURRENCY),
+        (FloorRuntime::PerCore(per_core), CONCURRENCY),
+        (FloorRuntime::CurrentThread, 1),
     ] {
-        let ticks = sdk_floor(flavor, &endpoint, &names).await?;
+        let ticks = sdk_floor(flavor, tasks, &endpoint, &names).await?;
         floors.push((
             flavor,
+            tasks,
             ticks_to_duration(ticks)?.as_secs_f64() / FLOOR_PAGES as f64,
         ));
     }
@@ -782,17 +818,47 @@ async fn run() -> anyhow::Result<()> {
             }
         ),
     ));
+    rows.push(
+        row(
+            "server CPU per page (1 client)",
+            micros(single_per_page[0]),
+            "",
+            "",
+            format!(
+                "{}; {CPU_ROUNDS} rounds{}",
+                rate(single_walls[0]),
+                match (single_base_at, single_peer_at) {
+                    (Some(_), Some(_)) => ", alternating with the baseline and the Node reference",
+                    (Some(_), None) => ", alternating with the baseline",
+                    (None, Some(_)) => ", alternating with the Node reference",
+                    (None, None) => "",
+                }
+            ),
+        )
+        .beside(single_base_at.map(|b| {
+            (
+                micros(single_per_page[b]),
+                quotient(single_per_page[0], single_per_page[b]),
+            )
+        })),
+    );
     for (clients, peer_cpu) in [
-        (CONCURRENCY, peer_cpu.map(|(low, _)| low)),
-        (HIGH_CONCURRENCY, peer_cpu.map(|(_, high)| high)),
+        (1, peer_cpu.map(|(_, _, one)| one)),
+        (CONCURRENCY, peer_cpu.map(|(low, _, _)| low)),
+        (HIGH_CONCURRENCY, peer_cpu.map(|(_, high, _)| high)),
     ] {
-        let ours = if clients == CONCURRENCY {
-            per_page[0]
+        let ours = match clients {
+            1 => single_per_page[0],
+            CONCURRENCY => per_page[0],
+            _ => high_per_page[0],
+        };
+        let clients = if clients == 1 {
+            "1 client".to_owned()
         } else {
-            high_per_page[0]
+            format!("{clients} clients")
         };
         rows.push(peer_row(
-            format!("server CPU per page ({clients} clients), against the Node reference"),
+            format!("server CPU per page ({clients}), against the Node reference"),
             micros(ours),
             peer_cpu.map(|(cpu, _)| (micros(cpu), quotient(ours, cpu))),
             peer_down.as_deref(),
@@ -802,17 +868,31 @@ async fn run() -> anyhow::Result<()> {
             ),
         ));
     }
-    for (flavor, floor) in floors {
+    for (flavor, tasks, floor) in floors {
+        let (ours, clients, target) = if tasks == 1 {
+            (single_per_page[0], "1 client".to_owned(), "at most 1.0")
+        } else {
+            (
+                per_page[0],
+                format!("{CONCURRENCY} clients"),
+                "at most 1.3, at least at most 1.6",
+            )
+        };
         rows.push(row(
             format!(
-                "SDK floor: the page's GetItem and Query through aws-sdk-dynamodb alone, CPU per page, {}",
-                flavor.describe()
+                "SDK floor: the page's GetItem and Query through aws-sdk-dynamodb alone, CPU per page, {}{}",
+                flavor.describe(),
+                if tasks == 1 { ", 1 task" } else { "" }
             ),
-            micros(per_page[0]),
-            format!("{} (the bench process, {CONCURRENCY} tasks)", micros(floor)),
-            quotient(per_page[0], floor),
+            micros(ours),
             format!(
-                "dynarelay's server CPU ({CONCURRENCY} clients) / floor: target at most 1.3, at least at most 1.6; the SDK, its HTTP client and JSON, not DynamoDB Local's CPU; {FLOOR_PAGES} pages"
+                "{} (the bench process, {tasks} task{})",
+                micros(floor),
+                if tasks == 1 { "" } else { "s" }
+            ),
+            quotient(ours, floor),
+            format!(
+                "dynarelay's server CPU ({clients}) / floor: target {target}; the SDK, its HTTP client and JSON, not DynamoDB Local's CPU; {FLOOR_PAGES} pages"
             ),
         ));
     }

@@ -10,6 +10,10 @@
 //!   `placedAt` read (a facet of the sort key): what a shared table adds to a page;
 //! - `document/parse` and `document/cached`: the page query of `scripts/bench` parsed and checked
 //!   against the query limits, against taken from the document cache;
+//! - `answer/query_21_sdk` and `answer/query_21_reader`: the JSON of a Query's answer of 21
+//!   purchases (the shop page's, with `ConsumedCapacity` and `LastEvaluatedKey`) read into the
+//!   SDK's output by the SDK's own deserialiser, against the fast response reader
+//!   (`dynamo::response_reader`) that the server reads answers with;
 //! - `schema/build_50_entities`: a model of 50 entities and 200 connections checked and built
 //!   into an executable schema (what `serve` does at start-up).
 //!
@@ -18,11 +22,12 @@
 use std::{fmt::Write, hint::black_box, path::Path};
 
 use async_graphql::{Name, Value, indexmap::IndexMap};
+use aws_sdk_dynamodb::operation::query::QueryOutput;
 use aws_sdk_dynamodb::types::AttributeValue;
 use criterion::{Criterion, criterion_group, criterion_main};
 use dynarelay::{
     cursor::{Binding, CursorCodec, Key, KeyRing, KeyValue},
-    dynamo::{Item, Row},
+    dynamo::{Item, Row, response_reader::Read},
     graphql::{build_schema, connection::seal, documents::Documents, limits::QueryLimits, values},
     model::{self, Model},
     pagination::{Direction, Page, PageLimits},
@@ -63,6 +68,24 @@ fn items() -> Vec<Item> {
             ])
         })
         .collect()
+}
+
+/// A Query's answer of 21 of the shop's purchases, as DynamoDB sends it for the page.
+fn query_answer() -> Vec<u8> {
+    let items: Vec<String> = (0..21)
+        .map(|i| {
+            format!(
+                r#"{{"amount":{{"N":"{}.99"}},"quantity":{{"N":"2"}},"purchasedAt":{{"N":"{}"}},"status":{{"S":"PAID"}},"userId":{{"S":"{USER_ID}"}}}}"#,
+                10 + i,
+                1_672_531_200_123_i64 + i * 60_000
+            )
+        })
+        .collect();
+    format!(
+        r#"{{"ConsumedCapacity":{{"CapacityUnits":1.5,"TableName":"Purchases"}},"Count":21,"Items":[{}],"LastEvaluatedKey":{{"purchasedAt":{{"N":"1672532400123"}},"userId":{{"S":"{USER_ID}"}}}},"ScannedCount":21}}"#,
+        items.join(",")
+    )
+    .into_bytes()
 }
 
 fn ecommerce() -> &'static Model {
@@ -228,6 +251,29 @@ fn bench(c: &mut Criterion) {
     )])));
     c.bench_function("page_100/serialize", |b| {
         b.iter(|| serde_json::to_vec(black_box(&response)).expect("JSON"))
+    });
+
+    let answer = query_answer();
+    let http = || {
+        aws_smithy_runtime_api::http::Response::new(
+            aws_smithy_runtime_api::http::StatusCode::try_from(200).expect("a status"),
+            aws_smithy_types::body::SdkBody::from(answer.clone()),
+        )
+    };
+    let (sdk, fast) = (
+        Read::Query.by_the_sdk(&http()).expect("the SDK reads it"),
+        Read::Query.read(&answer).expect("the reader reads it"),
+    );
+    assert_eq!(
+        sdk.downcast::<QueryOutput>().ok(),
+        fast.downcast::<QueryOutput>().ok()
+    );
+    let response = http();
+    c.bench_function("answer/query_21_sdk", |b| {
+        b.iter(|| Read::Query.by_the_sdk(black_box(&response)).expect("read"))
+    });
+    c.bench_function("answer/query_21_reader", |b| {
+        b.iter(|| Read::Query.read(black_box(&answer)).expect("read"))
     });
 
     let uncached = Documents::new(QueryLimits::default(), 0);

@@ -102,6 +102,25 @@ pub(super) enum Example {
 impl Example {
     const ALL: [Self; 3] = [Self::ECommerce, Self::ElectroDb, Self::OneTable];
 
+    /// The model without its tables' streams and its subscriptions, as the bench's tables are
+    /// (see [`seed_all`]), written beside the bench's other files: the example's own lines, less
+    /// each `stream = ...` and `subscription = { ... }` line (each is one line in the examples).
+    fn served_model(self) -> anyhow::Result<String> {
+        let text = std::fs::read_to_string(self.model())?;
+        let kept: String = text
+            .lines()
+            .filter(|line| {
+                let line = line.trim_start();
+                !line.starts_with("stream =") && !line.starts_with("subscription =")
+            })
+            .map(|line| format!("{line}\n"))
+            .collect();
+        let path = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("bench-{}.toml", self.label().replace(' ', "-")));
+        std::fs::write(&path, kept)?;
+        Ok(path.to_string_lossy().into_owned())
+    }
+
     pub(super) fn model(self) -> &'static str {
         match self {
             Self::ECommerce => concat!(
@@ -163,8 +182,10 @@ pub(super) async fn seed_all(client: &Client, prefix: &str) -> anyhow::Result<()
         // Without their streams: DynamoDB Local slows every write and Query of a table with a
         // stream as the records of all such tables pile up (20,000 loans written to a second
         // such table took 58 s, against 3 s without a stream, and a Query 6.8 ms against
-        // 1.3 ms), which would time DynamoDB Local's stream bookkeeping, not dynarelay. This
-        // bench serves no subscription (`scripts/bench-live` measures them).
+        // 1.3 ms; a stream enabled once the items were written made each page take 30 ms),
+        // which would time DynamoDB Local's stream bookkeeping, not dynarelay. Their servers
+        // serve the model without its streams and subscriptions ([`Example::served_model`]):
+        // pages of a server with no subscription in its model.
         for table in &mut model.tables {
             table.stream = None;
         }
@@ -206,7 +227,8 @@ impl Examples {
     pub(super) async fn start(binary: &Path, endpoint: &str, prefix: &str) -> anyhow::Result<Self> {
         let mut servers = Vec::new();
         for example in Example::ALL {
-            let server = Server::start(binary, endpoint, &example.prefix(prefix), example.model())?;
+            let model = example.served_model()?;
+            let server = Server::start(binary, endpoint, &example.prefix(prefix), &model)?;
             let ready = server.wait_ready().await?;
             eprintln!(
                 "{} serve: pid {}, ready in {}",

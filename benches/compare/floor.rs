@@ -5,10 +5,7 @@ use std::sync::Arc;
 
 use dynarelay::dynamo;
 
-use super::{
-    CONCURRENCY, FLOOR_PAGES, LONG_USER, WARM_UP, direct::Direct, procfs::cpu_ticks,
-    seed::ShopNames,
-};
+use super::{FLOOR_PAGES, LONG_USER, WARM_UP, direct::Direct, procfs::cpu_ticks, seed::ShopNames};
 
 /// The runtime the SDK floor runs on.
 #[derive(Debug, Clone, Copy)]
@@ -49,8 +46,8 @@ impl FloorRuntime {
 
 /// The SDK floor: the CPU time, in clock ticks, that [`FLOOR_PAGES`] pages' DynamoDB calls cost
 /// in this process, sent through aws-sdk-dynamodb alone on a fresh runtime of `flavor` (with a
-/// client of its own, so that its connections belong to that runtime), from [`CONCURRENCY`]
-/// tasks at once as dynarelay's server is loaded. A page is what dynarelay sends for the shop
+/// client of its own, so that its connections belong to that runtime), from `tasks` tasks at
+/// once as dynarelay's server is loaded by as many clients. A page is what dynarelay sends for the shop
 /// page: the user's GetItem and the page's Query (21 items) at the same time, each checked.
 ///
 /// It includes everything the client side of those calls costs: building and signing the
@@ -63,6 +60,7 @@ impl FloorRuntime {
 /// CPU is read: a tick is 5 µs per page over [`FLOOR_PAGES`] pages.
 pub(super) async fn sdk_floor(
     flavor: FloorRuntime,
+    tasks: usize,
     endpoint: &str,
     names: &ShopNames,
 ) -> anyhow::Result<u64> {
@@ -70,17 +68,17 @@ pub(super) async fn sdk_floor(
     // On a thread outside the bench's runtime, where a runtime may block and be dropped.
     let thread = std::thread::spawn(move || -> anyhow::Result<u64> {
         if let FloorRuntime::PerCore(threads) = flavor {
-            return per_core_floor(threads, &endpoint, &names);
+            return per_core_floor(threads, tasks, &endpoint, &names);
         }
         flavor.build()?.block_on(async move {
             let direct = Arc::new(Direct {
                 client: dynamo::client_for_local(&endpoint),
                 names,
             });
-            direct_load(&direct, WARM_UP * CONCURRENCY, CONCURRENCY).await?;
+            direct_load(&direct, WARM_UP * tasks, tasks).await?;
             let pid = std::process::id();
             let before = cpu_ticks(pid)?;
-            direct_load(&direct, FLOOR_PAGES, CONCURRENCY).await?;
+            direct_load(&direct, FLOOR_PAGES, tasks).await?;
             Ok(cpu_ticks(pid)? - before)
         })
     });
@@ -90,10 +88,15 @@ pub(super) async fn sdk_floor(
 }
 
 /// [`sdk_floor`] on `threads` threads, each a current-thread runtime with a client of its own,
-/// sending its share of the pages from its share of the [`CONCURRENCY`] tasks. The process's CPU
+/// sending its share of the pages from its share of the `all_tasks` tasks. The process's CPU
 /// is read once every thread has warmed up, and again once every thread is done.
-fn per_core_floor(threads: usize, endpoint: &str, names: &ShopNames) -> anyhow::Result<u64> {
-    let threads = threads.clamp(1, CONCURRENCY);
+fn per_core_floor(
+    threads: usize,
+    all_tasks: usize,
+    endpoint: &str,
+    names: &ShopNames,
+) -> anyhow::Result<u64> {
+    let threads = threads.clamp(1, all_tasks.max(1));
     let start = Arc::new(std::sync::Barrier::new(threads + 1));
     let done = Arc::new(std::sync::Barrier::new(threads + 1));
     let workers: Vec<_> = (0..threads)
@@ -101,7 +104,7 @@ fn per_core_floor(threads: usize, endpoint: &str, names: &ShopNames) -> anyhow::
             let (start, done) = (Arc::clone(&start), Arc::clone(&done));
             let (endpoint, names) = (endpoint.to_owned(), names.clone());
             let pages = FLOOR_PAGES / threads + usize::from(thread < FLOOR_PAGES % threads);
-            let tasks = CONCURRENCY / threads + usize::from(thread < CONCURRENCY % threads);
+            let tasks = all_tasks / threads + usize::from(thread < all_tasks % threads);
             std::thread::spawn(move || -> anyhow::Result<()> {
                 let runtime = FloorRuntime::PerCore(threads).build();
                 let result = runtime.map_err(anyhow::Error::from).and_then(|runtime| {

@@ -3,6 +3,7 @@
 //! DynamoDB's typed JSON. Nothing here knows about GraphQL.
 
 mod holds;
+pub mod response_reader;
 pub mod sample;
 pub mod seed;
 pub mod store;

@@ -247,10 +247,11 @@ impl Failures {
 }
 
 impl Store {
-    /// A store over `tables`, with fresh metrics.
+    /// A store over `tables`, with fresh metrics, reading answers with the fast response reader
+    /// ([`super::response_reader`]).
     pub fn new(client: Client, tables: Tables) -> Self {
         Self {
-            client,
+            client: super::response_reader::reading_fast(&client),
             tables: Arc::new(tables),
             metrics: Arc::new(Metrics::new()),
             usage: None,

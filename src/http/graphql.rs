@@ -536,13 +536,18 @@ pub(super) async fn execute_as(
     admission: &Admission<'_>,
     streaming: Streaming<'_>,
 ) -> Response {
-    let span = OperationSpan::new();
     let request = Incoming {
         params,
         format,
         is_get,
         caller,
     };
+    // Whether traces are exported is settled at start-up: without them no span is made and the
+    // operation runs uninstrumented.
+    if !state.http.traces {
+        return operation(state, request, admission, streaming, &OperationSpan::none()).await;
+    }
+    let span = OperationSpan::new();
     operation(state, request, admission, streaming, &span)
         .instrument(span.span().clone())
         .await

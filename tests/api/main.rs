@@ -53,6 +53,7 @@ mod policy;
 mod purchases;
 mod rate_limits;
 mod relay;
+mod response_reader;
 mod resume;
 mod rolling_rotation;
 mod rules;
