@@ -134,7 +134,7 @@ use dynarelay::{
 };
 use serde_json::json;
 
-use api::{Api, PageShape, Timers, calls_text};
+use api::{Api, Form, PageShape, Timers, calls_text};
 use cpu::cpu_rounds;
 use direct::Direct;
 use examples::{Examples, to_shop};
@@ -178,6 +178,8 @@ const SHOP_PAGE: PageShape = PageShape {
     name: "`user { purchases(first: 20) }`",
     filtered: true,
 };
+/// The id the bench's operation manifest lists [`SHOP_PAGE`] under.
+const LISTED_PAGE_ID: &str = "shop-page";
 /// Consecutive pages walked, from the first, to count DynamoDB calls per page.
 const CALL_PAGES: usize = 50;
 /// The shop page on the Node reference (`DYNARELAY_BENCH_PEER`): the same fields as
@@ -237,7 +239,20 @@ async fn run() -> anyhow::Result<()> {
     // The single-table examples, each under a prefix of its own.
     examples::seed_all(&client, &prefix).await?;
 
-    let server = Server::start(&binary.path, &endpoint, &prefix, SHOP_MODEL)?;
+    // The shop page is also listed in an operation manifest, to be requested by its id.
+    let manifest = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bench-operations.json");
+    std::fs::write(
+        &manifest,
+        json!({ LISTED_PAGE_ID: SHOP_PAGE.query }).to_string(),
+    )?;
+    let manifest = manifest.to_string_lossy().into_owned();
+    let server = Server::start_with(
+        &binary.path,
+        &endpoint,
+        &prefix,
+        SHOP_MODEL,
+        &[("DYNARELAY_OPERATIONS", &manifest)],
+    )?;
     let ready = server.wait_ready().await?;
     // scripts/profile attaches perf to this process.
     eprintln!("dynarelay serve: pid {}", server.pid());
@@ -338,12 +353,14 @@ async fn run() -> anyhow::Result<()> {
         url: format!("http://{}/graphql", server.address),
         shape: SHOP_PAGE,
         token: None,
+        form: Form::Text,
     };
     let base_api = base_server.as_ref().map(|(base, _)| Api {
         http: api.http.clone(),
         url: format!("http://{}/graphql", base.address),
         shape: SHOP_PAGE,
         token: None,
+        form: Form::Text,
     });
     // The single-table examples' pages, two of them from the ecommerce example's server.
     let example_pages = examples.pages(&api.http);
@@ -362,6 +379,7 @@ async fn run() -> anyhow::Result<()> {
         url: format!("http://{}/graphql", secure_server.address),
         shape: SHOP_PAGE,
         token: Some(secure_token),
+        form: Form::Text,
     });
     let base_api_present = base_api.is_some();
     // Its own client, which lets connections go before Node's 5 s keep-alive timeout would
@@ -375,6 +393,7 @@ async fn run() -> anyhow::Result<()> {
             url: peer.url.clone(),
             shape: PEER_PAGE,
             token: None,
+            form: Form::Text,
         })),
         None => None,
     };
@@ -603,6 +622,7 @@ async fn run() -> anyhow::Result<()> {
         url: format!("http://{}/graphql", far_server.address),
         shape: SHOP_PAGE,
         token: None,
+        form: Form::Text,
     };
     let far = Direct {
         client: dynamo::client_for_local(&proxy),
@@ -663,6 +683,22 @@ async fn run() -> anyhow::Result<()> {
             .iter()
             .map(|page| (page.pid, Arc::clone(&page.api), page.owner)),
     );
+    // The shop page on the same server, named by its manifest id and by Apollo's hash of a
+    // registered automatic persisted query.
+    let by_form = |form| {
+        Arc::new(Api {
+            http: api.http.clone(),
+            url: api.url.clone(),
+            shape: SHOP_PAGE,
+            token: None,
+            form,
+        })
+    };
+    let (listed_api, apq_api) = (by_form(Form::Listed(LISTED_PAGE_ID)), by_form(Form::Apq));
+    apq_api.register_persisted_query().await?;
+    let listed_at = loaded.len();
+    loaded.push((server.pid(), Arc::clone(&listed_api), LONG_USER));
+    loaded.push((server.pid(), Arc::clone(&apq_api), LONG_USER));
     // The Node reference's rounds take their turn with the others'.
     let peer_load = match (&peer, &peer_api) {
         (Some(peer), Some(peer_api)) if peer_down.is_none() => {
@@ -793,6 +829,27 @@ async fn run() -> anyhow::Result<()> {
         ),
     ));
     drop((secure_api, secure_server, token_issuer));
+    rows.push(row(
+        format!("the shop page by its id in an operation manifest (`--operations`), server CPU per page ({CONCURRENCY} clients)"),
+        micros(per_page[listed_at]),
+        "",
+        quotient(per_page[listed_at], per_page[listed_at + 1]),
+        format!(
+            "ratio: / by Apollo's hash (a registered automatic persisted query, below), at most 1.00; {}",
+            rate(walls[listed_at])
+        ),
+    ));
+    rows.push(row(
+        format!("the shop page by Apollo's hash (automatic persisted query), server CPU per page ({CONCURRENCY} clients)"),
+        micros(per_page[listed_at + 1]),
+        "",
+        quotient(per_page[listed_at + 1], per_page[0]),
+        format!(
+            "ratio: / the page sent in full; {}",
+            rate(walls[listed_at + 1])
+        ),
+    ));
+    drop((listed_api, apq_api));
     for (j, page) in example_pages.iter().enumerate() {
         let (cpu, wall) = (per_page[examples_at + j], walls[examples_at + j]);
         rows.push(to_shop(

@@ -8,7 +8,9 @@ use std::{
 
 use clap::{ArgAction, Args, Parser, Subcommand};
 
+mod documents;
 mod relay;
+pub use documents::{DocumentArgs, TrustedDocumentsMode};
 pub use relay::{LambdaRelayArgs, RedisArgs, RelayArgs};
 
 use jsonwebtoken::Algorithm;
@@ -17,7 +19,6 @@ use crate::{
     auth::{AuthSettings, KeySource},
     cursor::{KeyRing, KeyRingError},
     dynamo::SdkSettings,
-    graphql::limits::QueryLimits,
     http::{
         AllowedOrigins, CallerLimits, ConnectionSettings, HttpSettings, Limit, RateLimitSettings,
     },
@@ -283,6 +284,11 @@ pub struct CheckArgs {
     /// and indexes it does not declare. 0 (the default): no items are read.
     #[arg(long, env = "DYNARELAY_CHECK_SAMPLE", default_value_t = 0)]
     pub sample: usize,
+    /// The document limits and operation manifests a server would get: with --operations,
+    /// every listed operation is validated against the model's schema and these limits, as
+    /// `serve` and `lambda` do at start.
+    #[command(flatten)]
+    pub documents: DocumentArgs,
 }
 
 /// `serve` flags.
@@ -473,38 +479,9 @@ pub struct ApiArgs {
     )]
     pub document_cache_bytes: usize,
 
-    /// Deepest nesting of selections a query may have; deeper gets QUERY_TOO_DEEP.
-    #[arg(long, env = "DYNARELAY_MAX_DEPTH", default_value_t = 10)]
-    pub max_depth: usize,
-
-    /// Largest query complexity: each field costs 1, and a connection costs its page size
-    /// (`first` or `last`; when omitted, the connection's own default page size, or
-    /// --default-page-size) times its children. Larger gets QUERY_TOO_COMPLEX.
-    #[arg(long, env = "DYNARELAY_MAX_COMPLEXITY", default_value_t = 10_000)]
-    pub max_complexity: usize,
-
-    /// Most aliased fields in one query; more gets TOO_MANY_ALIASES.
-    #[arg(long, env = "DYNARELAY_MAX_ALIASES", default_value_t = 15)]
-    pub max_aliases: usize,
-
-    /// Longest query document, in bytes; longer gets QUERY_TOO_LONG.
-    #[arg(long, env = "DYNARELAY_MAX_QUERY_BYTES", default_value_t = 16 * 1024)]
-    pub max_query_bytes: usize,
-
-    /// Most lexical tokens in one query document; more gets TOO_MANY_TOKENS.
-    #[arg(long, env = "DYNARELAY_MAX_TOKENS", default_value_t = 2_000)]
-    pub max_tokens: usize,
-
-    /// Answer introspection queries (true or false). Turn off in production if the schema
-    /// should not be discoverable.
-    #[arg(long, env = "DYNARELAY_INTROSPECTION", default_value_t = true, action = ArgAction::Set)]
-    pub introspection: bool,
-
-    /// Suggest similar field and argument names ("Did you mean ...?") in validation errors (true
-    /// or false), to callers who may introspect: everyone, unless `[auth] introspection` or
-    /// `--introspection false` says otherwise.
-    #[arg(long, env = "DYNARELAY_SUGGESTIONS", default_value_t = true, action = ArgAction::Set)]
-    pub suggestions: bool,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub documents: DocumentArgs,
 
     /// Serve Prometheus metrics at `/metrics` (true or false). They describe traffic and
     /// DynamoDB usage; keep the path away from the public, e.g. at the load balancer.
@@ -667,15 +644,8 @@ impl ApiArgs {
             metrics: self.metrics,
             cost_extension: self.cost_extension,
             require_preflight: self.require_preflight,
-            query_limits: QueryLimits {
-                depth: self.max_depth,
-                complexity: self.max_complexity,
-                aliases: self.max_aliases,
-                query_bytes: self.max_query_bytes,
-                tokens: self.max_tokens,
-                introspection: self.introspection,
-                suggestions: self.suggestions,
-            },
+            query_limits: self.documents.query_limits(),
+            trusted: self.documents.trusted(),
             // Set by `serve` from the model's `[auth]` (see `auth_settings`).
             auth: None,
             rate_limits: self.rate_limits(),
@@ -709,6 +679,7 @@ impl ApiArgs {
 
     /// Checks what clap cannot check flag by flag.
     pub fn validate(&self) -> anyhow::Result<()> {
+        self.documents.validate()?;
         let mut seen = std::collections::BTreeSet::new();
         for group in &self.rate_limit_groups {
             if !seen.insert(group.name.as_str()) {

@@ -11,9 +11,9 @@ use dynarelay::telemetry::{self, Traces};
 use dynarelay::{
     auth::Authenticator,
     config::{
-        ApiArgs, CheckArgs, Cli, Command, InitArgs, KeygenArgs, LambdaArgs, LambdaRelayArgs,
-        LogFormat, ModelArgs, PolicyArgs, RelayArgs, RotationStep, SchemaArgs, SeedArgs, ServeArgs,
-        TablesCommand,
+        ApiArgs, CheckArgs, Cli, Command, DocumentArgs, InitArgs, KeygenArgs, LambdaArgs,
+        LambdaRelayArgs, LogFormat, ModelArgs, PolicyArgs, RelayArgs, RotationStep, SchemaArgs,
+        SeedArgs, ServeArgs, TablesCommand,
     },
     cursor::{CursorCodec, CursorSecret},
     dynamo::{self, SdkSettings, Store, Tables, tables},
@@ -245,9 +245,22 @@ async fn api_state(args: &ApiArgs, table_check: TableCheck) -> anyhow::Result<ht
         ),
         None => {}
     }
-    http::AppState::new(model, store, limits, codec, settings)
-        .context("building the GraphQL schema")
+    let state =
+        http::AppState::new(model, store, limits, codec, settings).map_err(anyhow::Error::new)?;
+    let manifests = &args.documents.operations;
+    if !manifests.is_empty() {
+        tracing::info!(
+            operations = state.trusted_operations(),
+            manifests = manifests.len(),
+            mode = ?args.documents.trusted_documents,
+            "operation manifests loaded"
+        );
+    }
+    Ok(state)
 }
+
+/// How often `serve` looks at the operation manifests' files for a change.
+const MANIFEST_POLL_SECS: u64 = 2;
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let mut connections = args.connections().map_err(anyhow::Error::msg)?;
@@ -303,6 +316,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
+    // A manifest's file changing, or SIGHUP, reloads the operation manifests.
+    tokio::spawn(http::trusted::watch(
+        state.clone(),
+        Duration::from_secs(MANIFEST_POLL_SECS),
+    ));
     let threads = args.serving_threads();
     tracing::info!(
         address = %listener.local_addr()?,
@@ -345,7 +363,34 @@ async fn lambda(args: LambdaArgs, traces: Option<&Traces>) -> anyhow::Result<()>
         .map_err(|err| anyhow::anyhow!("the Lambda runtime stopped: {err}"))
 }
 
-/// `check`: the file, then the live tables unless `--offline` or DynamoDB does not answer.
+/// `check --operations`: every listed operation validated against the model's schema and the
+/// document limits, as a server would at start; every problem at once.
+#[allow(clippy::print_stdout)]
+fn check_operations(model: &'static Model, args: &DocumentArgs) -> anyhow::Result<()> {
+    let limits = args.query_limits();
+    // The cursor key does not change what validates: the public development key stands in.
+    let ring: dynarelay::cursor::KeyRing = dynarelay::cursor::DEVELOPMENT_KEY_SPEC
+        .parse()
+        .map_err(anyhow::Error::msg)?;
+    let api = dynarelay::graphql::build_schema(
+        model,
+        dynarelay::pagination::PageLimits::default(),
+        dynarelay::cursor::CursorCodec::new(&ring),
+        limits,
+    )
+    .context("building the GraphQL schema")?;
+    let documents =
+        dynarelay::graphql::trusted::TrustedDocuments::load(&args.operations, &api, &limits)?;
+    println!(
+        "{} operations in {} manifests are valid",
+        documents.len(),
+        args.operations.len()
+    );
+    Ok(())
+}
+
+/// `check`: the file, then the operation manifests, then the live tables unless `--offline` or
+/// DynamoDB does not answer.
 #[allow(clippy::print_stdout)]
 async fn check(args: CheckArgs) -> anyhow::Result<()> {
     let file = args.model.model.display().to_string();
@@ -353,6 +398,9 @@ async fn check(args: CheckArgs) -> anyhow::Result<()> {
     println!("{file}: the model is valid");
     for note in model::notes::notes(model) {
         println!("note: {note}");
+    }
+    if !args.documents.operations.is_empty() {
+        check_operations(model, &args.documents)?;
     }
     if args.offline {
         return Ok(());

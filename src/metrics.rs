@@ -57,6 +57,15 @@ pub struct Metrics {
     subscriptions_lost: Counter,
     subscription_backlog: Gauge,
     subscription_backlogs_overflowed: Family<TableLabels, Counter>,
+    trusted_documents: Family<OutcomeNameLabels, Counter>,
+    trusted_documents_refused: Family<ReasonLabels, Counter>,
+    manifest_loads: Family<OutcomeNameLabels, Counter>,
+    operations_listed: Gauge,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeNameLabels {
+    outcome: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -434,8 +443,44 @@ impl Metrics {
              CHANGES_LOST, by table",
             subscription_backlogs_overflowed.clone(),
         );
+        let trusted_documents = Family::<OutcomeNameLabels, Counter>::default();
+        registry.register(
+            "trusted_documents",
+            "GraphQL requests by how their document was found: `id` (a listed operation named by \
+             its id), `text` (a listed operation sent in full) or `unlisted` (a document no \
+             operation manifest lists, which ran: --trusted-documents off or log, or an exempt \
+             caller); counted when manifests are loaded or the mode is not off",
+            trusted_documents.clone(),
+        );
+        let trusted_documents_refused = Family::<ReasonLabels, Counter>::default();
+        registry.register(
+            "trusted_documents_refused",
+            "GraphQL requests refused before parsing by --trusted-documents, by reason: \
+             `not_found` (an unknown id), `not_in_list` (a document no manifest lists), \
+             `id_required` (a document sent in full under --require-operation-ids) or \
+             `mismatch` (an id and a different text)",
+            trusted_documents_refused.clone(),
+        );
+        let manifest_loads = Family::<OutcomeNameLabels, Counter>::default();
+        registry.register(
+            "operation_manifest_loads",
+            "Loads of the operation manifests (at start, on a file change or SIGHUP), by outcome: \
+             `loaded`, or `refused` (a manifest did not load or validate; the operations loaded \
+             before still serve)",
+            manifest_loads.clone(),
+        );
+        let operations_listed = Gauge::default();
+        registry.register(
+            "operations_listed",
+            "Operations the loaded operation manifests list",
+            operations_listed.clone(),
+        );
         Self {
             registry,
+            trusted_documents,
+            trusted_documents_refused,
+            manifest_loads,
+            operations_listed,
             http_requests,
             http_duration,
             graphql_errors,
@@ -469,6 +514,51 @@ impl Metrics {
             subscription_backlog,
             subscription_backlogs_overflowed,
         }
+    }
+
+    /// Records how a GraphQL request's document was found: `id`, `text` or `unlisted`.
+    pub fn trusted_document(&self, outcome: &'static str) {
+        self.trusted_documents
+            .get_or_create(&OutcomeNameLabels { outcome })
+            .inc();
+    }
+
+    /// Requests whose document was found as `outcome` so far.
+    pub fn trusted_documents(&self, outcome: &'static str) -> u64 {
+        self.trusted_documents
+            .get_or_create(&OutcomeNameLabels { outcome })
+            .get()
+    }
+
+    /// Records a request refused by the trusted documents, for `reason`.
+    pub fn trusted_document_refused(&self, reason: &'static str) {
+        self.trusted_documents_refused
+            .get_or_create(&ReasonLabels { reason })
+            .inc();
+    }
+
+    /// Requests refused by the trusted documents for `reason` so far.
+    pub fn trusted_documents_refused(&self, reason: &'static str) -> u64 {
+        self.trusted_documents_refused
+            .get_or_create(&ReasonLabels { reason })
+            .get()
+    }
+
+    /// Records a load of the operation manifests (`loaded` or `refused`), with the operations
+    /// listed after it.
+    pub fn manifest_load(&self, outcome: &'static str, listed: usize) {
+        self.manifest_loads
+            .get_or_create(&OutcomeNameLabels { outcome })
+            .inc();
+        self.operations_listed
+            .set(i64::try_from(listed).unwrap_or(i64::MAX));
+    }
+
+    /// Loads of the operation manifests with `outcome` so far.
+    pub fn manifest_loads(&self, outcome: &'static str) -> u64 {
+        self.manifest_loads
+            .get_or_create(&OutcomeNameLabels { outcome })
+            .get()
     }
 
     /// Records a stream record of `table` passed to its subscribers.

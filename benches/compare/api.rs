@@ -26,6 +26,17 @@ pub(super) struct PageShape {
     pub(super) filtered: bool,
 }
 
+/// How a request names the page's document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Form {
+    /// Its full text.
+    Text,
+    /// Apollo's hash of it, registered before as an automatic persisted query.
+    Apq,
+    /// The id an operation manifest lists it under, as Relay's `doc_id`.
+    Listed(&'static str),
+}
+
 /// One server's `/graphql`, and the page the bench asks it for.
 pub(super) struct Api {
     pub(super) http: reqwest::Client,
@@ -33,6 +44,8 @@ pub(super) struct Api {
     pub(super) shape: PageShape,
     /// A bearer token sent with every request, if any.
     pub(super) token: Option<String>,
+    /// How requests name the page's document.
+    pub(super) form: Form,
 }
 
 /// DynamoDB calls by operation, summed over tables and outcomes, from the counter
@@ -156,7 +169,13 @@ impl Api {
         } else {
             ensure!(status.is_none(), "{} takes no status", self.shape.name);
         }
-        let body = json!({ "query": self.shape.query, "variables": variables }).to_string();
+        let mut body = json!({ "variables": variables });
+        match self.form {
+            Form::Text => body["query"] = json!(self.shape.query),
+            Form::Apq => body["extensions"] = self.persisted_query(),
+            Form::Listed(id) => body["doc_id"] = json!(id),
+        }
+        let body = body.to_string();
         let started = Instant::now();
         let mut request = self
             .http
@@ -178,6 +197,37 @@ impl Api {
             bail!("the page failed: {value}");
         }
         Ok((elapsed, value))
+    }
+
+    /// Apollo's `persistedQuery` extension naming the page's document by its hash.
+    fn persisted_query(&self) -> Value {
+        use sha2::Digest;
+        let hash = format!("{:x}", sha2::Sha256::digest(self.shape.query.as_bytes()));
+        json!({ "persistedQuery": { "version": 1, "sha256Hash": hash } })
+    }
+
+    /// Registers the page's document as an automatic persisted query, as Apollo's link does on
+    /// its first request: the hash with the text.
+    pub(super) async fn register_persisted_query(&self) -> anyhow::Result<()> {
+        let body = json!({
+            "query": self.shape.query,
+            "variables": { "u": "nobody", "after": null },
+            "extensions": self.persisted_query(),
+        });
+        let value: Value = self
+            .http
+            .post(&self.url)
+            .json(&body)
+            .send()
+            .await?
+            .error_for_status()?
+            .json()
+            .await?;
+        ensure!(
+            value.get("errors").is_none(),
+            "registering the page failed: {value}"
+        );
+        Ok(())
     }
 
     /// The page's connection in a response.

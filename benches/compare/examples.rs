@@ -19,7 +19,7 @@ use dynarelay::{
 
 use super::{
     LONG_USER,
-    api::{Api, PageShape},
+    api::{Api, Form, PageShape},
     seed::{seed_ecommerce, seed_electrodb, seed_onetable},
     server::Server,
     stats::ms,
@@ -260,6 +260,7 @@ impl Examples {
                         url: format!("http://{}/graphql", server.address),
                         shape,
                         token: None,
+                        form: Form::Text,
                     }),
                     owner,
                     pid: server.pid(),

@@ -14,6 +14,7 @@ pub mod index_read;
 pub mod limits;
 pub mod live;
 pub mod lookup;
+pub mod manifest;
 pub mod mutation;
 pub mod node;
 pub mod node_subscription;
@@ -26,6 +27,8 @@ pub mod resume;
 pub mod scalars;
 pub mod schema;
 pub mod subscription;
+pub mod trusted;
+pub mod validate;
 pub mod values;
 
 use async_graphql::{
@@ -59,6 +62,9 @@ pub struct Api {
     /// The same schema, for rendering a running subscription's changes (see
     /// [`live::Rendering`]); built on the first subscription.
     rendering: std::sync::Arc<std::sync::LazyLock<Option<Schema>, BuildSchema>>,
+    /// The same schema, validating documents without executing them (see
+    /// [`validate::ValidateOnly`]); built when the first listed operation is loaded.
+    checking: std::sync::Arc<std::sync::LazyLock<Option<Schema>, BuildSchema>>,
 }
 
 /// Builds a schema once, when first asked for.
@@ -70,6 +76,22 @@ impl Api {
         match &self.quiet {
             Some(quiet) if !may_introspect => quiet,
             _ => &self.schema,
+        }
+    }
+
+    /// Validates `document` against the schema as executing it would (every operation it
+    /// holds), without executing it: the errors a request with it would get, or nothing.
+    pub fn validate(
+        &self,
+        document: &async_graphql::parser::types::ExecutableDocument,
+    ) -> Result<(), Vec<async_graphql::ServerError>> {
+        match self.checking.as_ref().as_ref() {
+            Some(schema) => validate::validate(schema, document),
+            // The same types built into `schema`: this does not happen.
+            None => Err(vec![async_graphql::ServerError::new(
+                "The schema could not be built to validate documents.",
+                None,
+            )]),
         }
     }
 
@@ -108,10 +130,18 @@ pub fn build_schema(
             .finish()
             .ok()
     });
+    let checking_codec = codec.clone();
+    let build_checking: BuildSchema = Box::new(move || {
+        let builder = schema::builder(model).0.extension(validate::ValidateOnly);
+        configure(builder, limits, &checking_codec, query, suggestions)
+            .finish()
+            .ok()
+    });
     Ok(Api {
         schema: configure(builder, limits, &codec, query, suggestions).finish()?,
         quiet,
         rendering: std::sync::Arc::new(std::sync::LazyLock::new(build_rendering)),
+        checking: std::sync::Arc::new(std::sync::LazyLock::new(build_checking)),
         costs: std::sync::Arc::new(costs),
         model,
         codec,

@@ -28,7 +28,6 @@ use std::{
     sync::Arc,
 };
 
-use async_graphql::extensions::apollo_persisted_queries::CacheStorage;
 use async_graphql::{
     ServerError, Variables,
     parser::types::{ExecutableDocument, OperationType},
@@ -40,22 +39,18 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use serde::Serialize;
-use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
+use serde_json::{Value, json};
 use tracing::Instrument;
 
 use super::{
     AppState,
+    params::Params,
     rate_limit::{Admission, Reason, Refusal},
     sse::{Results, SUBSCRIPTIONS_UNAVAILABLE},
 };
 use crate::{
     auth::Caller,
-    graphql::{
-        self, direct,
-        documents::{Prepared, Rejected},
-        resolve::Env,
-    },
+    graphql::{self, direct, resolve::Env, trusted::Verdict},
     metrics::{Metrics, Usage},
     telemetry::{self, OperationSpan},
 };
@@ -131,94 +126,6 @@ impl Format {
     }
 }
 
-/// The parameters of a GraphQL-over-HTTP request, from either method.
-#[derive(Debug, Default)]
-pub(super) struct Params {
-    query: Option<String>,
-    operation_name: Option<String>,
-    variables: Option<Map<String, Value>>,
-    extensions: Option<Map<String, Value>>,
-}
-
-impl Params {
-    /// From a POST body's JSON object.
-    pub(super) fn from_object(mut object: Map<String, Value>) -> Result<Self, HttpError> {
-        Ok(Self {
-            query: string_param(object.remove("query"), "query")?,
-            operation_name: string_param(object.remove("operationName"), "operationName")?,
-            variables: map_param(object.remove("variables"), "variables")?,
-            extensions: map_param(object.remove("extensions"), "extensions")?,
-        })
-    }
-
-    /// From a GET query string, where `variables` and `extensions` are JSON text.
-    fn from_query(mut query: HashMap<String, String>) -> Result<Self, HttpError> {
-        let json = |value: Option<String>, name: &str| {
-            value
-                .map(|text| {
-                    serde_json::from_str::<Value>(&text)
-                        .map_err(|_| HttpError::bad_request(format!("`{name}` is not valid JSON.")))
-                })
-                .transpose()
-                .and_then(|value| map_param(value, name))
-        };
-        Ok(Self {
-            query: query.remove("query"),
-            operation_name: query
-                .remove("operationName")
-                .filter(|name| !name.is_empty()),
-            variables: json(query.remove("variables"), "variables")?,
-            extensions: json(query.remove("extensions"), "extensions")?,
-        })
-    }
-
-    fn has_persisted_query(&self) -> bool {
-        self.extensions
-            .as_ref()
-            .is_some_and(|extensions| extensions.contains_key("persistedQuery"))
-    }
-}
-
-/// The `sha256Hash` of an Apollo persisted-query extension of version 1, or why it is not valid
-/// (in async-graphql's words, which Apollo clients do not depend on).
-fn persisted_query_hash(value: Value) -> Result<String, String> {
-    #[derive(serde::Deserialize)]
-    struct PersistedQuery {
-        version: i32,
-        #[serde(rename = "sha256Hash")]
-        sha256_hash: String,
-    }
-    let persisted: PersistedQuery = serde_json::from_value(value)
-        .map_err(|_| "Invalid \"PersistedQuery\" extension configuration.".to_owned())?;
-    if persisted.version != 1 {
-        return Err(format!(
-            "Only the \"PersistedQuery\" extension of version \"1\" is supported, and the current version is \"{}\".",
-            persisted.version
-        ));
-    }
-    Ok(persisted.sha256_hash)
-}
-
-fn string_param(value: Option<Value>, name: &str) -> Result<Option<String>, HttpError> {
-    match value {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(text)) => Ok(Some(text)),
-        Some(_) => Err(HttpError::bad_request(format!(
-            "`{name}` must be a string."
-        ))),
-    }
-}
-
-fn map_param(value: Option<Value>, name: &str) -> Result<Option<Map<String, Value>>, HttpError> {
-    match value {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Object(map)) => Ok(Some(map)),
-        Some(_) => Err(HttpError::bad_request(format!(
-            "`{name}` must be a JSON object."
-        ))),
-    }
-}
-
 /// A request refused before any GraphQL processing, with its status and coded message.
 #[derive(Debug)]
 pub(super) struct HttpError {
@@ -236,7 +143,7 @@ impl HttpError {
         }
     }
 
-    fn bad_request(message: impl Into<String>) -> Self {
+    pub(super) fn bad_request(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, message, "BAD_REQUEST")
     }
 
@@ -575,103 +482,35 @@ async fn operation(
         is_get,
         caller,
     } = request;
-    let has_persisted_query = params.has_persisted_query();
-    let query = params.query.take().unwrap_or_default();
-    if query.is_empty() && !has_persisted_query {
-        return HttpError::bad_request("The request has no `query`.").into_response(format);
-    }
-    if has_persisted_query && state.persisted.is_none() {
-        let error = ServerError::new("PersistedQueryNotSupported", None);
-        return request_error(
-            error,
-            "PERSISTED_QUERY_NOT_SUPPORTED",
-            format,
-            state.metrics(),
-        );
-    }
+    // Trusted documents first, before anything is parsed: a listed operation comes prepared;
+    // anything else is refused here when the server enforces its manifests.
+    let listed = match state.trusted.judge(&params, &caller, state.metrics()) {
+        Verdict::Listed(entry) => Some(entry),
+        Verdict::Unlisted => None,
+        Verdict::Refused(refusal) => {
+            return request_error(
+                ServerError::new(refusal.message(), None),
+                refusal.code(),
+                format,
+                state.metrics(),
+            );
+        }
+    };
     let mut extensions = params.extensions.take().unwrap_or_default();
-    // Parse here rather than in async-graphql, to tell syntax errors apart and to choose the
-    // operation before execution; a document seen before comes parsed and checked from the cache.
-    let parsed = if query.is_empty() {
-        None
-    } else {
-        match state.documents.prepare(&query) {
-            Ok(document) => Some(document),
-            Err(Rejected::Limit(err)) => {
-                return request_error(
-                    ServerError::new(err.message, None),
-                    err.code,
-                    format,
-                    state.metrics(),
-                );
-            }
-            Err(Rejected::Parse(err)) => {
-                return request_error(err, "GRAPHQL_PARSE_FAILED", format, state.metrics());
-            }
+    let (document, query) = match listed {
+        Some(entry) => {
+            // Named by Apollo's hash or not, a listed operation registers nothing.
+            extensions.remove("persistedQuery");
+            span.document(|| entry.sha256.clone(), true);
+            (Arc::clone(&entry.document), String::new())
         }
-    };
-    // Apollo Automatic Persisted Queries, here rather than in async-graphql's extension: as an
-    // extension it would wrap every field of every request in one more boxed future. A document
-    // sent with its hash is registered under it; a hash alone names a registered document, looked
-    // up here so that its operation is chosen and its cost checked like any other.
-    let persisted_query = match (extensions.remove("persistedQuery"), &state.persisted) {
-        (Some(value), Some(persisted)) => match persisted_query_hash(value) {
-            Ok(hash) => Some((hash, persisted)),
-            Err(message) => {
-                return request_error(
-                    ServerError::new(message, None),
-                    "BAD_USER_INPUT",
-                    format,
-                    state.metrics(),
-                );
-            }
+        None => match super::document::unlisted(state, &mut params, &mut extensions, format, span)
+            .await
+        {
+            Ok(found) => found,
+            Err(response) => return response,
         },
-        _ => None,
     };
-    let persisted_hash = persisted_query
-        .as_ref()
-        .filter(|_| span.is_on())
-        .map(|(hash, _)| hash.clone());
-    let document = match (parsed, persisted_query) {
-        (Some(parsed), None) => parsed,
-        (Some(parsed), Some((hash, persisted))) => {
-            if format!("{:x}", Sha256::digest(query.as_bytes())) != hash {
-                return request_error(
-                    ServerError::new("provided sha does not match query", None),
-                    "BAD_USER_INPUT",
-                    format,
-                    state.metrics(),
-                );
-            }
-            persisted
-                .set(hash, ExecutableDocument::clone(&parsed))
-                .await;
-            parsed
-        }
-        (None, Some((hash, persisted))) => match persisted.get(hash).await {
-            Some(registered) => Arc::new(Prepared::new(registered)),
-            None => {
-                return request_error(
-                    ServerError::new("PersistedQueryNotFound", None),
-                    "PERSISTED_QUERY_NOT_FOUND",
-                    format,
-                    state.metrics(),
-                );
-            }
-        },
-        // No query and no persisted query was answered above.
-        (None, None) => {
-            return HttpError::bad_request("The request has no `query`.").into_response(format);
-        }
-    };
-    // A persisted query's hash is its text's SHA-256 (checked above when the text came too).
-    span.document(
-        || match &persisted_hash {
-            Some(hash) => hash.clone(),
-            None => format!("{:x}", Sha256::digest(query.as_bytes())),
-        },
-        persisted_hash.is_some(),
-    );
     // The one choice of operation that everything below follows.
     let operation = match graphql::operation::choose(&document, params.operation_name.as_deref()) {
         Ok(operation) => operation,
@@ -895,7 +734,7 @@ fn cost_extension(state: &AppState, usage: &Usage) -> Option<async_graphql::Valu
 }
 
 /// A request error found before execution, with its code.
-fn request_error(
+pub(super) fn request_error(
     mut error: ServerError,
     code: &str,
     format: Format,

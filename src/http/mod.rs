@@ -6,11 +6,14 @@
 
 mod conn;
 mod cors;
+mod document;
 mod graphql;
 pub mod lambda;
+mod params;
 mod rate_limit;
 pub mod relay_health;
 mod sse;
+pub mod trusted;
 mod ws;
 
 use std::{
@@ -48,7 +51,12 @@ pub use self::{
 use crate::{
     cursor::CursorCodec,
     dynamo::Store,
-    graphql::{Api, PersistedQueries, build_schema, documents::Documents, limits::QueryLimits},
+    graphql::{
+        Api, PersistedQueries, build_schema,
+        documents::Documents,
+        limits::QueryLimits,
+        trusted::{LoadErrors, TrustedSettings},
+    },
     metrics::{self, Metrics},
     model::{Access, Model},
     pagination::PageLimits,
@@ -86,6 +94,8 @@ pub struct Shared {
     documents: Arc<Documents>,
     /// Who may introspect the schema.
     introspection: Access,
+    /// The listed operations, and what other documents may do.
+    trusted: Arc<trusted::Gate>,
     /// Per-caller limits on `/graphql`.
     rate_limiter: Arc<rate_limit::RateLimiter>,
     /// The tables' stream readers, for subscriptions; `None` where none can be held open.
@@ -109,23 +119,36 @@ impl std::fmt::Debug for Shared {
 
 impl AppState {
     /// The schema of `model` over `store` with the given limits and cursor codec, served with
-    /// `http`. Fails only when the model's types do not form a valid schema (a checked model
-    /// always does).
+    /// `http`, its operation manifests loaded. Fails when the model's types do not form a valid
+    /// schema (a checked model always does) or when a manifest does not load or validate.
     pub fn new(
         model: &'static Model,
         store: Store,
         limits: PageLimits,
         codec: CursorCodec,
         http: HttpSettings,
-    ) -> Result<Self, async_graphql::dynamic::SchemaError> {
+    ) -> Result<Self, StartError> {
         let persisted =
             (http.persisted_queries > 0).then(|| PersistedQueries::new(http.persisted_queries));
         let rate_limiter = Arc::new(rate_limit::RateLimiter::new(
             &http.rate_limits,
             store.metrics(),
         ));
+        let api = build_schema(model, limits, codec, http.query_limits)?;
+        let trusted = trusted::Gate::load(
+            http.trusted.clone(),
+            model.unlisted_documents.clone(),
+            &api,
+            &http.query_limits,
+        )?;
+        if !http.trusted.manifests.is_empty() {
+            store
+                .metrics()
+                .manifest_load("loaded", trusted.documents().len());
+        }
         Ok(Self(Arc::new(Shared {
-            api: build_schema(model, limits, codec, http.query_limits)?,
+            api,
+            trusted: Arc::new(trusted),
             limits,
             rate_limiter,
             documents: Arc::new(Documents::new(http.query_limits, http.document_cache_bytes)),
@@ -158,6 +181,29 @@ impl AppState {
     pub fn metrics(&self) -> &Metrics {
         self.store.metrics()
     }
+
+    /// How many operations the loaded manifests list.
+    pub fn trusted_operations(&self) -> usize {
+        self.trusted.documents().len()
+    }
+
+    /// Loads and validates the operation manifests again and serves the new list, or keeps the
+    /// old one when they do not validate; how many operations are listed.
+    pub fn reload_operations(&self) -> Result<usize, LoadErrors> {
+        self.trusted
+            .reload(&self.api, &self.http.query_limits, self.metrics())
+    }
+}
+
+/// Why an application could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The model's types do not form a valid schema.
+    #[error("building the GraphQL schema: {0}")]
+    Schema(#[from] async_graphql::dynamic::SchemaError),
+    /// An operation manifest does not load or validate against the schema.
+    #[error("{0}")]
+    Operations(#[from] LoadErrors),
 }
 
 /// `GET /graphql`: a WebSocket upgrade (GraphQL over WebSocket, [`ws`]), or a query.
@@ -214,6 +260,8 @@ pub struct HttpSettings {
     /// Give each `/graphql` request a trace span (see [`crate::telemetry`]), child of the
     /// caller's trace when its headers carry one. Set when traces are exported.
     pub traces: bool,
+    /// The operation manifests, and what documents they do not list may do.
+    pub trusted: TrustedSettings,
 }
 
 impl Default for HttpSettings {
@@ -233,6 +281,7 @@ impl Default for HttpSettings {
             rate_limits: RateLimitSettings::default(),
             ready_checks_tables: true,
             traces: false,
+            trusted: TrustedSettings::default(),
         }
     }
 }

@@ -32,7 +32,8 @@ use serde_json::{Map, Value, json};
 use super::{
     AppState,
     conn::ConnectionSlot,
-    graphql::{Format, Params, Streaming, execute_as},
+    graphql::{Format, Streaming, execute_as},
+    params::Params,
     rate_limit::FORWARDED_FOR,
     sse::Results,
 };

@@ -129,6 +129,11 @@ pub struct AuthFile {
     /// get field suggestions ("Did you mean ...?") in validation errors. Default: everyone.
     #[schemars(with = "Option<Vec<RuleFile>>")]
     pub introspection: Option<Spanned<Vec<Spanned<RuleFile>>>>,
+    /// Who may send documents that no operation manifest lists when the server enforces its
+    /// manifests (`--trusted-documents enforce`), such as `[{ groups = ["support"] }]` for
+    /// GraphiQL and support staff. Default: nobody.
+    #[schemars(with = "Option<Vec<RuleFile>>")]
+    pub unlisted_documents: Option<Spanned<Vec<Spanned<RuleFile>>>>,
 }
 
 /// One rule of an `allow` list; a caller any rule of the list admits is allowed.

@@ -45,6 +45,10 @@ pub struct Model {
     pub auth: Option<AuthSpec>,
     /// Who may introspect the schema.
     pub introspection: Access,
+    /// Who may send documents that no operation manifest lists when the server enforces its
+    /// manifests (`--trusted-documents enforce`): nobody unless `[auth] unlisted_documents`
+    /// says.
+    pub unlisted_documents: Access,
     /// How the API is served as an Apollo Federation 2 subgraph, if it is.
     pub federation: Option<Federation>,
 }

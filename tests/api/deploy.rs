@@ -20,7 +20,8 @@ use serde_json::{Value, json};
 use crate::{
     fault_proxy::FaultProxy,
     helpers::{
-        LambdaFunction, endpoint, graphql_at, lint, load_model, model_app, package_lambda, tool,
+        LambdaFunction, endpoint, graphql_at, lint, load_model, model_app, package_lambda, post_at,
+        tool,
     },
 };
 
@@ -254,6 +255,81 @@ async fn a_packaged_function_serves_its_model_as_lambda_runs_it() {
     );
     assert!(!refused.status.success());
     assert!(!bad.with_file_name("package").exists());
+}
+
+/// `scripts/package-lambda --operations FILE --trusted-documents enforce`: the manifest goes into
+/// the function and its template names it, and the packaged function, run as Lambda runs it,
+/// answers the listed operation by its id and refuses another document; a manifest that does
+/// not validate against the model is not packaged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_function_packaged_with_its_operation_manifest_enforces_it() {
+    let app = model_app(MODEL).await;
+    let listed = r#"query Orders($c: ID!) { ordersOfCustomer(customerId: $c, first: 5) { nodes { total } } }"#;
+    let manifest = scratch(
+        "operations.json",
+        &json!({ "orders-of-customer": listed }).to_string(),
+    );
+    let place = ("eu-west-1", "123456789012");
+    let out = package(
+        &app.prefix,
+        place,
+        &[
+            "--operations",
+            manifest.to_str().unwrap(),
+            "--trusted-documents",
+            "enforce",
+        ],
+    );
+    assert!(out.join("function/operations/1.json").is_file());
+    let mut want = packaged_template(&app.prefix, place, false);
+    let variables = &mut want["Resources"]["Api"]["Properties"]["Environment"]["Variables"];
+    variables["DYNARELAY_OPERATIONS"] = json!("/var/task/operations/1.json");
+    variables["DYNARELAY_TRUSTED_DOCUMENTS"] = json!("enforce");
+    assert_eq!(written_template(&out), want);
+
+    let dynamodb = FaultProxy::auditing_lambda(&endpoint(), load_model(MODEL), &app.prefix).await;
+    let function = LambdaFunction::start_packaged(&dynamodb.url(), &out);
+    let http = reqwest::Client::new();
+    let url = function.url("/graphql");
+    let by_id = post_at(
+        &http,
+        &url,
+        &json!({ "doc_id": "orders-of-customer", "variables": { "c": "c-9" } }),
+    )
+    .await;
+    assert_eq!(
+        by_id["data"]["ordersOfCustomer"]["nodes"],
+        json!([]),
+        "{by_id}"
+    );
+    let other = graphql_at(
+        &http,
+        &url,
+        r#"{ ordersOfCustomer(customerId: "c-9") { nodes { total } } }"#,
+        json!({}),
+    )
+    .await;
+    assert_eq!(
+        other["errors"][0]["extensions"]["code"], "PERSISTED_QUERY_NOT_IN_LIST",
+        "{other}"
+    );
+    drop(function);
+
+    // A manifest whose operation the model's schema does not have is refused, and nothing is
+    // written.
+    let broken = scratch("broken.json", r#"{ "x": "{ nope }" }"#);
+    let refused_out = broken.with_file_name("package");
+    let refused = package_lambda(
+        &["--model", MODEL, "--operations", broken.to_str().unwrap()],
+        &refused_out,
+    );
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("operation \"x\""),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    assert!(!refused_out.exists());
 }
 
 /// `scripts/package-lambda --check-tables true`: the template turns the function's table check on

@@ -31,8 +31,8 @@ pub use apps::{
     model_file, model_state, shop, shop_store, test_ring, tool, unique_prefix,
 };
 pub use auth::{
-    auth_model_app, auth_router, auth_router_with, graphql_with_token, logged_model_app,
-    model_auth_settings, model_claims, secure_app, secure_app_logged,
+    auth_model_app, auth_router, auth_router_with, auth_state, graphql_with_token,
+    logged_model_app, model_auth_settings, model_claims, secure_app, secure_app_logged,
 };
 pub use calls::{
     CallCounter, CallLog, LoggedCall, POLICY_USES, PolicyAudit, PolicyCheck, PolicyUses, ReadShape,
@@ -48,7 +48,8 @@ pub use live::{
     Received, Socket, WAIT, auth_live_router, live_router, live_router_logged,
     live_router_streams_at, live_router_through_feed, live_router_through_redis,
     live_router_with_streams, next_event, open_socket, received_within, refusal, subscribe,
-    subscribe_as, subscribe_reading, test_stream_settings, warm_up,
+    subscribe_as, subscribe_body, subscribe_reading, test_stream_settings, warm_up, ws_closed_with,
+    ws_open, ws_ready, ws_receive_json, ws_send,
 };
 pub use node::{
     LOCAL_AWS, NodeLines, NodeRun, node_lines, read_back, run_node, serve_node, written_by,
@@ -63,6 +64,6 @@ pub use requests::{
 };
 pub use servers::{
     APOLLO_ACCEPT, Exchange, GQL, JSON, RoundRobin, Running, dynarelay_command, exchange,
-    graphql_as, graphql_at, loopback_listener, persisted, post, query_string, run_succeeding,
-    sha256_hex, spawn_serve, stop,
+    graphql_as, graphql_at, loopback_listener, persisted, post, post_at, query_string,
+    run_succeeding, sha256_hex, spawn_serve, stop,
 };

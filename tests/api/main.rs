@@ -71,4 +71,6 @@ mod text_ranges;
 mod tools;
 mod total_count;
 mod traces;
+mod trusted_clients;
+mod trusted_documents;
 mod websocket;

@@ -7,72 +7,18 @@ use std::time::Duration;
 use async_graphql::futures_util::{SinkExt, StreamExt};
 use aws_sdk_dynamodb::types::AttributeValue;
 use dynarelay::dynamo::Item;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio_tungstenite::tungstenite::Message;
 
 use crate::{
     helpers::{
-        Running, Socket, TestIssuer, auth_live_router, book_says, graphql_with_token, live_router,
-        metric, model_app_from, model_claims, now, open_socket, put_plain, warm_up, with,
+        Running, Socket, TestIssuer, WAIT, auth_live_router, book_says, graphql_with_token,
+        live_router, metric, model_app_from, model_claims, now, put_plain, warm_up, with,
+        ws_closed_with as closed_with, ws_open as open, ws_ready as ready,
+        ws_receive_json as receive_json, ws_send as send,
     },
     subscriptions::{MODEL, OWNED, note, run_notes_client},
 };
-
-/// Longest wait for one message: far beyond what the server takes, so that a slow machine never
-/// fails a test; a missing message still fails it.
-const WAIT: Duration = Duration::from_secs(60);
-
-/// A socket to `url`, offering `protocol` when given.
-async fn open(url: &str, protocol: Option<&str>) -> Socket {
-    open_socket(url, protocol).await.expect("the upgrade")
-}
-
-async fn send(socket: &mut Socket, message: Value) {
-    socket
-        .send(Message::text(message.to_string()))
-        .await
-        .unwrap();
-}
-
-/// The next message of the protocol (or close frame), within [`WAIT`].
-async fn receive(socket: &mut Socket) -> Message {
-    loop {
-        let message = tokio::time::timeout(WAIT, socket.next())
-            .await
-            .expect("a message in time")
-            .expect("the socket is open")
-            .expect("a readable message");
-        if !matches!(message, Message::Ping(_) | Message::Pong(_)) {
-            return message;
-        }
-    }
-}
-
-async fn receive_json(socket: &mut Socket) -> Value {
-    match receive(socket).await {
-        Message::Text(text) => serde_json::from_str(text.as_str()).unwrap(),
-        other => panic!("expected a message, got {other:?}"),
-    }
-}
-
-/// The close code the server ends the socket with.
-async fn closed_with(socket: &mut Socket) -> (u16, String) {
-    match receive(socket).await {
-        Message::Close(Some(frame)) => (u16::from(frame.code), frame.reason.to_string()),
-        other => panic!("expected a close frame, got {other:?}"),
-    }
-}
-
-/// An initialised socket: `connection_init`, then `connection_ack`.
-async fn ready(url: &str) -> Socket {
-    let mut socket = open(url, Some("graphql-transport-ws")).await;
-    send(&mut socket, json!({ "type": "connection_init" })).await;
-    assert_eq!(
-        receive_json(&mut socket).await,
-        json!({ "type": "connection_ack" })
-    );
-    socket
-}
 
 const FOLLOW: &str = "subscription($owner: String!) {
   notesChanged(owner: $owner) { kind edge { cursor node { at text } } } }";

@@ -42,6 +42,9 @@ pub(super) fn check(file: &ModelFile, doc: &DeTable<'_>, model: &mut Model, out:
     if let Some(list) = auth.and_then(|a| a.get_ref().introspection.as_ref()) {
         model.introspection = rules.access(list, None, "introspection", out);
     }
+    if let Some(list) = auth.and_then(|a| a.get_ref().unlisted_documents.as_ref()) {
+        model.unlisted_documents = rules.access(list, None, "unlisted_documents", out);
+    }
     for (name, entity_file) in &file.entities {
         let Some(e) = model.entity_named(name.get_ref()) else {
             continue;

@@ -295,6 +295,7 @@ fn check_model(file: &ModelFile, doc: &DeTable<'_>, out: &mut Problems) -> Model
         connections: root_connections,
         auth: None,
         introspection: Access::default(),
+        unlisted_documents: Access(Vec::new()),
         federation: file.federation.as_ref().map(|f| Federation {
             node: f.get_ref().node.unwrap_or(true),
             types: external,

@@ -78,14 +78,26 @@ pub async fn auth_router_with(
     issuer: &TestIssuer,
     limits: PageLimits,
 ) -> Router {
+    router(auth_state(model, store, issuer, limits, HttpSettings::default()).await)
+}
+
+/// The application state of [`auth_router_with`], with `http` settings of its own (its bearer
+/// tokens verified against `issuer`).
+pub async fn auth_state(
+    model: &'static Model,
+    store: &Store,
+    issuer: &TestIssuer,
+    limits: PageLimits,
+    http: HttpSettings,
+) -> dynarelay::http::AppState {
     let auth = dynarelay::auth::Authenticator::new(model_auth_settings(model, &issuer.url()))
         .await
         .expect("the authenticator starts");
     let http = HttpSettings {
         auth: Some(auth),
-        ..HttpSettings::default()
+        ..http
     };
-    router(model_state(model, store, limits, &test_ring(), http))
+    model_state(model, store, limits, &test_ring(), http)
 }
 
 /// `model` served on fresh tables of its own with bearer tokens verified against `issuer`'s

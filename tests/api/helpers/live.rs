@@ -3,6 +3,7 @@
 
 use std::{sync::Arc, time::Duration};
 
+use async_graphql::futures_util::{SinkExt, StreamExt};
 use axum::{
     Router,
     body::Body,
@@ -17,6 +18,7 @@ use dynarelay::{
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::Message;
 use tower::ServiceExt;
 
 use super::{CallLog, ModelApp, TestIssuer, endpoint, model_auth_settings, model_state, test_ring};
@@ -221,17 +223,26 @@ pub async fn subscribe_reading(
     variables: Value,
     ahead: usize,
 ) -> mpsc::Receiver<Received> {
+    let body = json!({ "query": query, "variables": variables });
+    subscribe_body(router, token, &body, ahead).await
+}
+
+/// POSTs `body` (a request's parameters: a query, or an operation's id) with
+/// `Accept: text/event-stream` and parses the events as they come, reading while fewer than
+/// `ahead` wait to be received.
+pub async fn subscribe_body(
+    router: &Router,
+    token: Option<&str>,
+    body: &Value,
+    ahead: usize,
+) -> mpsc::Receiver<Received> {
     let mut request = Request::post("/graphql")
         .header(header::CONTENT_TYPE, "application/json")
         .header(header::ACCEPT, "text/event-stream");
     if let Some(token) = token {
         request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
     }
-    let request = request
-        .body(Body::from(
-            json!({ "query": query, "variables": variables }).to_string(),
-        ))
-        .unwrap();
+    let request = request.body(Body::from(body.to_string())).unwrap();
     let response = router.clone().oneshot(request).await.unwrap();
     assert_eq!(response.status(), 200);
     assert_eq!(
@@ -326,4 +337,56 @@ pub async fn open_socket(
         );
     }
     Ok(tokio_tungstenite::connect_async(request).await?.0)
+}
+
+/// A socket to `url`, offering `protocol` when given.
+pub async fn ws_open(url: &str, protocol: Option<&str>) -> Socket {
+    open_socket(url, protocol).await.expect("the upgrade")
+}
+
+pub async fn ws_send(socket: &mut Socket, message: Value) {
+    socket
+        .send(Message::text(message.to_string()))
+        .await
+        .unwrap();
+}
+
+/// The next message of the protocol (or close frame), within [`WAIT`].
+async fn ws_receive(socket: &mut Socket) -> Message {
+    loop {
+        let message = tokio::time::timeout(WAIT, socket.next())
+            .await
+            .expect("a message in time")
+            .expect("the socket is open")
+            .expect("a readable message");
+        if !matches!(message, Message::Ping(_) | Message::Pong(_)) {
+            return message;
+        }
+    }
+}
+
+pub async fn ws_receive_json(socket: &mut Socket) -> Value {
+    match ws_receive(socket).await {
+        Message::Text(text) => serde_json::from_str(text.as_str()).unwrap(),
+        other => panic!("expected a message, got {other:?}"),
+    }
+}
+
+/// The close code the server ends the socket with.
+pub async fn ws_closed_with(socket: &mut Socket) -> (u16, String) {
+    match ws_receive(socket).await {
+        Message::Close(Some(frame)) => (u16::from(frame.code), frame.reason.to_string()),
+        other => panic!("expected a close frame, got {other:?}"),
+    }
+}
+
+/// An initialised socket: `connection_init`, then `connection_ack`.
+pub async fn ws_ready(url: &str) -> Socket {
+    let mut socket = ws_open(url, Some("graphql-transport-ws")).await;
+    ws_send(&mut socket, json!({ "type": "connection_init" })).await;
+    assert_eq!(
+        ws_receive_json(&mut socket).await,
+        json!({ "type": "connection_ack" })
+    );
+    socket
 }

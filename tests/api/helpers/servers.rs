@@ -363,8 +363,19 @@ pub fn persisted(hash: &str) -> Value {
 
 /// POSTs `query` with `variables` as JSON to `url` and returns the JSON answer.
 pub async fn graphql_at(http: &reqwest::Client, url: &str, query: &str, variables: Value) -> Value {
+    post_at(
+        http,
+        url,
+        &json!({ "query": query, "variables": variables }),
+    )
+    .await
+}
+
+/// POSTs `body` (a request's parameters: a query, or an operation's id) as JSON to `url` and
+/// returns the JSON answer.
+pub async fn post_at(http: &reqwest::Client, url: &str, body: &Value) -> Value {
     http.post(url)
-        .json(&json!({ "query": query, "variables": variables }))
+        .json(body)
         .send()
         .await
         .unwrap()

@@ -1,6 +1,7 @@
 // Compiling the Relay documents in relay/src with relay-compiler, in a temporary directory so
 // that no generated file stays behind: shared by relay-compile.mjs (TypeScript artifacts, read
-// as text) and relay-live.mjs (JavaScript artifacts, loaded into relay-runtime).
+// as text), relay-live.mjs (JavaScript artifacts, loaded into relay-runtime) and
+// trusted-manifests.mjs (persisted operations: artifacts with ids, and the file of their texts).
 
 import { spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
@@ -18,13 +19,19 @@ const relayDir = join(here, '..', 'relay');
  * relay-compiler takes a project's sources in the language it writes). Returns the artifacts as
  * a Map from name (`UserPurchasesPageQuery`) to text, or `{ error }` with relay-compiler's
  * diagnostics.
+ *
+ * With `persist` (`{ algorithm }`: `MD5`, the default, `SHA1` or `SHA256`), relay-compiler
+ * persists the operations as its `persistConfig` with a local `file` does: each operation
+ * artifact then carries `params.id` and no `params.text`, and `persisted` is that file's content,
+ * an object from id to operation text. `src` compiles another directory of documents instead of
+ * relay/src, with the same configuration.
  */
-export function compileRelay(schemaText, language = 'typescript') {
+export function compileRelay(schemaText, language = 'typescript', { persist, src = join(relayDir, 'src') } = {}) {
   const relayBin = createRequire(import.meta.url)('relay-compiler');
   if (!relayBin) return { error: `relay-compiler has no binary for ${process.platform} (${process.arch})` };
   const work = mkdtempSync(join(tmpdir(), 'dynarelay-relay-'));
   try {
-    cpSync(join(relayDir, 'src'), join(work, 'src'), { recursive: true });
+    cpSync(src, join(work, 'src'), { recursive: true });
     if (language === 'javascript') {
       for (const file of readdirSync(join(work, 'src'))) {
         renameSync(join(work, 'src', file), join(work, 'src', file.replace(/\.ts$/, '.js')));
@@ -41,6 +48,11 @@ export function compileRelay(schemaText, language = 'typescript') {
       noSourceControl: true,
       language,
     });
+    if (persist) {
+      // relay-compiler adds to the file, which must exist.
+      writeFileSync(join(work, 'persisted.json'), '{}');
+      config.persistConfig = { file: './persisted.json', algorithm: persist.algorithm ?? 'MD5' };
+    }
     writeFileSync(join(work, 'relay.config.json'), JSON.stringify(config, null, 2));
 
     const run = spawnSync(
@@ -59,7 +71,8 @@ export function compileRelay(schemaText, language = 'typescript') {
         readFileSync(join(work, '__generated__', file), 'utf8'),
       );
     }
-    return { artifacts };
+    if (!persist) return { artifacts };
+    return { artifacts, persisted: JSON.parse(readFileSync(join(work, 'persisted.json'), 'utf8')) };
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
