@@ -28,6 +28,8 @@ use std::{
     sync::Arc,
 };
 
+use crate::graphql::documents::{Prepared, Rejected};
+use async_graphql::extensions::apollo_persisted_queries::CacheStorage;
 use async_graphql::{
     ServerError, Variables,
     parser::types::{ExecutableDocument, OperationType},
@@ -39,12 +41,13 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
 use tracing::Instrument;
 
 use super::{
     AppState,
-    params::Params,
+    params::{BadParams, Params},
     rate_limit::{Admission, Reason, Refusal},
     sse::{Results, SUBSCRIPTIONS_UNAVAILABLE},
 };
@@ -178,6 +181,12 @@ impl HttpError {
     }
 }
 
+impl From<BadParams> for HttpError {
+    fn from(BadParams(message): BadParams) -> Self {
+        Self::bad_request(message)
+    }
+}
+
 /// `GET /graphql`: queries only.
 pub(super) async fn get(State(state): State<AppState>, request: Request) -> Response {
     let headers = request.headers();
@@ -204,7 +213,7 @@ pub(super) async fn get(State(state): State<AppState>, request: Request) -> Resp
     }
     let params = Query::<HashMap<String, String>>::try_from_uri(request.uri())
         .map_err(|_| HttpError::bad_request("The query string is not valid URL encoding."))
-        .and_then(|Query(query)| Params::from_query(query));
+        .and_then(|Query(query)| Params::from_query(query).map_err(HttpError::from));
     match params {
         Ok(params) => execute(&state, params, format, true, caller, &admission).await,
         Err(err) => err.into_response(format),
@@ -273,7 +282,7 @@ pub(super) async fn post(State(state): State<AppState>, request: Request) -> Res
         Err(rejection) => return rejection.into_response(),
     };
     let params = match serde_json::from_slice::<Value>(&body) {
-        Ok(Value::Object(object)) => Params::from_object(object),
+        Ok(Value::Object(object)) => Params::from_object(object).map_err(HttpError::from),
         Ok(Value::Array(_)) => Err(HttpError::bad_request(
             "Batched requests are not supported; send one operation per request.",
         )),
@@ -504,9 +513,7 @@ async fn operation(
             span.document(|| entry.sha256.clone(), true);
             (Arc::clone(&entry.document), String::new())
         }
-        None => match super::document::unlisted(state, &mut params, &mut extensions, format, span)
-            .await
-        {
+        None => match unlisted_document(state, &mut params, &mut extensions, format, span).await {
             Ok(found) => found,
             Err(response) => return response,
         },
@@ -710,6 +717,139 @@ async fn operation(
         response.extensions.insert("cost".to_owned(), cost);
     }
     graphql_response(response, format, state.metrics())
+}
+
+/// The request's own document (no manifest lists it): parsed from its text, from the document
+/// cache, or an Apollo automatic persisted query's; or the response refusing it.
+async fn unlisted_document(
+    state: &AppState,
+    params: &mut Params,
+    extensions: &mut Map<String, Value>,
+    format: Format,
+    span: &OperationSpan,
+) -> Result<(Arc<Prepared>, String), Response> {
+    let has_persisted_query = extensions.contains_key("persistedQuery");
+    let query = params.query.take().unwrap_or_default();
+    if query.is_empty() && !has_persisted_query {
+        return Err(HttpError::bad_request("The request has no `query`.").into_response(format));
+    }
+    if has_persisted_query && state.persisted.is_none() {
+        let error = ServerError::new("PersistedQueryNotSupported", None);
+        return Err(request_error(
+            error,
+            "PERSISTED_QUERY_NOT_SUPPORTED",
+            format,
+            state.metrics(),
+        ));
+    }
+    // Parse here rather than in async-graphql, to tell syntax errors apart and to choose the
+    // operation before execution; a document seen before comes parsed and checked from the cache.
+    let parsed = if query.is_empty() {
+        None
+    } else {
+        match state.documents.prepare(&query) {
+            Ok(document) => Some(document),
+            Err(Rejected::Limit(err)) => {
+                return Err(request_error(
+                    ServerError::new(err.message, None),
+                    err.code,
+                    format,
+                    state.metrics(),
+                ));
+            }
+            Err(Rejected::Parse(err)) => {
+                return Err(request_error(
+                    err,
+                    "GRAPHQL_PARSE_FAILED",
+                    format,
+                    state.metrics(),
+                ));
+            }
+        }
+    };
+    // Apollo Automatic Persisted Queries, here rather than in async-graphql's extension: as an
+    // extension it would wrap every field of every request in one more boxed future. A document
+    // sent with its hash is registered under it; a hash alone names a registered document, looked
+    // up here so that its operation is chosen and its cost checked like any other.
+    let persisted_query = match (extensions.remove("persistedQuery"), &state.persisted) {
+        (Some(value), Some(persisted)) => match persisted_query_hash(value) {
+            Ok(hash) => Some((hash, persisted)),
+            Err(message) => {
+                return Err(request_error(
+                    ServerError::new(message, None),
+                    "BAD_USER_INPUT",
+                    format,
+                    state.metrics(),
+                ));
+            }
+        },
+        _ => None,
+    };
+    let persisted_hash = persisted_query
+        .as_ref()
+        .filter(|_| span.is_on())
+        .map(|(hash, _)| hash.clone());
+    let document = match (parsed, persisted_query) {
+        (Some(parsed), None) => parsed,
+        (Some(parsed), Some((hash, persisted))) => {
+            if format!("{:x}", Sha256::digest(query.as_bytes())) != hash {
+                return Err(request_error(
+                    ServerError::new("provided sha does not match query", None),
+                    "BAD_USER_INPUT",
+                    format,
+                    state.metrics(),
+                ));
+            }
+            persisted
+                .set(hash, ExecutableDocument::clone(&parsed))
+                .await;
+            parsed
+        }
+        (None, Some((hash, persisted))) => match persisted.get(hash).await {
+            Some(registered) => Arc::new(Prepared::new(registered)),
+            None => {
+                return Err(request_error(
+                    ServerError::new("PersistedQueryNotFound", None),
+                    "PERSISTED_QUERY_NOT_FOUND",
+                    format,
+                    state.metrics(),
+                ));
+            }
+        },
+        // No query and no persisted query was answered above.
+        (None, None) => {
+            return Err(HttpError::bad_request("The request has no `query`.").into_response(format));
+        }
+    };
+    // A persisted query's hash is its text's SHA-256 (checked above when the text came too).
+    span.document(
+        || match &persisted_hash {
+            Some(hash) => hash.clone(),
+            None => format!("{:x}", Sha256::digest(query.as_bytes())),
+        },
+        persisted_hash.is_some(),
+    );
+    Ok((document, query))
+}
+
+/// The `sha256Hash` of an Apollo persisted-query extension of version 1, or why it is not valid
+/// (in async-graphql's words, which Apollo clients do not depend on).
+fn persisted_query_hash(value: Value) -> Result<String, String> {
+    #[derive(serde::Deserialize)]
+    struct PersistedQuery {
+        version: i32,
+        #[serde(rename = "sha256Hash")]
+        sha256_hash: String,
+    }
+    let persisted: PersistedQuery = serde_json::from_value(value)
+        .map_err(|_| "Invalid \"PersistedQuery\" extension configuration.".to_owned())?;
+    if persisted.version != 1 {
+        return Err(format!(
+            "Only the \"PersistedQuery\" extension of version \"1\" is supported, and the current version is \"{}\".",
+            persisted.version
+        ));
+    }
+    Ok(persisted.sha256_hash)
 }
 
 /// The refusal of a subscription by a server that holds none open.

@@ -6,7 +6,6 @@
 
 mod conn;
 mod cors;
-mod document;
 mod graphql;
 pub mod lambda;
 mod params;

@@ -7,8 +7,18 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-use super::graphql::HttpError;
 use crate::graphql::trusted::{Asked, Id};
+
+/// Why a request's parameters are not valid (a 400 `BAD_REQUEST` over HTTP), in a sentence for
+/// the client.
+#[derive(Debug)]
+pub(super) struct BadParams(pub(super) String);
+
+impl BadParams {
+    fn new(message: impl Into<String>) -> Self {
+        Self(message.into())
+    }
+}
 
 /// The parameters of a GraphQL-over-HTTP request, from either method.
 #[derive(Debug, Default)]
@@ -25,7 +35,7 @@ pub(super) struct Params {
 
 impl Params {
     /// From a POST body's JSON object.
-    pub(super) fn from_object(mut object: Map<String, Value>) -> Result<Self, HttpError> {
+    pub(super) fn from_object(mut object: Map<String, Value>) -> Result<Self, BadParams> {
         Ok(Self {
             query: string_param(object.remove("query"), "query")?,
             operation_name: string_param(object.remove("operationName"), "operationName")?,
@@ -37,12 +47,12 @@ impl Params {
     }
 
     /// From a GET query string, where `variables` and `extensions` are JSON text.
-    pub(super) fn from_query(mut query: HashMap<String, String>) -> Result<Self, HttpError> {
+    pub(super) fn from_query(mut query: HashMap<String, String>) -> Result<Self, BadParams> {
         let json = |value: Option<String>, name: &str| {
             value
                 .map(|text| {
                     serde_json::from_str::<Value>(&text)
-                        .map_err(|_| HttpError::bad_request(format!("`{name}` is not valid JSON.")))
+                        .map_err(|_| BadParams::new(format!("`{name}` is not valid JSON.")))
                 })
                 .transpose()
                 .and_then(|value| map_param(value, name))
@@ -81,22 +91,18 @@ impl Params {
     }
 }
 
-fn string_param(value: Option<Value>, name: &str) -> Result<Option<String>, HttpError> {
+fn string_param(value: Option<Value>, name: &str) -> Result<Option<String>, BadParams> {
     match value {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(text)) => Ok(Some(text)),
-        Some(_) => Err(HttpError::bad_request(format!(
-            "`{name}` must be a string."
-        ))),
+        Some(_) => Err(BadParams::new(format!("`{name}` must be a string."))),
     }
 }
 
-fn map_param(value: Option<Value>, name: &str) -> Result<Option<Map<String, Value>>, HttpError> {
+fn map_param(value: Option<Value>, name: &str) -> Result<Option<Map<String, Value>>, BadParams> {
     match value {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Object(map)) => Ok(Some(map)),
-        Some(_) => Err(HttpError::bad_request(format!(
-            "`{name}` must be a JSON object."
-        ))),
+        Some(_) => Err(BadParams::new(format!("`{name}` must be a JSON object."))),
     }
 }

@@ -32,7 +32,7 @@ use serde_json::{Map, Value, json};
 use super::{
     AppState,
     conn::ConnectionSlot,
-    graphql::{Format, Streaming, execute_as},
+    graphql::{Format, HttpError, Streaming, execute_as},
     params::Params,
     rate_limit::FORWARDED_FOR,
     sse::Results,
@@ -428,7 +428,7 @@ async fn start(
 ) -> Started {
     let refuse = |errors: Value| Started::Answered(Answer::Refusal(errors));
     let params = match payload {
-        Value::Object(object) => Params::from_object(object),
+        Value::Object(object) => Params::from_object(object).map_err(HttpError::from),
         _ => unreachable!("parse keeps object payloads only"),
     };
     let params = match params {
