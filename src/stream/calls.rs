@@ -180,24 +180,6 @@ impl Calls<'_> {
         Ok(out.shard_iterator().map(str::to_owned))
     }
 
-    /// An iterator at the start of shard `id` when it holds no record yet; `None` when it holds
-    /// some, or is closed with nothing left. DynamoDB Local never moves a `LATEST` iterator taken
-    /// on a shard that holds no record yet (observed: it returns nothing while the table is
-    /// written), so a reader wanting what is written from now on reads an empty shard from its
-    /// start (every record of which is newer than the call), and takes `LATEST` on one that
-    /// holds records, which works there as everywhere on DynamoDB.
-    pub(super) async fn empty_start(&self, arn: &str, id: &str) -> Result<Option<String>, Failure> {
-        let Some(oldest) = self.iterator(arn, id, Position::Oldest).await? else {
-            return Ok(None);
-        };
-        let page = self.records(&oldest, 1).await?;
-        Ok(if page.records.is_empty() {
-            page.next
-        } else {
-            None
-        })
-    }
-
     /// Up to `limit` records from `iterator`.
     pub(super) async fn records(&self, iterator: &str, limit: i32) -> Result<Page, Failure> {
         self.metrics.stream_call("GetRecords");

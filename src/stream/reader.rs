@@ -15,11 +15,18 @@
 //!   gone), the new one found through `DescribeTable`, with a gap reported, since writes in
 //!   between were never recorded.
 //!
+//! Starting "from now", each open shard is read from a `LATEST` iterator: the reader never
+//! decides that a shard is empty from an answer, since `GetRecords` may answer with no records
+//! while the shard holds some (it may take several calls to reach them). Nothing created before
+//! the reader started is passed on as news.
+//!
 //! DynamoDB Local, as observed: one shard per table; a record readable a few milliseconds after
-//! its write; no record for a write that changes nothing; and a `LATEST` iterator taken on a
-//! shard with no record yet fails with `TrimmedDataAccessException` once another table is
-//! written. The reader then reads that shard from its start, skipping records older than the
-//! reader itself.
+//! its write; no record for a write that changes nothing; never an empty answer before a shard's
+//! records; and an iterator taken on a shard with no record yet (`LATEST` or its oldest) fails
+//! with `TrimmedDataAccessException` once another table is written. AWS never answers so for a
+//! `LATEST` iterator (one unused for 15 minutes expires first): a shard whose `LATEST` iterator
+//! fails so before any record was read held none when it was taken, and is read from its oldest
+//! record, every one of which is news.
 
 use std::{
     collections::BTreeMap,
@@ -79,15 +86,7 @@ enum Start {
     Oldest,
     /// After the newest record when the reader started.
     Latest,
-    /// From the oldest record, of a shard that held none when the reader started (see
-    /// [`Reader::probe`]).
-    Empty,
 }
-
-/// How far before the reader's start a record of a shard read from an empty start may have been
-/// created and still be delivered: approximate creation times are rounded (DynamoDB Local's down
-/// to the minute).
-const EMPTY_START_SLACK: Duration = Duration::from_secs(60);
 
 /// Why a walk of one stream ended.
 enum Ended {
@@ -209,18 +208,12 @@ impl Reader {
                 if shard.finished || shard.iterator.is_some() {
                     break;
                 }
-                let taken = match shard.start {
-                    Start::Latest => self.probe(arn, id, shard).await,
-                    _ => Ok(()),
-                };
-                let taken = match taken {
-                    Ok(()) if shard.iterator.is_none() => self.take_iterator(arn, id, shard).await,
-                    other => other,
-                };
-                match taken {
+                match self.take_iterator(arn, id, shard).await {
                     Ok(()) => break,
                     Err(Failure::Gone) => return Ended::StreamGone,
                     Err(Failure::Trimmed) => {
+                        // DynamoDB Local's answer for a shard with no record yet (see the
+                        // module's note): every record it will hold is news.
                         shard.start = Start::Oldest;
                     }
                     Err(_) => backoff.wait().await,
@@ -267,8 +260,9 @@ impl Reader {
                     Err(Failure::Trimmed) => {
                         // Records after the last one read are gone: start again from the oldest
                         // kept (passing on none of those passed on before), and tell subscribers.
-                        // (A shard read from `LATEST` or from an empty start, with nothing read
-                        // yet, lost nothing: see the module's note on DynamoDB Local.)
+                        // (A shard read from `LATEST` with nothing read yet lost nothing: only
+                        // DynamoDB Local answers so, for a shard that held no record when the
+                        // iterator was taken; see the module's note.)
                         if shard.last.is_some() || shard.start == Start::Oldest {
                             self.gap();
                         }
@@ -320,22 +314,12 @@ impl Reader {
         }
     }
 
-    /// Looks at a shard's oldest record before taking a `LATEST` iterator: a shard found empty
-    /// is read from its start instead (see [`Calls::empty_start`]).
-    async fn probe(&self, arn: &str, id: &str, shard: &mut Shard) -> Result<(), Failure> {
-        if let Some(iterator) = self.calls().empty_start(arn, id).await? {
-            shard.iterator = Some(iterator);
-            shard.start = Start::Empty;
-        }
-        Ok(())
-    }
-
     /// Takes a shard's iterator: after its last record read, or where it starts.
     async fn take_iterator(&self, arn: &str, id: &str, shard: &mut Shard) -> Result<(), Failure> {
         let position = match (&shard.last, shard.start) {
             (Some(last), _) => Position::After(last),
             (None, Start::Latest) => Position::Latest,
-            (None, Start::Oldest | Start::Empty) => Position::Oldest,
+            (None, Start::Oldest) => Position::Oldest,
         };
         shard.iterator = self.calls().iterator(arn, id, position).await?;
         if shard.iterator.is_none() {
@@ -366,11 +350,6 @@ impl Reader {
         let records = &page.records;
         let shard_id: Arc<str> = Arc::from(id);
         for record in records {
-            // A shard read from an empty start holds only newer records, unless DynamoDB
-            // answered its first read empty although it held some: those older than the
-            // reader (give or take the rounding of their times) are not news.
-            let old = shard.start == Start::Empty
-                && calls::created(record).is_some_and(|t| t + EMPTY_START_SLACK < self.started);
             let sequence = calls::sequence(record);
             let again = match (&shard.read_through, sequence) {
                 (Some(through), Some(sequence)) => !sequence_after(sequence, through),
@@ -384,7 +363,6 @@ impl Reader {
                 place.set(&shard_id, Mark::After(sequence.to_owned()));
             }
             if let Some(mut change) = calls::change(&self.table, record)
-                && !old
                 && !again
             {
                 change.origin = Some(Origin {

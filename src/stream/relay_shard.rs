@@ -122,7 +122,7 @@ impl ShardReader {
             _ => None,
         };
         // Records created before this are not news (a `LATEST` lease read from the oldest).
-        let mut since: Option<SystemTime> = match self.checkpoint {
+        let since: Option<SystemTime> = match self.checkpoint {
             Checkpoint::Latest { since } if !self.fresh => Some(millis(since)),
             _ => None,
         };
@@ -146,16 +146,11 @@ impl ShardReader {
                             .iterator(&self.arn, &self.shard, Position::After(last))
                             .await
                     }
+                    // From now on: never decided from an answer (see `super::reader`).
                     (None, Start::Latest) => {
-                        match self.calls().empty_start(&self.arn, &self.shard).await {
-                            Ok(Some(empty)) => Ok(Some(empty)),
-                            Ok(None) => {
-                                self.calls()
-                                    .iterator(&self.arn, &self.shard, Position::Latest)
-                                    .await
-                            }
-                            Err(failure) => Err(failure),
-                        }
+                        self.calls()
+                            .iterator(&self.arn, &self.shard, Position::Latest)
+                            .await
                     }
                     (None, Start::Oldest) => {
                         self.calls()
@@ -169,7 +164,8 @@ impl ShardReader {
                     Ok(None) => return self.finish().await,
                     Err(Failure::Trimmed) => {
                         // The checkpoint is older than what the stream keeps: what came between
-                        // is lost.
+                        // is lost. (From `LATEST`: DynamoDB Local's answer for a shard with no
+                        // record yet, every one of which is news; see `super::reader`.)
                         if last.is_some() {
                             self.publish(&mut publisher, &Event::Gap).await;
                         }
@@ -196,13 +192,11 @@ impl ShardReader {
                 }
                 Err(Failure::Trimmed) => {
                     // Records after the last one read are gone. (A shard read from `LATEST` with
-                    // nothing read yet lost nothing: DynamoDB Local answers so on a shard with
-                    // no record, see `super::reader`; it is read from its oldest record, without
-                    // those older than the lease.)
+                    // nothing read yet lost nothing: only DynamoDB Local answers so, for a shard
+                    // that held no record when the iterator was taken, see `super::reader`; it
+                    // is read from its oldest record, every one of which is news.)
                     if last.is_some() || start == Start::Oldest {
                         self.publish(&mut publisher, &Event::Gap).await;
-                    } else if let Checkpoint::Latest { since: made } = self.checkpoint {
-                        since = Some(millis(made));
                     }
                     read_through = last.take().or(read_through);
                     start = Start::Oldest;

@@ -17,9 +17,10 @@ use tokio::sync::mpsc;
 
 use crate::{
     helpers::{
-        LambdaFunction, Received, RedisServer, Relay, TlsRedisServer, book_says,
+        LambdaFunction, Received, RedisServer, Relay, TlsRedisServer, book_says, connect_redis,
         live_router_through_feed, live_router_through_redis, metric, model_app_from, model_file,
-        next_event, post_graphql, put_plain, subscribe,
+        next_event, post_graphql, put_plain, relayed_notes, stream_entries, subscribe,
+        wait_for_relayed,
     },
     subscriptions::{MODEL, change, drain_warm_up, follow, note},
 };
@@ -247,7 +248,11 @@ async fn publish_again(url: &str, table: &str, text: &str) {
         .map(|(name, value)| (name.clone(), redis::from_redis_value_ref(value).unwrap()))
         .collect();
     let key = dynarelay::stream::redis_feed::key(table);
-    let _: String = connect(url).await.xadd(&key, "*", &fields).await.unwrap();
+    let _: String = connect_redis(url)
+        .await
+        .xadd(&key, "*", &fields)
+        .await
+        .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -560,26 +565,6 @@ async fn invoke(http: &reqwest::Client, function: &LambdaFunction, records: Vec<
     response.json().await.unwrap()
 }
 
-/// A connection to the Redis at `url`.
-async fn connect(url: &str) -> redis::aio::MultiplexedConnection {
-    redis::Client::open(url)
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap()
-}
-
-/// Every entry of `table`'s Redis stream, oldest first.
-async fn stream_entries(url: &str, table: &str) -> Vec<redis::streams::StreamId> {
-    use redis::AsyncCommands;
-    let all: redis::streams::StreamRangeReply = connect(url)
-        .await
-        .xrange_all(dynarelay::stream::redis_feed::key(table))
-        .await
-        .unwrap();
-    all.ids
-}
-
 /// The `seq` and `kind` of every entry of `table`'s Redis stream, oldest first.
 async fn entries(url: &str, table: &str) -> Vec<(String, String)> {
     stream_entries(url, table)
@@ -753,41 +738,6 @@ async fn a_relay_is_not_ready_while_a_table_has_no_stream() {
     relay.wait_for_log("the table has no stream");
     let ready = reqwest::get(relay.url("/ready")).await.unwrap();
     assert_eq!(ready.status(), 503);
-}
-
-/// The `at` of each change entry of `table`'s Redis stream (from its new image), oldest first,
-/// and the number of gap entries.
-async fn relayed_notes(url: &str, table: &str) -> (Vec<i64>, usize) {
-    let mut notes = Vec::new();
-    let mut gaps = 0;
-    for entry in stream_entries(url, table).await {
-        match entry.get::<String>("kind").unwrap().as_str() {
-            "gap" => gaps += 1,
-            _ => {
-                let new: Value =
-                    serde_json::from_str(&entry.get::<String>("new").unwrap()).unwrap();
-                notes.push(new["at"]["N"].as_str().unwrap().parse().unwrap());
-            }
-        }
-    }
-    (notes, gaps)
-}
-
-/// Waits until `table`'s Redis stream holds `count` changes (a missing one fails the test).
-async fn wait_for_relayed(url: &str, table: &str, count: usize) -> (Vec<i64>, usize) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    loop {
-        let relayed = relayed_notes(url, table).await;
-        if relayed.0.len() >= count {
-            return relayed;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{} of {count} changes relayed",
-            relayed.0.len()
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

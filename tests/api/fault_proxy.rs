@@ -3,7 +3,8 @@
 //! stops half way, access denied on chosen tables (as IAM answers; DynamoDB Local has no
 //! IAM), chosen tables described as still being created (DynamoDB Local creates at once),
 //! chosen errors for the next calls of one operation (such as DynamoDB Streams' `GetRecords`),
-//! and a stream's shard split in two ([`split`]). Faults change at run time through its
+//! a stream's shard split in two ([`split`]), and `GetRecords` answered with no records before
+//! a shard's records, as AWS may answer ([`empty`]). Faults change at run time through its
 //! methods, and it counts what it did. It stops when dropped.
 //!
 //! It also records, and can hold to a model's IAM policy ([`FaultProxy::auditing`]), the calls of
@@ -33,7 +34,10 @@ use hyper::{
 use hyper_util::rt::TokioIo;
 use tokio::{net::TcpListener, task::JoinHandle, task::JoinSet};
 
+mod empty;
 mod split;
+
+pub use empty::Empty;
 
 /// The DynamoDB error a throttled request gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -179,6 +183,8 @@ struct Shared {
     refused: Mutex<Vec<String>>,
     /// Shards shown split.
     splits: split::Splits,
+    /// `GetRecords` answered with no records.
+    empties: empty::Empties,
 }
 
 /// The service's error: hyper closes the connection without answering.
@@ -271,6 +277,7 @@ impl FaultProxy {
             policy,
             refused: Mutex::default(),
             splits: split::Splits::default(),
+            empties: empty::Empties::default(),
         });
         let accept = tokio::spawn(accept_loop(listener, shared.clone()));
         FaultProxy {
@@ -374,6 +381,17 @@ impl FaultProxy {
         self.shared.splits.given()
     }
 
+    /// Answers the first `GetRecords` calls made with each shard iterator with no records, as
+    /// AWS may before a shard's records (see [`empty`]); `None` forwards them all again.
+    pub fn empty_answers(&self, mode: Option<Empty>) {
+        self.shared.empties.set(mode);
+    }
+
+    /// How many `GetRecords` calls [`empty_answers`](Self::empty_answers) answered so far.
+    pub fn empty_answers_given(&self) -> u64 {
+        self.shared.empties.given()
+    }
+
     /// Draws a fault for every request from `mix` (after any scripted faults).
     pub fn chaos(&self, mix: ChaosMix) {
         self.faults().chaos = Some((mix, mix.seed));
@@ -382,6 +400,7 @@ impl FaultProxy {
     /// Removes every fault: requests are forwarded at once.
     pub fn clear(&self) {
         *self.faults() = Faults::default();
+        self.shared.empties.set(None);
     }
 
     /// What the proxy has done so far.
@@ -613,6 +632,14 @@ async fn forward(
         .and_then(|t| t.rsplit('.').next())
         .unwrap_or_default();
     let mut body = body.to_vec();
+    if let Some(empty) = shared.empties.request(operation, &mut body) {
+        return Ok(Response::builder()
+            .status(StatusCode::OK)
+            .header(header::CONTENT_TYPE, "application/x-amz-json-1.0")
+            .header("x-amzn-requestid", "fault-proxy")
+            .body(Bytes::from(empty))
+            .unwrap());
+    }
     let split = shared.splits.request(operation, &mut body);
     let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
     let mut outgoing = shared

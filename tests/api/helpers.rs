@@ -57,7 +57,10 @@ pub use node::{
 };
 pub use otlp::OtlpReceiver;
 pub use paging::{all_nodes, merge, walk_matches, walk_pages};
-pub use redis::{RedisServer, Relay, TlsRedisServer};
+pub use redis::{
+    RedisServer, Relay, TlsRedisServer, connect_redis, relayed_notes, stream_entries,
+    wait_for_relayed,
+};
 pub use requests::{
     Answer, Origin, answer, error_code, graphql_from, graphql_request, graphql_with_authorization,
     metric, metric_sum, metrics_of, post_graphql, post_graphql_text,

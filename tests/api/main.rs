@@ -20,6 +20,7 @@ mod ecommerce;
 #[path = "../../examples/ecommerce/data.rs"]
 mod ecommerce_data;
 mod ecommerce_mutations;
+mod empty_answers;
 mod fault_proxy;
 mod faults;
 mod federation;

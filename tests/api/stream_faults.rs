@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use serde_json::json;
 
 use crate::{
-    fault_proxy::FaultProxy,
+    fault_proxy::{Empty, FaultProxy},
     helpers::{
         WAIT, control_client, endpoint, live_router_streams_at, metric, model_app_from, next_event,
         put_plain, received_within, set_stream, subscribe, warm_up,
@@ -209,9 +209,16 @@ async fn newest_record(table: &str) -> (String, String, String) {
 
 #[tokio::test]
 async fn a_shard_that_splits_is_read_to_its_end_before_its_children_and_nothing_is_lost() {
+    split_while_followed(None).await;
+}
+
+/// A shard split while followed, its reads answered by the proxy with `empty` answers first
+/// (see [`Empty`]): every version of every note arrives once, each note's in the order written.
+pub async fn split_while_followed(empty: Option<Empty>) {
     const ITEMS: i64 = 24;
     let app = model_app_from(MODEL).await;
     let proxy = FaultProxy::start(&endpoint()).await;
+    proxy.empty_answers(empty);
     let router = live_router_streams_at(&app, &proxy.url());
     let table = app.table("Notes");
     let mut events = follow(&app, &router, json!({ "owner": "alice" })).await;
@@ -267,4 +274,7 @@ async fn a_shard_that_splits_is_read_to_its_end_before_its_children_and_nothing_
     put_plain(app.client(), &table, [note("alice", 99, "last", "OPEN")]).await;
     let event = next_event(&mut events).await;
     assert_eq!(change(&event)["edge"]["node"]["at"], 99, "{event:?}");
+    if empty.is_some() {
+        assert!(proxy.empty_answers_given() > 0, "no empty answer was given");
+    }
 }

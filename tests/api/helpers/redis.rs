@@ -413,3 +413,58 @@ impl Drop for TlsRedisServer {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
+
+/// A connection to the Redis at `url`.
+pub async fn connect_redis(url: &str) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap()
+}
+
+/// Every entry of `table`'s Redis stream, oldest first.
+pub async fn stream_entries(url: &str, table: &str) -> Vec<redis::streams::StreamId> {
+    use redis::AsyncCommands;
+    let all: redis::streams::StreamRangeReply = connect_redis(url)
+        .await
+        .xrange_all(dynarelay::stream::redis_feed::key(table))
+        .await
+        .unwrap();
+    all.ids
+}
+
+/// The `at` of each change entry of `table`'s Redis stream (from its new image), oldest first,
+/// and the number of gap entries.
+pub async fn relayed_notes(url: &str, table: &str) -> (Vec<i64>, usize) {
+    let mut notes = Vec::new();
+    let mut gaps = 0;
+    for entry in stream_entries(url, table).await {
+        match entry.get::<String>("kind").unwrap().as_str() {
+            "gap" => gaps += 1,
+            _ => {
+                let new: serde_json::Value =
+                    serde_json::from_str(&entry.get::<String>("new").unwrap()).unwrap();
+                notes.push(new["at"]["N"].as_str().unwrap().parse().unwrap());
+            }
+        }
+    }
+    (notes, gaps)
+}
+
+/// Waits until `table`'s Redis stream holds `count` changes (a missing one fails the test).
+pub async fn wait_for_relayed(url: &str, table: &str, count: usize) -> (Vec<i64>, usize) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let relayed = relayed_notes(url, table).await;
+        if relayed.0.len() >= count {
+            return relayed;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} of {count} changes relayed",
+            relayed.0.len()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
