@@ -199,6 +199,23 @@ impl NoOperation {
     }
 }
 
+/// Every operation of `document`, in its order: each one a request could run.
+pub fn all(document: &ExecutableDocument) -> Vec<Operation<'_>> {
+    match &document.operations {
+        DocumentOperations::Single(definition) => vec![Operation {
+            name: None,
+            definition,
+        }],
+        DocumentOperations::Multiple(operations) => operations
+            .iter()
+            .map(|(name, definition)| Operation {
+                name: Some(name.as_str()),
+                definition,
+            })
+            .collect(),
+    }
+}
+
 /// The operation of `document` that a request naming `name` runs.
 pub fn choose<'d>(
     document: &'d ExecutableDocument,

@@ -20,10 +20,7 @@ use std::{
 
 use async_graphql::{
     ServerError,
-    parser::{
-        parse_query,
-        types::{DocumentOperations, OperationType},
-    },
+    parser::{parse_query, types::OperationType},
 };
 use sha2::{Digest, Sha256};
 
@@ -247,16 +244,8 @@ fn prepare(
         Err(errors) => errors.iter().map(located).collect(),
     };
     // What the server checks of each operation before running it, and could refuse.
-    let names: Vec<Option<&str>> = match &document.operations {
-        DocumentOperations::Single(_) => vec![None],
-        DocumentOperations::Multiple(operations) => {
-            operations.keys().map(|name| Some(name.as_str())).collect()
-        }
-    };
-    for name in &names {
-        let Ok(operation) = operation::choose(&document, *name) else {
-            continue;
-        };
+    let operations = operation::all(&document);
+    for &operation in &operations {
         if let Err((message, locations)) = operation.check_single_root_field(&document) {
             let at = locations.first().map(|pos| (pos.line, pos.column));
             problems.push(problem(at, message));
@@ -275,9 +264,9 @@ fn prepare(
             ));
         }
     }
-    if names.len() > 1
+    if operations.len() > 1
         && let Some(name) = &listed.name
-        && !names.contains(&Some(name.as_str()))
+        && !operations.iter().any(|o| o.name == Some(name.as_str()))
     {
         problems.push(problem(
             None,
