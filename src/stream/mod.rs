@@ -143,6 +143,10 @@ struct Shared {
     asked: AtomicU64,
     /// Changes one subscriber may have waiting before it loses them ([`StreamSettings::buffer`]).
     bound: usize,
+    /// The reader's place in the table's changes after its last complete round of reads, when
+    /// it knows one: where a resumed subscription's replay reads to in a shard the reader had
+    /// read nothing of when the subscriber joined (see [`replay`]).
+    place: Mutex<Option<Arc<Position>>>,
 }
 
 impl Shared {
@@ -150,6 +154,11 @@ impl Shared {
         // A poisoned lock only means a subscriber panicked while joining or leaving; the
         // routes are whole.
         self.subscribers.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// See the field.
+    fn place(&self) -> Option<Arc<Position>> {
+        self.place.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 }
 
@@ -313,6 +322,7 @@ impl Streams {
                     subscribers: Mutex::default(),
                     asked: AtomicU64::new(0),
                     bound: self.0.settings.buffer.max(1),
+                    place: Mutex::default(),
                 });
                 let table: Arc<str> = Arc::from(table);
                 readers.insert(Arc::clone(&table), Arc::clone(&shared));
@@ -376,8 +386,10 @@ impl Streams {
     /// no longer keeps what followed `from`, the first event is [`Event::Expired`].
     pub fn resume_from(&self, table: &str, route: &Route, from: Position) -> Subscription {
         let mut subscription = self.subscribe_to(table, route);
+        let mut replay = replay::Replay::new(&self.0, table, from.clone(), None);
+        replay.live = Weak::clone(&subscription.shared);
         subscription.resumed = Some(Box::new(Resumed {
-            replay: Some(replay::Replay::new(&self.0, table, from.clone(), None)),
+            replay: Some(replay),
             waiting: std::collections::VecDeque::new(),
             at: from,
         }));

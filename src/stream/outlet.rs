@@ -98,6 +98,11 @@ impl Outlet {
         });
     }
 
+    /// Records the reader's place after a complete round of reads (see [`Shared::place`]).
+    pub(super) fn placed(&self, place: &Arc<super::Position>) {
+        *self.shared.place.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(place));
+    }
+
     /// Passes a change on to the subscriptions it may concern, if it is of an item they may
     /// want (counted when not).
     pub(super) fn send(&self, change: Change) {

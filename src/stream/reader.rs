@@ -299,9 +299,13 @@ impl Reader {
                 }
             }
             // New shards found in this round are read in the next one.
-            if complete && !failed && !shard_closed && asked > marked {
-                self.outlet.mark(asked, Some(&Arc::new(place.clone())));
-                marked = asked;
+            if complete && !failed && !shard_closed {
+                let place = Arc::new(place.clone());
+                self.outlet.placed(&place);
+                if asked > marked {
+                    self.outlet.mark(asked, Some(&place));
+                    marked = asked;
+                }
             }
             if failed {
                 backoff.wait().await;

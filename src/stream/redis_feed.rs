@@ -528,12 +528,15 @@ impl RedisReader {
                         }
                     }
                 }
+                let at = place.place.as_ref().map(|p| {
+                    let mut p = p.clone();
+                    p.set_entry(Some(at.last.clone()));
+                    Arc::new(p)
+                });
+                if let Some(at) = &at {
+                    self.outlet.placed(at);
+                }
                 if asked > marked {
-                    let at = place.place.as_ref().map(|p| {
-                        let mut p = p.clone();
-                        p.set_entry(Some(at.last.clone()));
-                        Arc::new(p)
-                    });
                     self.outlet.mark(asked, at.as_ref());
                     marked = asked;
                 }

@@ -5,17 +5,29 @@
 //! otherwise from the table's stream itself, for as long as it keeps records (24 hours).
 //!
 //! Each shard is read from the place's mark in it, in lineage order (a parent before its
-//! children), up to where the live reader that the subscriber joined first took its place
-//! (its own mark in the shard, or, where it has none, the shard's end now): what comes after
-//! that reaches the subscriber live, and what the replay passed on is not passed on again (see
-//! [`super::Subscription::next`]). A place the stream can no longer continue from (another
-//! stream of the table, a shard trimmed, records past its mark trimmed) is
-//! [`Expired`]: the subscriber must read the connection again.
+//! children), up to where the live reader that the subscriber joined took its place: what comes
+//! after that reaches the subscriber live, and what the replay passed on is not passed on again
+//! (see [`super::Subscription::next`]). Where that is:
+//! - the live reader's mark in the shard when the subscriber joined: read to, through any
+//!   number of empty answers (AWS may answer `GetRecords` with no records while a shard holds
+//!   some);
+//! - for a shard the live reader had read nothing of since it took `LATEST`: the first record it
+//!   reads there, once its place names one; until then what the replay finds is passed on (the
+//!   live copies are not passed again). An empty answer decides nothing; only a shard that stays
+//!   without records for [`PENDING_PATIENCE`] while the live reader has read nothing of it either
+//!   ends there (it holds the subscription's live changes back meanwhile);
+//! - for a shard the live reader reads from its oldest record (one it found after it started):
+//!   nothing, the live reader passes all of it on;
+//! - with no live reader's place at all: the shard's end now.
+//!
+//! A place the stream can no longer continue from (another stream of the table, a shard
+//! trimmed, records past its mark trimmed) is [`Expired`]: the subscriber must read the
+//! connection again.
 
 use std::{
     collections::{HashSet, VecDeque},
-    sync::Arc,
-    time::{Duration, SystemTime},
+    sync::{Arc, Weak},
+    time::{Duration, Instant, SystemTime},
 };
 
 use redis::aio::MultiplexedConnection;
@@ -34,6 +46,35 @@ use crate::metrics::Metrics;
 /// records' creation times are approximate (DynamoDB Local's rounded down to the minute), so a
 /// record a moment after the mark can carry a time before it.
 const SINCE_SLACK: Duration = Duration::from_secs(60);
+
+/// How long a shard the live reader had read nothing of is read with nothing found, while its
+/// place still names no record there, before the replay takes it as read: AWS answers empty for
+/// a few calls at most before a shard's records, and the live changes of every shard wait
+/// meanwhile.
+const PENDING_PATIENCE: Duration = Duration::from_secs(10);
+
+/// Where a shard's replay ends, besides the shard's end.
+#[derive(Debug, Clone)]
+enum Target {
+    /// Just after this record: the live reader's mark in the shard.
+    After(String),
+    /// The live reader's first record in the shard, once its place names one.
+    Pending,
+    /// Wherever the shard stands now: there is no live reader's place to read to.
+    Now,
+}
+
+/// The shard a replay is reading.
+struct Reading {
+    shard: Arc<str>,
+    /// The replay's place in what the table's replays read of it.
+    cursor: Cursor,
+    /// Records created well before this time (ms) are skipped; 0: none.
+    since: u64,
+    target: Target,
+    /// Since when the shard has answered with nothing new.
+    quiet: Option<Instant>,
+}
 
 /// The place cannot be continued from: the changes after it are no longer all kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,9 +106,10 @@ pub(super) struct Replay {
     pub(super) until: Option<Arc<Position>>,
     /// The stream and the shards left to read, once planned.
     plan: Option<Plan>,
-    /// The shard being read, the replay's place in what the table's replays read of it, and
-    /// the time before which its records are skipped (ms; 0: none).
-    reading: Option<(Arc<str>, Cursor, u64)>,
+    /// The shard being read.
+    reading: Option<Reading>,
+    /// The live reader the subscriber joined, for its place now (see [`Target::Pending`]).
+    pub(super) live: Weak<super::Shared>,
     /// What the table's replays running now read of its stream, shared.
     history: Arc<History>,
     /// When the replay planned its reads of the stream.
@@ -114,6 +156,7 @@ impl Replay {
             until,
             plan: None,
             reading: None,
+            live: Weak::new(),
         }
     }
 
@@ -241,7 +284,7 @@ impl Replay {
             self.metrics.subscription_resumed("stream");
         }
         loop {
-            let Some((shard, mut cursor, since)) = self.reading.take() else {
+            let Some(mut reading) = self.reading.take() else {
                 let Some((_, shards)) = &mut self.plan else {
                     return Ok(None);
                 };
@@ -252,39 +295,44 @@ impl Replay {
                     From::After(sequence) => (Start::After(sequence), 0),
                     From::Oldest(since) => (Start::Oldest, since),
                 };
-                let cursor = self.history.cursor(&shard, start).await;
-                self.reading = Some((shard, cursor, since));
+                let target = self.target(&shard);
+                self.reading = Some(Reading {
+                    cursor: self.history.cursor(&shard, start).await,
+                    shard,
+                    since,
+                    target,
+                    quiet: None,
+                });
                 continue;
             };
+            let shard = Arc::clone(&reading.shard);
+            if matches!(reading.target, Target::Pending)
+                && let Some(last) = self.live_after(&shard)
+            {
+                reading.target = Target::After(last);
+            }
             let arn = self
                 .plan
                 .as_ref()
                 .map(|(arn, _)| arn.clone())
                 .unwrap_or_default();
-            // A shard read to its end (no record of the live reader's to read to) ends at an
-            // end found after this replay began: after the live reader took its place there.
-            let fresh = match self.until.as_ref().and_then(|until| until.mark(&shard)) {
-                Some(Mark::After(_)) => SystemTime::UNIX_EPOCH,
-                _ => self.began,
+            // A shard read to where it stands ends at an end found after this replay began:
+            // after the live reader took its place there.
+            let (until, fresh) = match &reading.target {
+                Target::After(last) => (Some(last.clone()), SystemTime::UNIX_EPOCH),
+                Target::Pending | Target::Now => (None, self.began),
             };
             let page = match self
                 .history
-                .read(&self.calls(), &arn, &shard, &mut cursor, fresh)
+                .read(&self.calls(), &arn, &shard, &mut reading.cursor, fresh)
                 .await
             {
                 Ok(page) => page,
                 Err(failure) => {
-                    self.reading = Some((shard, cursor, since));
+                    self.reading = Some(reading);
                     return Err(failure);
                 }
             };
-            let until = self
-                .until
-                .as_ref()
-                .and_then(|until| match until.mark(&shard) {
-                    Some(Mark::After(last)) => Some(last.clone()),
-                    _ => None,
-                });
             let page_was_empty = page.reads.is_empty();
             let mut changes = Vec::new();
             let mut reached = false;
@@ -295,10 +343,10 @@ impl Replay {
                     reached = true;
                     break;
                 }
-                let early = since > 0
+                let early = reading.since > 0
                     && read.created.is_some_and(|created| {
                         created + SINCE_SLACK
-                            < SystemTime::UNIX_EPOCH + Duration::from_millis(since)
+                            < SystemTime::UNIX_EPOCH + Duration::from_millis(reading.since)
                     });
                 self.at.set(&shard, Mark::After(read.sequence));
                 if early {
@@ -312,17 +360,26 @@ impl Replay {
                     changes.push(change);
                 }
             }
+            if !page_was_empty {
+                reading.quiet = None;
+            } else if reading.quiet.is_none() {
+                reading.quiet = Some(Instant::now());
+            }
             // The shard is done when it is read to the live reader's mark, closed and read to
-            // its end, or (with no mark to read to) read to where it stands now.
+            // its end, or (with no mark to read to) read to where it stands now; never on one
+            // empty answer while a mark is ahead.
             let done = reached
                 || page.ended
-                || (page_was_empty && until.is_none())
-                || until.as_ref().is_some_and(|until| {
-                    self.at.mark(&shard).is_some_and(
-                        |m| matches!(m, Mark::After(last) if !super::sequence_after(until, last)),
-                    )
-                });
-            self.reading = (!done).then_some((shard, cursor, since));
+                || match &reading.target {
+                    Target::After(last) => self.at.mark(&shard).is_some_and(
+                        |m| matches!(m, Mark::After(at) if !super::sequence_after(last, at)),
+                    ),
+                    Target::Pending => reading
+                        .quiet
+                        .is_some_and(|quiet| quiet.elapsed() >= PENDING_PATIENCE),
+                    Target::Now => page_was_empty,
+                };
+            self.reading = (!done).then_some(reading);
             if !changes.is_empty() {
                 return Ok(Some(changes));
             }
@@ -330,6 +387,28 @@ impl Replay {
                 // An open shard with nothing new yet while the live reader's mark is ahead.
                 tokio::time::sleep(self.settings.poll_interval).await;
             }
+        }
+    }
+
+    /// Where the replay of `shard` ends (see the module's notes).
+    fn target(&self, shard: &str) -> Target {
+        let Some(until) = &self.until else {
+            return Target::Now;
+        };
+        match until.mark(shard) {
+            Some(Mark::After(last)) => Target::After(last.clone()),
+            _ => self
+                .live_after(shard)
+                .map_or(Target::Pending, Target::After),
+        }
+    }
+
+    /// The live reader's last record read in `shard`, as its place says now.
+    fn live_after(&self, shard: &str) -> Option<String> {
+        let place = self.live.upgrade()?.place()?;
+        match place.mark(shard) {
+            Some(Mark::After(last)) => Some(last.clone()),
+            _ => None,
         }
     }
 
@@ -370,6 +449,14 @@ impl Replay {
         }
         let mut starts: Vec<(Arc<str>, From, Option<&str>)> = Vec::new();
         for shard in &listed {
+            // The live reader reads it from its oldest record, and passes all of it on.
+            let live_from_oldest = self
+                .until
+                .as_ref()
+                .is_some_and(|until| until.mark(&shard.id) == Some(&Mark::Since(0)));
+            if live_from_oldest {
+                continue;
+            }
             let from = match self.at.mark(&shard.id) {
                 Some(Mark::After(sequence)) => From::After(sequence.clone()),
                 Some(Mark::Since(time)) => From::Oldest(*time),

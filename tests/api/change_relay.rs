@@ -16,11 +16,12 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::{
+    fault_proxy::{Empty, FaultProxy},
     helpers::{
         LambdaFunction, Received, RedisServer, Relay, TlsRedisServer, book_says, connect_redis,
-        live_router_through_feed, live_router_through_redis, metric, model_app_from, model_file,
-        next_event, post_graphql, put_plain, relayed_notes, stream_entries, subscribe,
-        wait_for_relayed,
+        endpoint, live_router_through_feed, live_router_through_redis,
+        live_router_through_redis_streams_at, metric, model_app_from, model_file, next_event,
+        post_graphql, put_plain, relayed_notes, stream_entries, subscribe, wait_for_relayed,
     },
     subscriptions::{MODEL, change, drain_warm_up, follow, note},
 };
@@ -389,11 +390,30 @@ fn resumes(app: &crate::helpers::ModelApp, from: &str) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_position_resumes_from_redis_while_it_holds_it_then_from_the_tables_stream() {
+    resume_through_redis_then_the_stream(None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_position_resumes_after_a_redis_restart_when_stream_reads_answer_empty() {
+    resume_through_redis_then_the_stream(Some(Empty::SameIterator(2))).await;
+}
+
+/// A client resumes from its positions through Redis, then, after Redis restarted empty, from
+/// the table's stream; the relay's and the instances' stream reads go through the fault proxy,
+/// with `empty` answers when given.
+async fn resume_through_redis_then_the_stream(empty: Option<Empty>) {
     let mut redis = RedisServer::start();
     let app = model_app_from(MODEL).await;
     let table = app.table("Notes");
-    let _relay = Relay::start(&app, MODEL, &redis.url());
-    let first = live_router_through_redis(&app, &redis.url());
+    let proxy = FaultProxy::start(&endpoint()).await;
+    proxy.empty_answers(empty);
+    let _relay = Relay::start_with(
+        &app,
+        MODEL,
+        &redis.url(),
+        &[("AWS_ENDPOINT_URL_DYNAMODB_STREAMS", &proxy.url())],
+    );
+    let first = live_router_through_redis_streams_at(&app, &redis.url(), &proxy.url());
     let mut warm = follow(&app, &first, json!({ "owner": "alice" })).await;
     // A client pages the first note and resumes from its cursor once the instance has read
     // both: the note after the cursor comes first, with the subscription's position.
@@ -427,7 +447,7 @@ async fn a_position_resumes_from_redis_while_it_holds_it_then_from_the_tables_st
     )
     .await;
     put_plain(app.client(), &table, [note("alice", 12, "two", "OPEN")]).await;
-    let second = live_router_through_redis(&app, &redis.url());
+    let second = live_router_through_redis_streams_at(&app, &redis.url(), &proxy.url());
     let mut events = subscribe(
         &second,
         SINCE,
@@ -508,6 +528,9 @@ async fn a_position_resumes_from_redis_while_it_holds_it_then_from_the_tables_st
         [("ADDED".to_owned(), Some("four".to_owned()))],
         "{live:?}"
     );
+    if empty.is_some() {
+        assert!(proxy.empty_answers_given() > 0, "no empty answer was given");
+    }
 }
 
 /// A DynamoDB Streams record of `table` as an event source mapping hands it to Lambda.

@@ -47,9 +47,9 @@ pub use lambda::{LambdaFunction, package_lambda};
 pub use live::{
     Received, Socket, WAIT, auth_live_router, live_router, live_router_logged,
     live_router_streams_at, live_router_through_feed, live_router_through_redis,
-    live_router_with_streams, next_event, open_socket, received_within, refusal, subscribe,
-    subscribe_as, subscribe_body, subscribe_reading, test_stream_settings, warm_up, ws_closed_with,
-    ws_open, ws_ready, ws_receive_json, ws_send,
+    live_router_through_redis_streams_at, live_router_with_streams, next_event, open_socket,
+    received_within, refusal, subscribe, subscribe_as, subscribe_body, subscribe_reading,
+    test_stream_settings, warm_up, ws_closed_with, ws_open, ws_ready, ws_receive_json, ws_send,
 };
 pub use node::{
     LOCAL_AWS, NodeLines, NodeRun, node_lines, read_back, run_node, serve_node, written_by,

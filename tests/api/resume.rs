@@ -15,9 +15,11 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::{
+    fault_proxy::{Empty, FaultProxy},
     helpers::{
-        GroundQuery, ModelApp, Received, control_client, live_router, model_app_from, next_event,
-        post_graphql, put_plain, query_all, refusal, set_stream, subscribe,
+        GroundQuery, ModelApp, Received, control_client, endpoint, live_router,
+        live_router_streams_at, model_app_from, next_event, post_graphql, put_plain, query_all,
+        refusal, set_stream, subscribe,
     },
     subscriptions::{MODEL, note},
 };
@@ -594,8 +596,23 @@ async fn a_position_that_is_not_the_connections_or_that_the_stream_no_longer_hol
 
 #[tokio::test]
 async fn a_position_resumes_after_the_tables_reader_stopped_and_started_again() {
+    resume_after_the_reader_restarted(None).await;
+}
+
+#[tokio::test]
+async fn a_position_resumes_after_the_reader_restarted_when_reads_answer_empty() {
+    resume_after_the_reader_restarted(Some(Empty::SameIterator(2))).await;
+    resume_after_the_reader_restarted(Some(Empty::NewIterator(3))).await;
+}
+
+/// A client away while the table's reader stopped and started again (taking its place anew, at
+/// `LATEST`) resumes from its last position: it gets every change it missed once, the stream
+/// read through `empty` answers of the fault proxy's when given.
+async fn resume_after_the_reader_restarted(empty: Option<Empty>) {
     let app = model_app_from(MODEL).await;
-    let router = live_router(&app);
+    let proxy = FaultProxy::start(&endpoint()).await;
+    proxy.empty_answers(empty);
+    let router = live_router_streams_at(&app, &proxy.url());
     let table = app.table("Notes");
     let mut events = subscribe(&router, SINCE, json!({ "owner": "ivy" })).await;
     let event = first_change(&app, &mut events, "ivy").await;
@@ -629,6 +646,9 @@ async fn a_position_resumes_after_the_tables_reader_stopped_and_started_again() 
     let mut got: Vec<(i64, String)> = held.into_values().collect();
     got.sort();
     assert_eq!(got, truth(&app, "ivy").await);
+    if empty.is_some() {
+        assert!(proxy.empty_answers_given() > 0, "no empty answer was given");
+    }
 }
 
 /// The first change `events` (following `owner`'s notes) receives, `owner`'s note 1 written

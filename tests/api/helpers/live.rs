@@ -67,10 +67,26 @@ pub fn live_router_through_redis(app: &ModelApp, url: &str) -> Router {
     live_router_through_feed(app, feed)
 }
 
+/// [`live_router_through_redis`], what resumed subscriptions missed read from DynamoDB Streams
+/// at `endpoint` (a fault proxy's).
+pub fn live_router_through_redis_streams_at(app: &ModelApp, url: &str, endpoint: &str) -> Router {
+    let feed = dynarelay::stream::redis_feed::RedisFeed::new(url, None).expect("a Redis URL");
+    through_feed_streams_at(app, feed, endpoint)
+}
+
 /// [`live_router_through_redis`], reading from `feed`.
 pub fn live_router_through_feed(
     app: &ModelApp,
     feed: dynarelay::stream::redis_feed::RedisFeed,
+) -> Router {
+    through_feed_streams_at(app, feed, &endpoint())
+}
+
+/// An instance reading `feed`, reading DynamoDB Streams at `streams` for resumes.
+fn through_feed_streams_at(
+    app: &ModelApp,
+    feed: dynarelay::stream::redis_feed::RedisFeed,
+    streams: &str,
 ) -> Router {
     live_router_from(
         app,
@@ -79,7 +95,7 @@ pub fn live_router_through_feed(
             app,
             test_stream_settings(),
             dynamo::client_for_local(&endpoint()),
-            dynamo::streams_client_for_local(&endpoint()),
+            dynamo::streams_client_for_local(streams),
         )
         .through_redis(feed),
     )
