@@ -11,9 +11,9 @@
 //! - the live reader's mark in the shard when the subscriber joined: read to, through any
 //!   number of empty answers (AWS may answer `GetRecords` with no records while a shard holds
 //!   some);
-//! - for a shard the live reader had read nothing of since it took `LATEST`: the first record it
-//!   reads there, once its place names one; until then what the replay finds is passed on (the
-//!   live copies are not passed again). An empty answer decides nothing; only a shard that stays
+//! - for a shard the live reader had read nothing of since it took `LATEST`: the record its
+//!   place names there once it names one (it has then read past its start); until then what
+//!   the replay finds is passed on (the live copies are not passed again). An empty answer decides nothing; only a shard that stays
 //!   without records for [`PENDING_PATIENCE`] while the live reader has read nothing of it either
 //!   ends there (it holds the subscription's live changes back meanwhile);
 //! - for a shard the live reader reads from its oldest record (one it found after it started):
@@ -58,7 +58,7 @@ const PENDING_PATIENCE: Duration = Duration::from_secs(10);
 enum Target {
     /// Just after this record: the live reader's mark in the shard.
     After(String),
-    /// The live reader's first record in the shard, once its place names one.
+    /// The record the live reader's place names in the shard, once it names one.
     Pending,
     /// Wherever the shard stands now: there is no live reader's place to read to.
     Now,
