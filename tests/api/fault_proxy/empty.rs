@@ -73,7 +73,7 @@ impl Empties {
         let iterator = request["ShardIterator"].as_str()?.to_owned();
         let mut state = self.state.lock().unwrap();
         let (k, real) = unwrap(&iterator);
-        let (k, real) = (k, real.to_owned());
+        let real = real.to_owned();
         let next = match state.mode {
             None => None,
             Some(Empty::SameIterator(n)) => {
