@@ -22,6 +22,7 @@ pub mod config;
 pub mod cursor;
 pub mod dynamo;
 pub mod graphql;
+pub mod hangups;
 pub mod http;
 pub mod init;
 pub mod metrics;

@@ -17,7 +17,9 @@ use dynarelay::{
     },
     cursor::{CursorCodec, CursorSecret},
     dynamo::{self, SdkSettings, Store, Tables, tables},
-    graphql, http,
+    graphql,
+    hangups::Hangups,
+    http,
     model::{self, Model},
 };
 use tracing_subscriber::{
@@ -263,6 +265,7 @@ async fn api_state(args: &ApiArgs, table_check: TableCheck) -> anyhow::Result<ht
 const MANIFEST_POLL_SECS: u64 = 2;
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let hangups = Hangups::listen();
     let mut connections = args.connections().map_err(anyhow::Error::msg)?;
     connections.max_connections =
         http::fit_file_limit(connections.max_connections, args.health_listen.is_some());
@@ -320,6 +323,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     tokio::spawn(http::trusted::watch(
         state.clone(),
         Duration::from_secs(MANIFEST_POLL_SECS),
+        hangups,
     ));
     let threads = args.serving_threads();
     tracing::info!(
@@ -351,6 +355,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
 
 /// `lambda`: the API as an AWS Lambda function, one event at a time through the runtime API.
 async fn lambda(args: LambdaArgs, traces: Option<&Traces>) -> anyhow::Result<()> {
+    // A function's manifests are read at cold start: a new list comes with a new version.
+    tokio::spawn(
+        Hangups::listen().changing_nothing("a Lambda function reads its manifests at cold start"),
+    );
     let table_check = if args.check_tables {
         TableCheck::Check
     } else {
@@ -692,6 +700,7 @@ fn key_list(ids: &[u8]) -> String {
 
 /// `dynarelay relay`: the model's streamed tables' changes into Redis, until Ctrl-C or SIGTERM.
 async fn relay(args: RelayArgs) -> anyhow::Result<()> {
+    tokio::spawn(Hangups::listen().changing_nothing("a relay reads no file after its start"));
     let model = load_model(&args.model)?;
     let feed = dynarelay::stream::redis_feed::RedisFeed::new(
         &args.redis.redis_url,
@@ -760,6 +769,7 @@ fn streamed_tables(model: &Model, names: &Tables, args: &ModelArgs) -> anyhow::R
 
 /// `dynarelay lambda-relay`: DynamoDB Streams events, from Lambda's runtime API, into Redis.
 async fn lambda_relay(args: LambdaRelayArgs) -> anyhow::Result<()> {
+    tokio::spawn(Hangups::listen().changing_nothing("a relay reads no file after its start"));
     let model = load_model(&args.model)?;
     let feed = dynarelay::stream::redis_feed::RedisFeed::new(
         &args.redis.redis_url,

@@ -446,19 +446,21 @@ impl Metrics {
         let trusted_documents = Family::<OutcomeNameLabels, Counter>::default();
         registry.register(
             "trusted_documents",
-            "GraphQL requests by how their document was found: `id` (a listed operation named by \
-             its id), `text` (a listed operation sent in full) or `unlisted` (a document no \
-             operation manifest lists, which ran: --trusted-documents off or log, or an exempt \
-             caller); counted when manifests are loaded or the mode is not off",
+            "GraphQL requests that ran (every check before execution passed), by how their \
+             document was found: `id` (a listed operation named by its id), `text` (a listed \
+             operation sent in full) or `unlisted` (a document no operation manifest lists: \
+             --trusted-documents off or log, or an exempt caller); counted when manifests are \
+             loaded or the mode is not off",
             trusted_documents.clone(),
         );
         let trusted_documents_refused = Family::<ReasonLabels, Counter>::default();
         registry.register(
             "trusted_documents_refused",
             "GraphQL requests refused before parsing by --trusted-documents, by reason: \
-             `not_found` (an unknown id), `not_in_list` (a document no manifest lists), \
+             `not_found` (an unknown id; and an automatic persisted query's unknown hash, when \
+             requests that ran are counted), `not_in_list` (a document no manifest lists), \
              `id_required` (a document sent in full under --require-operation-ids) or \
-             `mismatch` (an id and a different text)",
+             `mismatch` (an id sent beside a text that is not its document)",
             trusted_documents_refused.clone(),
         );
         let manifest_loads = Family::<OutcomeNameLabels, Counter>::default();

@@ -64,9 +64,11 @@ pub struct DocumentArgs {
 
     /// What happens to documents no operation manifest lists: `off` (they run), `log` (they
     /// run, and each is counted and logged once by hash and operation name), or `enforce`
-    /// (they are refused with PERSISTED_QUERY_NOT_IN_LIST, and unknown ids with
-    /// PERSISTED_QUERY_NOT_FOUND, before parsing; callers `[auth] unlisted_documents` admits
-    /// are exempt). Listed operations may be named by id in every mode.
+    /// (they are refused before parsing, with PERSISTED_QUERY_NOT_IN_LIST, or
+    /// PERSISTED_QUERY_ID_REQUIRED under `--require-operation-ids true`, and unknown ids with
+    /// PERSISTED_QUERY_NOT_FOUND; callers `[auth] unlisted_documents` admits are exempt).
+    /// Listed operations may be named by id in every mode; an id sent beside a text that is
+    /// not its document is refused in every mode.
     #[arg(
         long,
         env = "DYNARELAY_TRUSTED_DOCUMENTS",
@@ -75,8 +77,8 @@ pub struct DocumentArgs {
     )]
     pub trusted_documents: TrustedDocumentsMode,
 
-    /// With `--trusted-documents enforce`, refuse even a listed operation sent in full, with
-    /// PERSISTED_QUERY_ID_REQUIRED (true or false): clients must name operations by id.
+    /// With `--trusted-documents enforce`, refuse every document sent in full, listed or not,
+    /// with PERSISTED_QUERY_ID_REQUIRED (true or false): clients must name operations by id.
     #[arg(long, env = "DYNARELAY_REQUIRE_OPERATION_IDS", default_value_t = false, action = ArgAction::Set)]
     pub require_operation_ids: bool,
 }

@@ -93,6 +93,19 @@ pub enum Id<'a> {
     Document(&'a str),
 }
 
+impl<'a> Id<'a> {
+    /// The SHA-256 (lowercase hex) the id is, when its form makes it a hash of its document's
+    /// text: Apollo's hash, and `documentId`'s `sha256:<hex>`. Relay's `doc_id` and other
+    /// `documentId`s are whatever the manifest's tool made them.
+    pub fn sha256(self) -> Option<&'a str> {
+        match self {
+            Id::Apollo(hash) => Some(hash),
+            Id::Document(id) => id.strip_prefix("sha256:"),
+            Id::Relay(_) => None,
+        }
+    }
+}
+
 /// Everything wrong with a server's manifests.
 #[derive(Debug)]
 pub struct LoadErrors(pub Vec<Problem>);
@@ -290,7 +303,7 @@ fn prepare(
         id: listed.id.clone(),
         name,
         text: listed.text.as_str().into(),
-        sha256: format!("{:x}", Sha256::digest(listed.text.as_bytes())),
+        sha256: sha256_hex(&listed.text),
         kind,
         document: Arc::new(prepared),
     })
@@ -326,7 +339,8 @@ pub enum Refusal {
     NotInList,
     /// It sent a document in full where only ids are accepted.
     IdRequired,
-    /// Its id names a listed operation whose text is not the text it sent.
+    /// The text it sent is not the document its id names: another listed operation's text, or
+    /// for a hash (Apollo's, `documentId`'s `sha256:`) a text it is not the hash of.
     Mismatch,
 }
 
@@ -380,22 +394,34 @@ pub fn judge(
     let mut exempt = Some(exempt);
     let mut strict = || mode == TrustedMode::Enforce && !exempt.take().is_some_and(|f| f());
     match (asked.id, asked.text) {
-        (Some(id), text) => match (documents.by_id(id), text) {
-            (Some(entry), None) => Verdict::Listed(Arc::clone(entry)),
-            (Some(entry), Some(text)) if *entry.text == *text => Verdict::Listed(Arc::clone(entry)),
-            // Apollo's hash with a text is an automatic persisted query's registration, judged
-            // by its text (the hash is checked against it where queries are registered).
-            (_, Some(text)) if matches!(id, Id::Apollo(_)) => {
+        // An id beside a text: the text must be the id's document, whatever the id's form and
+        // the mode, or the request is refused as a mismatch.
+        (Some(id), Some(text)) => match (documents.by_id(id), id.sha256()) {
+            (Some(entry), _) if *entry.text == *text => Verdict::Listed(Arc::clone(entry)),
+            (Some(_), _) => Verdict::Refused(Refusal::Mismatch),
+            // A hash no manifest lists still names the text it is the hash of.
+            (None, Some(hash)) if sha256_hex(text) != hash => Verdict::Refused(Refusal::Mismatch),
+            // Apollo's hash with its text is an automatic persisted query's registration,
+            // judged by its text.
+            (None, Some(_)) if matches!(id, Id::Apollo(_)) => {
                 judge_text(documents, text, require_ids, &mut strict)
             }
-            (Some(_), Some(_)) => Verdict::Refused(Refusal::Mismatch),
-            // Apollo's hash alone may name an automatic persisted query where they may run.
-            (None, None) if matches!(id, Id::Apollo(_)) && !strict() => Verdict::Unlisted,
             (None, _) => Verdict::Refused(Refusal::NotFound),
+        },
+        (Some(id), None) => match documents.by_id(id) {
+            Some(entry) => Verdict::Listed(Arc::clone(entry)),
+            // Apollo's hash alone may name an automatic persisted query where they may run.
+            None if matches!(id, Id::Apollo(_)) && !strict() => Verdict::Unlisted,
+            None => Verdict::Refused(Refusal::NotFound),
         },
         (None, Some(text)) => judge_text(documents, text, require_ids, &mut strict),
         (None, None) => Verdict::Unlisted,
     }
+}
+
+/// The SHA-256 of `text`, in lowercase hex.
+pub fn sha256_hex(text: &str) -> String {
+    format!("{:x}", Sha256::digest(text.as_bytes()))
 }
 
 fn judge_text(

@@ -55,10 +55,19 @@ pub fn validate(schema: &Schema, document: &ExecutableDocument) -> Result<(), Ve
     };
     match response.errors.as_slice() {
         [only] if only.message == VALID => Ok(()),
-        _ => Err(response
-            .errors
-            .into_iter()
-            .filter(|error| error.message != VALID)
-            .collect()),
+        _ => {
+            // One problem once: async-graphql reports some (a subscription on a schema without
+            // them) from two places.
+            let mut errors: Vec<ServerError> = Vec::new();
+            for error in response.errors {
+                let seen = errors
+                    .iter()
+                    .any(|e| e.message == error.message && e.locations == error.locations);
+                if error.message != VALID && !seen {
+                    errors.push(error);
+                }
+            }
+            Err(errors)
+        }
     }
 }

@@ -42,7 +42,6 @@ use axum::{
 };
 use serde::Serialize;
 use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
 use tracing::Instrument;
 
 use super::{
@@ -50,10 +49,15 @@ use super::{
     params::{BadParams, Params},
     rate_limit::{Admission, Reason, Refusal},
     sse::{Results, SUBSCRIPTIONS_UNAVAILABLE},
+    trusted::Found,
 };
 use crate::{
     auth::Caller,
-    graphql::{self, direct, resolve::Env, trusted::Verdict},
+    graphql::{
+        self, direct,
+        resolve::Env,
+        trusted::{self, Verdict},
+    },
     metrics::{Metrics, Usage},
     telemetry::{self, OperationSpan},
 };
@@ -493,6 +497,7 @@ async fn operation(
     } = request;
     // Trusted documents first, before anything is parsed: a listed operation comes prepared;
     // anything else is refused here when the server enforces its manifests.
+    let by_id = params.asked().id.is_some();
     let listed = match state.trusted.judge(&params, &caller, state.metrics()) {
         Verdict::Listed(entry) => Some(entry),
         Verdict::Unlisted => None,
@@ -506,12 +511,13 @@ async fn operation(
         }
     };
     let mut extensions = params.extensions.take().unwrap_or_default();
-    let (document, query) = match listed {
+    let is_listed = listed.is_some();
+    let (document, query, persisted_hash) = match listed {
         Some(entry) => {
             // Named by Apollo's hash or not, a listed operation registers nothing.
             extensions.remove("persistedQuery");
             span.document(|| entry.sha256.clone(), true);
-            (Arc::clone(&entry.document), String::new())
+            (Arc::clone(&entry.document), String::new(), None)
         }
         None => match unlisted_document(state, &mut params, &mut extensions, format, span).await {
             Ok(found) => found,
@@ -581,7 +587,8 @@ async fn operation(
         );
     }
 
-    let mut request = async_graphql::Request::new(query);
+    // (Its text is set once the gate has counted it below.)
+    let mut request = async_graphql::Request::new(String::new());
     if let Some(name) = operation.name {
         request = request.operation_name(name);
     }
@@ -621,6 +628,20 @@ async fn operation(
             }
         }
     }
+    // Every check before execution passed: the document runs.
+    state.trusted.ran(
+        if is_listed {
+            Found::Listed { by_id }
+        } else {
+            Found::Unlisted {
+                text: &query,
+                hash: persisted_hash.as_deref(),
+                name: operation.name,
+            }
+        },
+        state.metrics(),
+    );
+    request.query = query;
     // Each request gets its own store, adding up what its DynamoDB calls cost, and its own
     // loader, so cached items never outlive the request.
     let usage = admission.usage();
@@ -720,14 +741,15 @@ async fn operation(
 }
 
 /// The request's own document (no manifest lists it): parsed from its text, from the document
-/// cache, or an Apollo automatic persisted query's; or the response refusing it.
+/// cache, or an Apollo automatic persisted query's, with its text and the persisted query's hash
+/// it came with, if any; or the response refusing it.
 async fn unlisted_document(
     state: &AppState,
     params: &mut Params,
     extensions: &mut Map<String, Value>,
     format: Format,
     span: &OperationSpan,
-) -> Result<(Arc<Prepared>, String), Response> {
+) -> Result<(Arc<Prepared>, String, Option<String>), Response> {
     let has_persisted_query = extensions.contains_key("persistedQuery");
     let query = params.query.take().unwrap_or_default();
     if query.is_empty() && !has_persisted_query {
@@ -785,17 +807,19 @@ async fn unlisted_document(
         },
         _ => None,
     };
-    let persisted_hash = persisted_query
-        .as_ref()
-        .filter(|_| span.is_on())
-        .map(|(hash, _)| hash.clone());
+    let persisted_hash = persisted_query.as_ref().map(|(hash, _)| hash.clone());
     let document = match (parsed, persisted_query) {
         (Some(parsed), None) => parsed,
         (Some(parsed), Some((hash, persisted))) => {
-            if format!("{:x}", Sha256::digest(query.as_bytes())) != hash {
+            // (The gate refused a hash with another text already, unless the request named its
+            // document by `documentId` or `doc_id` too: the same refusal here.)
+            if trusted::sha256_hex(&query) != hash {
+                state
+                    .trusted
+                    .refused(trusted::Refusal::Mismatch, state.metrics());
                 return Err(request_error(
-                    ServerError::new("provided sha does not match query", None),
-                    "BAD_USER_INPUT",
+                    ServerError::new(trusted::Refusal::Mismatch.message(), None),
+                    trusted::Refusal::Mismatch.code(),
                     format,
                     state.metrics(),
                 ));
@@ -808,6 +832,7 @@ async fn unlisted_document(
         (None, Some((hash, persisted))) => match persisted.get(hash).await {
             Some(registered) => Arc::new(Prepared::new(registered)),
             None => {
+                state.trusted.missed(state.metrics());
                 return Err(request_error(
                     ServerError::new("PersistedQueryNotFound", None),
                     "PERSISTED_QUERY_NOT_FOUND",
@@ -825,11 +850,11 @@ async fn unlisted_document(
     span.document(
         || match &persisted_hash {
             Some(hash) => hash.clone(),
-            None => format!("{:x}", Sha256::digest(query.as_bytes())),
+            None => trusted::sha256_hex(&query),
         },
         persisted_hash.is_some(),
     );
-    Ok((document, query))
+    Ok((document, query, persisted_hash))
 }
 
 /// The `sha256Hash` of an Apollo persisted-query extension of version 1, or why it is not valid

@@ -198,10 +198,11 @@ impl AppState {
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     /// The model's types do not form a valid schema.
-    #[error("building the GraphQL schema: {0}")]
+    /// (Its source says what is wrong: printed as an error's chain, the text comes once.)
+    #[error("building the GraphQL schema")]
     Schema(#[from] async_graphql::dynamic::SchemaError),
     /// An operation manifest does not load or validate against the schema.
-    #[error("{0}")]
+    #[error(transparent)]
     Operations(#[from] LoadErrors),
 }
 

@@ -11,8 +11,6 @@ use std::{
     time::{Duration, SystemTime},
 };
 
-use sha2::{Digest, Sha256};
-
 use super::params::Params;
 use crate::{
     auth::Caller,
@@ -20,8 +18,11 @@ use crate::{
         Api,
         access::{self, Grant},
         limits::QueryLimits,
-        trusted::{self, Id, LoadErrors, TrustedDocuments, TrustedMode, TrustedSettings, Verdict},
+        trusted::{
+            self, LoadErrors, Refusal, TrustedDocuments, TrustedMode, TrustedSettings, Verdict,
+        },
     },
+    hangups::Hangups,
     metrics::Metrics,
     model::Access,
 };
@@ -82,14 +83,12 @@ impl Gate {
         &self.settings.manifests
     }
 
-    /// What the request `params` may run, counted and (in `log` mode) logged.
+    /// What the request `params` may run; refusals are counted here, documents that run where
+    /// they run ([`Gate::ran`]).
     pub(super) fn judge(&self, params: &Params, caller: &Caller, metrics: &Metrics) -> Verdict {
         let asked = params.asked();
         // Without manifests and with the mode off, only an id needs a look.
-        if self.settings.mode == TrustedMode::Off
-            && self.settings.manifests.is_empty()
-            && asked.id.is_none()
-        {
+        if !self.counting() && asked.id.is_none() {
             return Verdict::Unlisted;
         }
         let documents = self.documents();
@@ -100,18 +99,50 @@ impl Gate {
             asked,
             || access::grant(&self.exempt, caller) != Grant::Nothing,
         );
-        match &verdict {
-            Verdict::Listed(_) if asked.id.is_some() => metrics.trusted_document("id"),
-            Verdict::Listed(_) => metrics.trusted_document("text"),
-            Verdict::Unlisted => {
-                metrics.trusted_document("unlisted");
-                if self.settings.mode == TrustedMode::Log {
-                    self.log_once(asked.text, asked.id, params.operation_name.as_deref());
-                }
-            }
-            Verdict::Refused(refusal) => metrics.trusted_document_refused(refusal.label()),
+        if let Verdict::Refused(refusal) = &verdict {
+            self.refused(*refusal, metrics);
         }
         verdict
+    }
+
+    /// Whether the gate counts how documents were found: manifests are loaded, or the mode is
+    /// not off.
+    fn counting(&self) -> bool {
+        self.settings.mode != TrustedMode::Off || !self.settings.manifests.is_empty()
+    }
+
+    /// Counts a request refused for `refusal` (by the gate, or a hash found beside a text it is
+    /// not the hash of once the gate let it by).
+    pub(super) fn refused(&self, refusal: Refusal, metrics: &Metrics) {
+        metrics.trusted_document_refused(refusal.label());
+    }
+
+    /// Counts an automatic persisted query's hash that names no document registered (answered
+    /// `PERSISTED_QUERY_NOT_FOUND`, as an unlisted id is) under `not_found`, when the gate
+    /// counts: it did not run.
+    pub(super) fn missed(&self, metrics: &Metrics) {
+        if self.counting() {
+            self.refused(Refusal::NotFound, metrics);
+        }
+    }
+
+    /// Counts a document that passed every check and goes to be executed, by how it was found,
+    /// and (in `log` mode) logs an unlisted one the first time its hash and operation name are
+    /// seen.
+    pub(super) fn ran(&self, found: Found<'_>, metrics: &Metrics) {
+        if !self.counting() {
+            return;
+        }
+        match found {
+            Found::Listed { by_id: true } => metrics.trusted_document("id"),
+            Found::Listed { by_id: false } => metrics.trusted_document("text"),
+            Found::Unlisted { text, hash, name } => {
+                metrics.trusted_document("unlisted");
+                if self.settings.mode == TrustedMode::Log {
+                    self.log_once(text, hash, name);
+                }
+            }
+        }
     }
 
     /// Whether a manifest's file changed since it was last read.
@@ -120,12 +151,11 @@ impl Gate {
         self.read.lock().map_or(true, |read| *read != now)
     }
 
-    /// Logs an unlisted document the first time its hash and operation name are seen.
-    fn log_once(&self, text: Option<&str>, id: Option<Id<'_>>, name: Option<&str>) {
-        let hash = match (text, id) {
-            (Some(text), _) => format!("{:x}", Sha256::digest(text.as_bytes())),
-            (None, Some(Id::Apollo(hash))) => hash.to_owned(),
-            _ => return,
+    /// Logs an unlisted document that ran, the first time its hash and operation name are seen.
+    fn log_once(&self, text: &str, hash: Option<&str>, name: Option<&str>) {
+        let hash = match hash {
+            Some(hash) if text.is_empty() => hash.to_owned(),
+            _ => trusted::sha256_hex(text),
         };
         let Ok(mut logged) = self.logged.lock() else {
             return;
@@ -179,6 +209,25 @@ impl Gate {
     }
 }
 
+/// How a document that runs was found (see [`Gate::ran`]).
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Found<'a> {
+    /// A listed operation, named by its id or sent in full.
+    Listed {
+        /// Named by its id.
+        by_id: bool,
+    },
+    /// A document no manifest lists.
+    Unlisted {
+        /// Its text; empty for an automatic persisted query named by its hash alone.
+        text: &'a str,
+        /// The automatic persisted query's hash it was sent with, if any.
+        hash: Option<&'a str>,
+        /// The name of the operation that runs, from the request or the document.
+        name: Option<&'a str>,
+    },
+}
+
 /// What the manifests' files look like: a change to any file's modification time or length.
 type Fingerprint = Vec<Option<(SystemTime, u64)>>;
 
@@ -196,30 +245,23 @@ fn fingerprint(paths: &[PathBuf]) -> Fingerprint {
 }
 
 /// Reloads `state`'s manifests whenever one of their files changes (looked at every `every`)
-/// or the process gets `SIGHUP`, until the server stops. Files are polled rather than watched
-/// with inotify: polling sees a file replaced through a symbolic link or by a rename the same
-/// way, and a few `stat` calls every seconds cost nothing.
-pub async fn watch(state: super::AppState, every: Duration) {
+/// or the process gets `SIGHUP` (from `hangups`), until the server stops; without manifests, a
+/// `SIGHUP` is logged as reloading nothing. Files are polled rather than watched with inotify:
+/// polling sees a file replaced through a symbolic link or by a rename the same way, and a few
+/// `stat` calls every seconds cost nothing.
+pub async fn watch(state: super::AppState, every: Duration, mut hangups: Hangups) {
     if state.trusted.manifests().is_empty() {
+        hangups
+            .changing_nothing("serve reloads its operation manifests, and it has none")
+            .await;
         return;
     }
     let mut ticks = tokio::time::interval(every);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    #[cfg(unix)]
-    let mut hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
     loop {
-        #[cfg(unix)]
-        let hangup = async {
-            match &mut hangups {
-                Some(hangups) => hangups.recv().await,
-                None => std::future::pending().await,
-            }
-        };
-        #[cfg(not(unix))]
-        let hangup = std::future::pending::<Option<()>>();
         let asked = tokio::select! {
             _ = ticks.tick() => false,
-            _ = hangup => true,
+            () = hangups.next() => true,
         };
         if !asked && !state.trusted.changed() {
             continue;

@@ -749,6 +749,25 @@ async fn the_lambda_function_publishes_stream_events_and_reports_the_first_failu
     assert_eq!(entries(&redis.url(), &table).await, published(&["202"]));
 }
 
+/// `SIGHUP` never ends a relay: it has nothing to reload, says so, and goes on relaying.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relay_stays_up_and_relaying_on_sighup() {
+    let redis = RedisServer::start();
+    let app = model_app_from(MODEL).await;
+    let table = app.table("Notes");
+    let relay = Relay::start(&app, MODEL, &redis.url());
+    // (A fresh table's shard holds nothing before the note: read from its start.)
+    relay.wait_for_log("took a shard's lease");
+    put_plain(app.client(), &table, [note("alice", 1, "before", "OPEN")]).await;
+    wait_for_relayed(&redis.url(), &table, 1).await;
+    relay.hang_up();
+    relay.wait_for_log("SIGHUP: nothing to reload");
+    put_plain(app.client(), &table, [note("alice", 2, "after", "OPEN")]).await;
+    let (relayed, _) = wait_for_relayed(&redis.url(), &table, 2).await;
+    assert_eq!(relayed, [1, 2]);
+    relay.terminate();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_relay_is_not_ready_while_a_table_has_no_stream() {
     let redis = RedisServer::start();

@@ -66,7 +66,8 @@ pub use requests::{
     metric, metric_sum, metrics_of, post_graphql, post_graphql_text,
 };
 pub use servers::{
-    APOLLO_ACCEPT, Exchange, GQL, JSON, RoundRobin, Running, dynarelay_command, exchange,
-    graphql_as, graphql_at, loopback_listener, persisted, post, post_at, query_string,
-    run_succeeding, sha256_hex, spawn_serve, stop,
+    APOLLO_ACCEPT, Exchange, GQL, JSON, ProcessLog, RoundRobin, Running, check_offline,
+    dynarelay_command, exchange, graphql_as, graphql_at, loopback_listener, persisted, post,
+    post_at, query_string, run_succeeding, sha256_hex, signal, spawn_serve, spawn_serve_logged,
+    stop,
 };

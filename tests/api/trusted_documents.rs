@@ -18,10 +18,11 @@ use serde_json::{Value, json};
 
 use crate::{
     helpers::{
-        CallLog, ModelApp, Running, TestIssuer, auth_model_app, auth_state,
-        live_router_with_streams, load_model, logged_model_app, metric, metrics_of, model_claims,
-        model_file, model_state, next_event, post_at, put_plain, sha256_hex, subscribe_body,
-        test_ring, test_stream_settings, unique_prefix, ws_ready, ws_receive_json, ws_send,
+        CallLog, ModelApp, Running, TestIssuer, auth_model_app, auth_state, book_says,
+        check_offline, live_router_with_streams, load_model, logged_model_app, metric, metrics_of,
+        model_claims, model_file, model_state, next_event, post_at, put_plain, sha256_hex, signal,
+        spawn_serve_logged, subscribe_body, test_ring, test_stream_settings, unique_prefix,
+        ws_ready, ws_receive_json, ws_send,
     },
     subscriptions::{MODEL, note},
 };
@@ -677,6 +678,7 @@ async fn a_new_manifest_is_swapped_in_under_load_and_a_broken_one_is_refused() {
     tokio::spawn(dynarelay::http::trusted::watch(
         state.clone(),
         std::time::Duration::from_millis(20),
+        dynarelay::hangups::Hangups::listen(),
     ));
     std::fs::write(&path, apollo_manifest(&[("Notes", NOTES)])).unwrap();
     let mut waited = 0;
@@ -712,8 +714,11 @@ fn a_manifest_that_does_not_validate_stops_the_start_and_check_reports_it() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&check.stderr);
     assert!(!check.status.success(), "{stderr}");
-    assert!(
-        stderr.contains("2 problems in the operation manifests"),
+    assert_eq!(
+        stderr
+            .matches("2 problems in the operation manifests")
+            .count(),
+        1,
         "{stderr}"
     );
     assert!(
@@ -760,8 +765,35 @@ fn a_manifest_that_does_not_validate_stops_the_start_and_check_reports_it() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&serve.stderr);
     assert!(!serve.status.success(), "{stderr}");
-    assert!(stderr.contains("(Typo) at 1:34 of its text"), "{stderr}");
+    // Each problem once.
+    assert_eq!(
+        stderr.matches("(Typo) at 1:34 of its text").count(),
+        1,
+        "{stderr}"
+    );
+    assert_eq!(
+        stderr.matches("problem in the operation manifests").count(),
+        1,
+        "{stderr}"
+    );
     assert!(!stderr.contains("dynarelay is listening"), "{stderr}");
+    // A subscription where the model has none: one problem, told once.
+    let books = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/books/dynarelay.toml");
+    let subscription = write_manifest(
+        &json!({ "s": "subscription S { purchasesChanged(userId: \"u\") { kind } }" }).to_string(),
+    );
+    let (valid, said) = check_offline(books, &["--operations".as_ref(), subscription.as_os_str()]);
+    assert!(!valid, "{said}");
+    assert!(
+        said.contains("1 problem in the operation manifests"),
+        "{said}"
+    );
+    assert_eq!(
+        said.matches("Schema is not configured for subscriptions")
+            .count(),
+        1,
+        "{said}"
+    );
 }
 
 /// `serve` reloads its manifests on `SIGHUP`. The new manifest has the old one's length and
@@ -773,23 +805,16 @@ async fn serve_reloads_its_manifests_on_sighup() {
     let second = "query B { user(userId: \"v\") { name } }";
     let path = write_manifest(&json!({ "a": first }).to_string());
     let written = std::fs::metadata(&path).unwrap().modified().unwrap();
-    let (mut server, addr) = tokio::task::block_in_place(|| {
-        crate::helpers::spawn_serve(
-            crate::helpers::dynarelay_command(&crate::helpers::endpoint())
-                .env("DYNARELAY_TABLE_PREFIX", &app.prefix)
-                .args([
-                    "serve",
-                    "--listen",
-                    "127.0.0.1:0",
-                    "--trusted-documents",
-                    "enforce",
-                ])
-                .arg("--operations")
-                .arg(&path),
-        )
-    });
+    let (mut server, url, _) = serve_shop(
+        &app,
+        &[
+            "--trusted-documents".as_ref(),
+            "enforce".as_ref(),
+            "--operations".as_ref(),
+            path.as_os_str(),
+        ],
+    );
     let http = reqwest::Client::new();
-    let url = format!("http://{addr}/graphql");
     let runs = async |query: &str| {
         let answer = post_at(&http, &url, &json!({ "query": query })).await;
         answer.get("data").is_some()
@@ -818,4 +843,275 @@ async fn serve_reloads_its_manifests_on_sighup() {
     assert!(!runs(first).await);
     let status = tokio::task::block_in_place(|| crate::helpers::stop(&mut server));
     assert!(status.success(), "serve exited with {status}");
+}
+
+/// The server of `app` with [`manifests`] in `mode`.
+fn trusted_router(app: &ModelApp, mode: TrustedMode) -> axum::Router {
+    router(model_state(
+        app.model,
+        &app.store,
+        PageLimits::default(),
+        &test_ring(),
+        HttpSettings {
+            trusted: TrustedSettings {
+                mode,
+                manifests: manifests(),
+                require_ids: false,
+            },
+            ..HttpSettings::default()
+        },
+    ))
+}
+
+/// A request naming a document by `id` in one of the three forms, with `text` if any.
+fn by_id(form: &str, id: &str, text: Option<&str>) -> Value {
+    let mut body = match form {
+        "apollo" => {
+            json!({ "extensions": { "persistedQuery": { "version": 1, "sha256Hash": id } } })
+        }
+        "documentId" => json!({ "documentId": format!("sha256:{id}") }),
+        _ => json!({ "doc_id": id }),
+    };
+    body["variables"] = json!({ "owner": "ada" });
+    if let Some(text) = text {
+        body["query"] = json!(text);
+    }
+    body
+}
+
+/// The one rule for an id sent beside a text, in every id form and every mode: the text must be
+/// the id's document, else the request is refused before any DynamoDB call with
+/// `BAD_USER_INPUT`, counted under `reason="mismatch"`. An id that is a hash (Apollo's,
+/// `documentId`'s `sha256:`) and names nothing listed names the text it is the hash of: Apollo's
+/// with that text is an automatic persisted query's registration, judged as the text sent alone;
+/// any other id that names nothing is `PERSISTED_QUERY_NOT_FOUND`.
+#[tokio::test]
+async fn an_id_beside_a_text_runs_only_its_own_document_in_every_form_and_mode() {
+    book_says(
+        "docs/src/reference/graphql-over-http.md",
+        "An id sent beside a text follows one rule, whatever the id's form and the mode: the text \
+         must be the id's document, byte for byte, or the request is refused before parsing with \
+         `BAD_USER_INPUT` and counted under `reason=\"mismatch\"`.",
+    );
+    let (app, log) = notes_app(vec![note("ada", 1, "first", "OPEN")]).await;
+    let unlisted =
+        "query Mine($owner: String!) { notes(owner: $owner) { edges { node { text } } } }";
+    let listed = sha256_hex(NOTES);
+    let unknown = sha256_hex(unlisted);
+    for mode in [TrustedMode::Enforce, TrustedMode::Log, TrustedMode::Off] {
+        let router = trusted_router(&app, mode);
+        let server = Running::serve(router.clone()).await;
+        let http = reqwest::Client::new();
+        let enforcing = mode == TrustedMode::Enforce;
+        let runs_unless_enforcing = if enforcing {
+            "PERSISTED_QUERY_NOT_IN_LIST"
+        } else {
+            "runs"
+        };
+        // (form, id, text, what happens)
+        let mut cases: Vec<(&str, &str, Option<&str>, &str)> = Vec::new();
+        for form in ["apollo", "documentId", "doc_id"] {
+            // Every form names the listed NOTES by the SHA-256 of its text (Apollo's manifest's
+            // id).
+            cases.extend([
+                (form, listed.as_str(), None, "runs"),
+                (form, listed.as_str(), Some(NOTES), "runs"),
+                (form, listed.as_str(), Some(OTHER), "BAD_USER_INPUT"),
+                (form, listed.as_str(), Some(unlisted), "BAD_USER_INPUT"),
+            ]);
+        }
+        cases.extend([
+            (
+                "apollo",
+                unknown.as_str(),
+                Some(unlisted),
+                runs_unless_enforcing,
+            ),
+            (
+                "documentId",
+                unknown.as_str(),
+                Some(unlisted),
+                "PERSISTED_QUERY_NOT_FOUND",
+            ),
+            ("apollo", unknown.as_str(), Some(OTHER), "BAD_USER_INPUT"),
+            (
+                "documentId",
+                unknown.as_str(),
+                Some(OTHER),
+                "BAD_USER_INPUT",
+            ),
+            ("apollo", unknown.as_str(), Some(NOTES), "BAD_USER_INPUT"),
+            (
+                "doc_id",
+                unknown.as_str(),
+                Some(unlisted),
+                "PERSISTED_QUERY_NOT_FOUND",
+            ),
+        ]);
+        let mismatches = || async {
+            metric(
+                &metrics_of(&router).await,
+                "dynarelay_trusted_documents_refused_total{reason=\"mismatch\"}",
+            )
+        };
+        for (form, id, text, expected) in cases {
+            let case = format!("{mode:?}, {form} {id} with {text:?}");
+            let before = mismatches().await;
+            let mark = log.mark();
+            let answer = post(&http, &server, &by_id(form, id, text)).await;
+            if expected == "runs" {
+                assert_eq!(texts(&answer), ["first"], "{case}: {answer}");
+                continue;
+            }
+            assert_eq!(code(&answer), expected, "{case}: {answer}");
+            assert!(answer.get("data").is_none(), "{case}: {answer}");
+            let calls: Vec<_> = log
+                .since(mark)
+                .into_iter()
+                .filter(|call| call.operation != "DescribeTable")
+                .collect();
+            assert!(calls.is_empty(), "{case} called DynamoDB: {calls:?}");
+            let counted = mismatches().await - before;
+            assert_eq!(
+                counted,
+                f64::from(u8::from(expected == "BAD_USER_INPUT")),
+                "{case}: counted {counted} mismatches"
+            );
+        }
+    }
+}
+
+/// What `log` mode counts for an Apollo client meeting a document no manifest lists: its first
+/// request (the hash alone) is answered `PERSISTED_QUERY_NOT_FOUND` and counted under
+/// `not_found`, not as run; the text it sends next runs and counts once; each later page by the
+/// hash counts once. Three pages, three `unlisted`.
+#[tokio::test]
+async fn log_mode_counts_an_apollo_client_s_unlisted_pages_once_each() {
+    book_says(
+        "docs/src/guides/operating.md",
+        "Only what ran counts there: an Apollo client's first request by hash alone, answered \
+         `PERSISTED_QUERY_NOT_FOUND`, counts under \
+         `dynarelay_trusted_documents_refused_total{reason=\"not_found\"}`",
+    );
+    let (app, _log) = notes_app(vec![note("ada", 1, "first", "OPEN")]).await;
+    let router = trusted_router(&app, TrustedMode::Log);
+    let server = Running::serve(router.clone()).await;
+    let http = reqwest::Client::new();
+    let unlisted =
+        "query Mine($owner: String!) { notes(owner: $owner) { edges { node { text } } } }";
+    let hash = sha256_hex(unlisted);
+    let counts = || async {
+        let metrics = metrics_of(&router).await;
+        (
+            metric(
+                &metrics,
+                "dynarelay_trusted_documents_total{outcome=\"unlisted\"}",
+            ),
+            metric(
+                &metrics,
+                "dynarelay_trusted_documents_refused_total{reason=\"not_found\"}",
+            ),
+        )
+    };
+    let first = post(&http, &server, &by_id("apollo", &hash, None)).await;
+    assert_eq!(code(&first), "PERSISTED_QUERY_NOT_FOUND", "{first}");
+    assert_eq!(counts().await, (0.0, 1.0));
+    let registered = post(&http, &server, &by_id("apollo", &hash, Some(unlisted))).await;
+    assert_eq!(texts(&registered), ["first"], "{registered}");
+    assert_eq!(counts().await, (1.0, 1.0));
+    for page in 2..=3 {
+        let answer = post(&http, &server, &by_id("apollo", &hash, None)).await;
+        assert_eq!(texts(&answer), ["first"], "{answer}");
+        assert_eq!(counts().await, (f64::from(page), 1.0));
+    }
+    // A document that fails before it runs (a variable missing) is not counted as run either.
+    let refused = post(&http, &server, &json!({ "query": unlisted })).await;
+    assert_eq!(code(&refused), "BAD_USER_INPUT", "{refused}");
+    assert_eq!(counts().await, (3.0, 1.0));
+}
+
+/// `log` mode's line names the operation that ran from its document when the request does not
+/// name it, and says "ran" only of documents that did.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn log_mode_logs_the_document_s_own_operation_name_and_only_what_ran() {
+    book_says(
+        "docs/src/guides/operating.md",
+        "operation name (the request's `operationName`, or else the document's own)",
+    );
+    let app = crate::helpers::model_app("examples/shop/dynarelay.toml").await;
+    let path =
+        write_manifest(&json!({ "a": "query A { user(userId: \"u\") { name } }" }).to_string());
+    let (mut server, url, log) = serve_shop(
+        &app,
+        &[
+            "--trusted-documents".as_ref(),
+            "log".as_ref(),
+            "--operations".as_ref(),
+            path.as_os_str(),
+        ],
+    );
+    let http = reqwest::Client::new();
+    let missed = "query Missed { user(userId: \"m\") { name } }";
+    let answer = post_at(
+        &http,
+        &url,
+        &json!({ "extensions": { "persistedQuery": { "version": 1, "sha256Hash": sha256_hex(missed) } } }),
+    )
+    .await;
+    assert_eq!(code(&answer), "PERSISTED_QUERY_NOT_FOUND", "{answer}");
+    let probe = "query LogProbe { user(userId: \"u\") { name } }";
+    let answer = post_at(&http, &url, &json!({ "query": probe })).await;
+    assert!(answer.get("errors").is_none(), "{answer}");
+    let line = tokio::task::block_in_place(|| log.wait_for(&["ran", "LogProbe"]));
+    assert!(line.contains(&sha256_hex(probe)), "{line}");
+    // The hash answered PERSISTED_QUERY_NOT_FOUND before it was not logged as run.
+    let ran: Vec<String> = log
+        .lines()
+        .into_iter()
+        .filter(|line| line.contains(&sha256_hex(missed)))
+        .collect();
+    assert!(ran.is_empty(), "{ran:?}");
+    let status = tokio::task::block_in_place(|| crate::helpers::stop(&mut server));
+    assert!(status.success(), "serve exited with {status}");
+}
+
+/// `SIGHUP` never ends `serve`: without manifests it is logged as reloading nothing, and the
+/// server goes on serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_without_manifests_stays_up_on_sighup() {
+    book_says(
+        "docs/src/guides/operating.md",
+        "`SIGHUP` never ends a dynarelay process: a `serve` without manifests, a `relay`, a \
+         `lambda` or `lambda-relay` logs that it has nothing to reload and goes on",
+    );
+    let app = crate::helpers::model_app("examples/shop/dynarelay.toml").await;
+    let (mut server, url, log) = serve_shop(&app, &[]);
+    let http = reqwest::Client::new();
+    let query = json!({ "query": "{ user(userId: \"u\") { name } }" });
+    for _ in 0..2 {
+        signal(server.id(), "HUP");
+        tokio::task::block_in_place(|| log.wait_for(&["SIGHUP", "nothing to reload"]));
+    }
+    let answer = post_at(&http, &url, &query).await;
+    assert!(answer.get("errors").is_none(), "{answer}");
+    assert!(server.try_wait().unwrap().is_none(), "serve ended");
+    let status = tokio::task::block_in_place(|| crate::helpers::stop(&mut server));
+    assert!(status.success(), "serve exited with {status}");
+}
+
+/// `serve` of the shop model over `app`'s tables with `args` after `serve --listen 127.0.0.1:0`:
+/// the process, its GraphQL URL and its log.
+fn serve_shop(
+    app: &crate::helpers::ModelApp,
+    args: &[&std::ffi::OsStr],
+) -> (std::process::Child, String, crate::helpers::ProcessLog) {
+    let (server, addr, log) = tokio::task::block_in_place(|| {
+        spawn_serve_logged(
+            crate::helpers::dynarelay_command(&crate::helpers::endpoint())
+                .env("DYNARELAY_TABLE_PREFIX", &app.prefix)
+                .args(["serve", "--listen", "127.0.0.1:0"])
+                .args(args),
+        )
+    });
+    (server, format!("http://{addr}/graphql"), log)
 }

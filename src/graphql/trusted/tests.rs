@@ -207,6 +207,14 @@ fn what_runs_in_each_mode() {
     };
     let other = "{ product(sku: \"S\") { name } }";
     let hash = sha256(other);
+    let prefixed = format!("sha256:{hash}");
+    let listed = sha256(USER);
+    let both = |text, id| Asked {
+        text: Some(text),
+        id: Some(id),
+    };
+    const MISMATCH: &str = "BAD_USER_INPUT";
+    const NOT_FOUND: &str = "PERSISTED_QUERY_NOT_FOUND";
     use TrustedMode::{Enforce, Log, Off};
     let cases: Vec<(TrustedMode, bool, Asked<'_>, bool, &str)> = vec![
         // Listed operations run in every mode, by id or by their text.
@@ -286,6 +294,42 @@ fn what_runs_in_each_mode() {
             },
             false,
             "unlisted",
+        ),
+        // A hash naming nothing listed, with a text it is not the hash of: refused in every
+        // mode, whichever form the hash came in.
+        (Log, false, both(USER, Id::Apollo(&hash)), false, MISMATCH),
+        (
+            Off,
+            false,
+            both(USER, Id::Document(&prefixed)),
+            false,
+            MISMATCH,
+        ),
+        // `documentId`'s `sha256:` with the text it is the hash of: no listed operation has
+        // it, and only Apollo's hash registers a text.
+        (
+            Log,
+            false,
+            both(other, Id::Document(&prefixed)),
+            false,
+            NOT_FOUND,
+        ),
+        // A plain id naming nothing, with a text: not found.
+        (Log, false, both(other, Id::Relay("nope")), false, NOT_FOUND),
+        // A listed operation's id with another text, in every form and mode.
+        (
+            Enforce,
+            false,
+            both(other, Id::Apollo(&listed)),
+            false,
+            MISMATCH,
+        ),
+        (
+            Log,
+            false,
+            both(other, Id::Apollo(&listed)),
+            false,
+            MISMATCH,
         ),
         // An id with another text.
         (

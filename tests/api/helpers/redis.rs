@@ -221,6 +221,11 @@ impl Relay {
         }
     }
 
+    /// Sends it `SIGHUP`, as a service manager asking for a reload does.
+    pub fn hang_up(&self) {
+        super::signal(self.relay.id(), "HUP");
+    }
+
     /// Stops it as an orchestrator does (SIGTERM), and waits until it has exited, successfully.
     pub fn terminate(mut self) {
         let pid = self.relay.id().to_string();

@@ -34,6 +34,19 @@ pub fn dynarelay_command(endpoint: &str) -> std::process::Command {
     cmd
 }
 
+/// `dynarelay check --offline --model <model>` with `more` arguments, run to its end: its success
+/// and what it printed (stdout, then stderr).
+pub fn check_offline(model: &str, more: &[&std::ffi::OsStr]) -> (bool, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dynarelay"))
+        .args(["check", "--offline", "--model", model])
+        .args(more)
+        .output()
+        .expect("dynarelay check starts");
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), said)
+}
+
 /// Runs `command` to its end, which must succeed (its stderr shown when not); its stdout.
 pub fn run_succeeding(command: &mut std::process::Command) -> Vec<u8> {
     let out = command.output().expect("the command starts");
@@ -47,12 +60,54 @@ pub fn run_succeeding(command: &mut std::process::Command) -> Vec<u8> {
 
 /// Starts `serve` and reads the address it listens on from its log.
 pub fn spawn_serve(command: &mut std::process::Command) -> (std::process::Child, String) {
+    let (server, addr, _) = spawn_serve_logged(command);
+    (server, addr)
+}
+
+/// The lines a process has logged so far, read on a thread as it logs them.
+#[derive(Clone, Default)]
+pub struct ProcessLog(Arc<std::sync::Mutex<Vec<String>>>);
+
+impl ProcessLog {
+    /// The lines so far.
+    pub fn lines(&self) -> Vec<String> {
+        self.0.lock().unwrap().clone()
+    }
+
+    /// Waits until a line holds every one of `texts` (none within a minute fails the test);
+    /// that line.
+    pub fn wait_for(&self, texts: &[&str]) -> String {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(line) = self
+                .lines()
+                .into_iter()
+                .find(|line| texts.iter().all(|text| line.contains(text)))
+            {
+                return line;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no line of the log holds {texts:?}: {:#?}",
+                self.lines()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// [`spawn_serve`], with the server's log kept.
+pub fn spawn_serve_logged(
+    command: &mut std::process::Command,
+) -> (std::process::Child, String, ProcessLog) {
     let mut server = command
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     // Read the log on a thread, so a server that never logs its address fails the test in time.
     let log = server.stderr.take().unwrap();
+    let kept = ProcessLog::default();
+    let lines = kept.clone();
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         for line in std::io::BufRead::lines(std::io::BufReader::new(log)).map_while(Result::ok) {
@@ -64,15 +119,25 @@ pub fn spawn_serve(command: &mut std::process::Command) -> (std::process::Child,
             {
                 let _ = addr_tx.send(addr.to_owned());
             }
+            lines.0.lock().unwrap().push(line);
         }
     });
     match addr_rx.recv_timeout(Duration::from_secs(30)) {
-        Ok(addr) => (server, addr),
+        Ok(addr) => (server, addr, kept),
         Err(_) => {
             let _ = server.kill();
             panic!("serve did not log its address within 30 s");
         }
     }
+}
+
+/// Sends `signal` (`HUP`, `TERM`, ...) to the process `pid`.
+pub fn signal(pid: u32, signal: &str) {
+    let sent = std::process::Command::new("kill")
+        .args([&format!("-{signal}"), &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success(), "kill -{signal} {pid}");
 }
 
 /// Sends SIGTERM and waits for the server to exit; its exit status.
