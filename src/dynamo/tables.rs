@@ -262,7 +262,15 @@ pub async fn verify(
                     &index.span,
                 );
             }
-            if let Some(missing) = projection_gap(&index.projection, projection) {
+            // Every index holds the table's keys and its own, whatever it projects.
+            let keys: Vec<&str> = table
+                .key
+                .iter()
+                .chain(index.key.iter())
+                .map(|a| a.name)
+                .chain(key_schema.iter().map(KeySchemaElement::attribute_name))
+                .collect();
+            if let Some(missing) = projection_gap(&index.projection, projection, &keys) {
                 report(
                     format!(
                         "index `{}` of table `{name}` does not project {missing}, which the model reads",
@@ -277,7 +285,13 @@ pub async fn verify(
 }
 
 /// What the model's projection needs that the live one lacks, if anything.
-fn projection_gap(wanted: &Projection, live: Option<&DynamoProjection>) -> Option<String> {
+/// What the model's `wanted` projection of an index names that the `live` one does not
+/// project, leaving out `keys` (which every index holds); `None` when nothing.
+fn projection_gap(
+    wanted: &Projection,
+    live: Option<&DynamoProjection>,
+    keys: &[&str],
+) -> Option<String> {
     let live_type = live.and_then(|p| p.projection_type());
     let live_included = live.map(|p| p.non_key_attributes()).unwrap_or_default();
     match (wanted, live_type) {
@@ -286,7 +300,7 @@ fn projection_gap(wanted: &Projection, live: Option<&DynamoProjection>) -> Optio
         (Projection::Include(attrs), _) => {
             let missing: Vec<&str> = attrs
                 .iter()
-                .filter(|a| !live_included.contains(a))
+                .filter(|a| !live_included.contains(a) && !keys.contains(&a.as_str()))
                 .map(String::as_str)
                 .collect();
             (!missing.is_empty()).then(|| format!("`{}`", missing.join("`, `")))
@@ -359,7 +373,7 @@ async fn ensure_table(
                                 CreateGlobalSecondaryIndexAction::builder()
                                     .index_name(&index.name)
                                     .set_key_schema(Some(key_schema(index.key)))
-                                    .projection(projection(&index.projection))
+                                    .projection(projection(table, index))
                                     .build()?,
                             )
                             .build(),
@@ -388,7 +402,7 @@ async fn create(client: &Client, name: &str, table: &Table) -> anyhow::Result<Ta
             GlobalSecondaryIndex::builder()
                 .index_name(&index.name)
                 .set_key_schema(Some(key_schema(index.key)))
-                .projection(projection(&index.projection))
+                .projection(projection(table, index))
                 .build()
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -400,7 +414,7 @@ async fn create(client: &Client, name: &str, table: &Table) -> anyhow::Result<Ta
             LocalSecondaryIndex::builder()
                 .index_name(&index.name)
                 .set_key_schema(Some(key_schema(index.key)))
-                .projection(projection(&index.projection))
+                .projection(projection(table, index))
                 .build()
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -531,17 +545,34 @@ fn scalar_type(ty: KeyType) -> ScalarAttributeType {
     }
 }
 
-fn projection(projection: &Projection) -> DynamoProjection {
-    match projection {
+/// `index`'s projection as DynamoDB declares it: an INCLUDE list names non-key attributes only
+/// (every index holds the table's keys and its own, listed in the model or not).
+fn projection(table: &Table, index: &Index) -> DynamoProjection {
+    match &index.projection {
         Projection::All => DynamoProjection::builder()
             .projection_type(ProjectionType::All)
             .build(),
         Projection::KeysOnly => DynamoProjection::builder()
             .projection_type(ProjectionType::KeysOnly)
             .build(),
-        Projection::Include(attrs) => DynamoProjection::builder()
-            .projection_type(ProjectionType::Include)
-            .set_non_key_attributes(Some(attrs.clone()))
-            .build(),
+        Projection::Include(attrs) => {
+            let key = |attribute: &str| {
+                table
+                    .key
+                    .iter()
+                    .chain(index.key.iter())
+                    .any(|a| a.name == attribute)
+            };
+            let included: Vec<String> = attrs.iter().filter(|a| !key(a)).cloned().collect();
+            if included.is_empty() {
+                return DynamoProjection::builder()
+                    .projection_type(ProjectionType::KeysOnly)
+                    .build();
+            }
+            DynamoProjection::builder()
+                .projection_type(ProjectionType::Include)
+                .set_non_key_attributes(Some(included))
+                .build()
+        }
     }
 }

@@ -23,7 +23,7 @@ use crate::{
     dynamo::{FilterTest, Item, Keep, ReadSpec, SortKeyCondition, Store},
     model::{
         Connection, Entity, EntityId, Field, FieldId, FieldType, FilterOp, Model, PartitionFrom,
-        Read, Scalar, TypeTest,
+        Projection, Read, Scalar, TypeTest,
     },
     number::DynamoNumber,
     pagination::{PageArgs, PageLimits},
@@ -262,6 +262,19 @@ pub fn projection_of<'n>(
         if !found {
             return None;
         }
+    }
+    // An index that projects a few attributes is asked for those it holds only (DynamoDB
+    // refuses the rest); a field whose attribute it lacks is read back from a key it holds, as
+    // `check` made sure.
+    let held: Option<&[String]> = match connection.index.map(|i| &table.indexes[i].projection) {
+        None | Some(Projection::All) => None,
+        Some(Projection::KeysOnly) => Some(&[]),
+        Some(Projection::Include(list)) => Some(list),
+    };
+    if let Some(included) = held {
+        wanted.retain(|attribute| {
+            keys().any(|k| k.name == *attribute) || included.iter().any(|a| a == attribute)
+        });
     }
     wanted.sort_unstable();
     wanted.dedup();

@@ -245,8 +245,10 @@ pub struct IndexFile {
     #[schemars(with = "Option<String>")]
     pub sort_key: Option<Spanned<String>>,
     /// Which attributes the index holds: `ALL` (the default), `KEYS_ONLY`, or a list of the
-    /// non-key attributes it includes. Connections over an index return whole items only when
-    /// it holds every attribute their entity reads.
+    /// non-key attributes it includes (the table's keys and the index's own are held anyway,
+    /// listed or not). A connection over an index serves an entity only when the index holds
+    /// every attribute it reads, or the key a field's value is read back from (a facet of a key
+    /// template written in its values' case).
     #[serde(default)]
     #[schemars(with = "Option<ProjectionFile>")]
     pub projection: Option<Spanned<ProjectionFile>>,

@@ -30,6 +30,7 @@ mod fleet_data;
 mod foreign_keys;
 mod helpers;
 mod http;
+mod include_indexes;
 mod init;
 mod issuer;
 mod key_formats;

@@ -149,14 +149,28 @@ impl<'f> Ctx<'f, '_> {
             Projection::KeysOnly => &[],
             Projection::Include(list) => list,
         };
-        let holds = |attribute: &str| {
+        // Every index holds the table's keys and its own.
+        let a_key = |attribute: &str| {
             target.table.key.iter().any(|a| a.name == attribute)
                 || index.key.iter().any(|a| a.name == attribute)
-                || included.iter().any(|a| a == attribute)
         };
+        let holds = |attribute: &str| a_key(attribute) || included.iter().any(|a| a == attribute);
         let entity = &self.entities[node].entity;
+        // A facet whose own attribute the index does not hold is read back from the key it is
+        // read back from on the table too (see `values::field_value`), when the index holds that
+        // key and the key keeps the values' case.
+        let read_back = |field: FieldId| {
+            entity.facet_source(field).is_some_and(|template| {
+                a_key(template.attribute) && template.template.case() == KeyCase::AsStored
+            })
+        };
         // The fields, and the attributes the entity's rule requires (every read checks them).
-        let read = entity.fields.iter().map(|f| f.attribute.as_str());
+        let read = entity
+            .fields
+            .iter()
+            .enumerate()
+            .filter(|&(field, _)| !read_back(field))
+            .map(|(_, f)| f.attribute.as_str());
         let missing: Vec<String> = read
             .chain(entity.required_values(target.table).map(|(a, _)| a))
             .filter(|attribute| !holds(attribute))
