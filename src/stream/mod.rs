@@ -12,6 +12,7 @@ mod calls;
 mod convert;
 mod history;
 pub mod leases;
+mod members;
 mod outlet;
 pub mod position;
 mod queue;

@@ -171,6 +171,15 @@ impl PartialEq for Member {
     }
 }
 
+impl Eq for Member {}
+
+/// By identity, as equality: the queue's address.
+impl std::hash::Hash for Member {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        std::ptr::hash(Arc::as_ptr(&self.0), state);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

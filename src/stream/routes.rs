@@ -18,7 +18,7 @@ use std::{collections::HashMap, sync::Arc};
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use super::Change;
+use super::{Change, members::Members};
 use crate::{
     dynamo::{Item, ReadSpec},
     number::DynamoNumber,
@@ -120,9 +120,9 @@ impl RouteKey {
 #[derive(Debug)]
 pub(super) struct Routes<M> {
     /// By partition attribute, then by its value.
-    partitions: HashMap<Arc<str>, HashMap<Scalar, Vec<M>>>,
-    items: HashMap<ItemKey, Vec<M>>,
-    every: Vec<M>,
+    partitions: HashMap<Arc<str>, HashMap<Scalar, Members<M>>>,
+    items: HashMap<ItemKey, Members<M>>,
+    every: Members<M>,
     len: usize,
 }
 
@@ -131,13 +131,13 @@ impl<M> Default for Routes<M> {
         Self {
             partitions: HashMap::new(),
             items: HashMap::new(),
-            every: Vec::new(),
+            every: Members::default(),
             len: 0,
         }
     }
 }
 
-impl<M: PartialEq> Routes<M> {
+impl<M: std::hash::Hash + Eq> Routes<M> {
     /// How many subscriptions are routed.
     pub(super) fn len(&self) -> usize {
         self.len
@@ -159,8 +159,8 @@ impl<M: PartialEq> Routes<M> {
         }
     }
 
-    /// Takes `member` out of `route`; whether it was there. (Linear in the subscriptions of that
-    /// one route: a partition that thousands follow pays for its own crowd only.)
+    /// Takes `member` out of `route`; whether it was there. Constant time, whatever the number of
+    /// subscriptions following the route (see [`Members`]).
     pub(super) fn remove(&mut self, route: &RouteKey, member: &M) -> bool {
         let removed = match route {
             RouteKey::Partition(attribute, value) => {
@@ -168,7 +168,7 @@ impl<M: PartialEq> Routes<M> {
                     return false;
                 };
                 let removed = take(values.get_mut(value), member);
-                if values.get(value).is_some_and(Vec::is_empty) {
+                if values.get(value).is_some_and(Members::is_empty) {
                     values.remove(value);
                     if values.is_empty() {
                         self.partitions.remove(attribute);
@@ -178,7 +178,7 @@ impl<M: PartialEq> Routes<M> {
             }
             RouteKey::Item(key) => {
                 let removed = take(self.items.get_mut(key), member);
-                if self.items.get(key).is_some_and(Vec::is_empty) {
+                if self.items.get(key).is_some_and(Members::is_empty) {
                     self.items.remove(key);
                 }
                 removed
@@ -211,7 +211,7 @@ impl<M: PartialEq> Routes<M> {
                 values
                     .get(&value)
                     .into_iter()
-                    .flatten()
+                    .flat_map(Members::iter)
                     .for_each(&mut found);
                 seen[slot] = Some(value);
             }
@@ -222,7 +222,7 @@ impl<M: PartialEq> Routes<M> {
             self.items
                 .get(&key)
                 .into_iter()
-                .flatten()
+                .flat_map(Members::iter)
                 .for_each(&mut found);
         }
         self.every.iter().for_each(found);
@@ -258,26 +258,14 @@ impl<M: PartialEq> Routes<M> {
             .flat_map(HashMap::values)
             .chain(self.items.values())
             .chain(std::iter::once(&self.every))
-            .flatten()
+            .flat_map(Members::iter)
             .for_each(&mut each);
     }
 }
 
 /// Takes `member` out of `members`, if there.
-fn take<M: PartialEq>(members: Option<&mut Vec<M>>, member: &M) -> bool {
-    let Some(members) = members else {
-        return false;
-    };
-    match members.iter().position(|m| m == member) {
-        Some(at) => {
-            members.swap_remove(at);
-            if members.capacity() > 4 * members.len().max(1) {
-                members.shrink_to_fit();
-            }
-            true
-        }
-        None => false,
-    }
+fn take<M: std::hash::Hash + Eq>(members: Option<&mut Members<M>>, member: &M) -> bool {
+    members.is_some_and(|members| members.take(member))
 }
 
 #[cfg(test)]
