@@ -654,6 +654,8 @@ pub fn read_sortable_integer(text: &str) -> Option<i64> {
     i64::try_from(offset as i128 - (1i128 << 63)).ok()
 }
 
+mod shared_keys;
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;

@@ -68,6 +68,7 @@ mod streams;
 mod subscription_isolation;
 mod subscription_limits;
 mod subscriptions;
+mod suffixed_partitions;
 mod tables;
 mod text_ranges;
 mod tools;

@@ -553,7 +553,20 @@ impl<'f> Ctx<'f, '_> {
 
     /// Whether items of `a` and `b` could share a partition and a sort-key prefix of `key` (a
     /// table's or an index's key): then a `begins_with` on either's prefix reads the other's.
+    /// Partition key templates that share no key (literal text before, between or after their
+    /// facets tells them apart: `u#{userId}#follower`, `u#{userId}#following`) never share a
+    /// partition: a Query names its partition whole, and a Scan tests each item's keys against
+    /// its entity's templates.
     pub(super) fn overlap(&self, a: EntityId, b: EntityId, key: &[KeyAttr]) -> bool {
+        if let Some(partition) = key.first()
+            && let (Some(ta), Some(tb)) = (
+                self.entities[a].entity.template_on(partition.name),
+                self.entities[b].entity.template_on(partition.name),
+            )
+            && !ta.template.may_share_a_key(&tb.template)
+        {
+            return false;
+        }
         let alike = |x: &str, y: &str| x.starts_with(y) || y.starts_with(x);
         key.iter().all(
             |attr| match (self.key_start(a, attr.name), self.key_start(b, attr.name)) {
