@@ -655,6 +655,7 @@ pub fn read_sortable_integer(text: &str) -> Option<i64> {
 }
 
 mod shared_keys;
+pub use shared_keys::FacetText;
 
 #[cfg(test)]
 mod tests {

@@ -551,29 +551,30 @@ impl<'f> Ctx<'f, '_> {
         }
     }
 
-    /// Whether items of `a` and `b` could share a partition and a sort-key prefix of `key` (a
-    /// table's or an index's key): then a `begins_with` on either's prefix reads the other's.
-    /// Partition key templates that share no key (literal text before, between or after their
-    /// facets tells them apart: `u#{userId}#follower`, `u#{userId}#following`) never share a
-    /// partition: a Query names its partition whole, and a Scan tests each item's keys against
-    /// its entity's templates.
+    /// Whether items of `a` and `b` could share a key of `key` (a table's or an index's key),
+    /// so that a read of one could take the other's items for its own. For each key attribute
+    /// both build from a template, whether some key reads under both templates, with what each
+    /// facet's type lets it hold (literal text before, between or after facets tells kinds
+    /// apart: `u#{userId}#follower` and `u#{userId}#following`; a date-time's text never starts
+    /// `Join:`); otherwise whether their literal starts are alike (a plain key field's value may
+    /// be anything). Reads of a table several entities share test each item's keys against its
+    /// entity's templates, so items of another kind that a Query or Scan meets are skipped.
     pub(super) fn overlap(&self, a: EntityId, b: EntityId, key: &[KeyAttr]) -> bool {
-        if let Some(partition) = key.first()
-            && let (Some(ta), Some(tb)) = (
-                self.entities[a].entity.template_on(partition.name),
-                self.entities[b].entity.template_on(partition.name),
-            )
-            && !ta.template.may_share_a_key(&tb.template)
-        {
-            return false;
-        }
         let alike = |x: &str, y: &str| x.starts_with(y) || y.starts_with(x);
-        key.iter().all(
-            |attr| match (self.key_start(a, attr.name), self.key_start(b, attr.name)) {
+        let (ea, eb) = (&self.entities[a].entity, &self.entities[b].entity);
+        key.iter().all(|attr| {
+            if let (Some(ta), Some(tb)) = (ea.template_on(attr.name), eb.template_on(attr.name)) {
+                return ta.template.may_share_a_key_holding(
+                    &tb.template,
+                    |facet| facet_text(ea, facet),
+                    |facet| facet_text(eb, facet),
+                );
+            }
+            match (self.key_start(a, attr.name), self.key_start(b, attr.name)) {
                 (Some(x), Some(y)) => alike(x, y),
                 _ => false,
-            },
-        )
+            }
+        })
     }
 
     /// The tests DynamoDB applies to tell `node`'s items from others on a connection of that
@@ -670,5 +671,19 @@ impl<'f> Ctx<'f, '_> {
             ok = false;
         }
         ok.then_some(Read::Scan)
+    }
+}
+
+/// What facet `facet` of `entity`'s key templates can hold: what its field's type lets a key
+/// write (see `Model::facet_fits`, which reads apply).
+fn facet_text(entity: &Entity, facet: &str) -> FacetText {
+    let Some(field) = entity.fields.iter().find(|f| f.name == facet) else {
+        return FacetText::Any;
+    };
+    match field.ty {
+        FieldType::Scalar(Scalar::Int | Scalar::BigInt) => FacetText::NUMBER,
+        FieldType::Scalar(Scalar::DateTime(format)) if format.is_number() => FacetText::NUMBER,
+        FieldType::Scalar(Scalar::DateTime(_)) => FacetText::TIME,
+        _ => FacetText::Any,
     }
 }

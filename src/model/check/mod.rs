@@ -66,7 +66,7 @@ use super::{
     },
     leak_shape, leak_str,
     sortable_id::SortableId,
-    template::{DATE_TEXT, INTEGER_TEXT, KeyCase, KeyTemplate, TIME_TEXT},
+    template::{DATE_TEXT, FacetText, INTEGER_TEXT, KeyCase, KeyTemplate, TIME_TEXT},
 };
 use crate::{
     cursor::{KeyAttr, KeyType, KeyValue},

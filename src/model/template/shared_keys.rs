@@ -1,23 +1,67 @@
-//! Whether two key templates can give the same key: what `check` asks of two entities' partition
-//! keys to know that a Query of one never reads the other's items. Literal text anywhere in a
-//! template counts, before, between or after its facets (`u#{userId}#follower` and
+//! Whether two key templates can give the same key: what `check` asks of two entities' keys to
+//! know that a read of one never takes the other's items for its own. Literal text anywhere in
+//! a template counts, before, between or after its facets (`u#{userId}#follower` and
 //! `u#{userId}#following` share no key, though they start alike), in the case the template
-//! writes keys in. A facet stands for any text, empty included: the answer is "no" only where
-//! no key of any facet values is both templates' (escaped values, or values of a narrower type,
-//! would give fewer keys, never more).
+//! writes keys in, and so does what each facet can hold ([`FacetText`]): a date-time's text
+//! never holds a `J`, so `{postedAt}` and `Join:{roomId}` share no key either. A facet of any
+//! text may be empty here too: the answer is "no" only where no key of any facet values is both
+//! templates' (escaped values would give fewer keys, never more).
 //!
 //! Hand-written rather than taken from a regular-expression crate: the question is whether two
 //! patterns' languages meet, which those crates do not answer (they match one text at a time).
-//! Each template is a sequence of characters and wildcards (one per facet); a key of both is a
-//! path through the pairs of positions, which a breadth-first walk finds in at most
-//! (length + 1)² steps.
+//! Each template is a sequence of characters and facets; a key of both is a path through the
+//! pairs of positions, which a walk finds in at most (length + 1)² steps.
 
 use super::{KeyTemplate, Part};
 
+/// What a facet's text can hold, as far as telling keys apart goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FacetText {
+    /// Any text.
+    Any,
+    /// Only these characters (ASCII letters in either case).
+    Of(&'static str),
+}
+
+impl FacetText {
+    /// The characters of a number as keys write it (a width's zeros, a sign).
+    pub const NUMBER: FacetText = FacetText::Of("0123456789-+");
+    /// The characters of a date-time as RFC 3339 writes it, or a date.
+    pub const TIME: FacetText = FacetText::Of("0123456789-+:.TZ ");
+
+    fn holds(self, c: char) -> bool {
+        match self {
+            FacetText::Any => true,
+            FacetText::Of(chars) => chars
+                .chars()
+                .any(|d| d == c || (d.is_ascii_alphabetic() && d.eq_ignore_ascii_case(&c))),
+        }
+    }
+}
+
+/// A template's piece, as the walk reads it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Piece {
+    Char(char),
+    Facet(FacetText),
+}
+
 impl KeyTemplate {
-    /// Whether some key reads under both templates (see the module's documentation).
+    /// Whether some key reads under both templates, each facet any text (see the module's
+    /// documentation).
     pub fn may_share_a_key(&self, other: &KeyTemplate) -> bool {
-        let (a, b) = (self.glob(), other.glob());
+        self.may_share_a_key_holding(other, |_| FacetText::Any, |_| FacetText::Any)
+    }
+
+    /// Whether some key reads under both templates, each facet holding what `mine` (this
+    /// template's, by name) or `theirs` (the other's) says.
+    pub fn may_share_a_key_holding(
+        &self,
+        other: &KeyTemplate,
+        mine: impl Fn(&str) -> FacetText,
+        theirs: impl Fn(&str) -> FacetText,
+    ) -> bool {
+        let (a, b) = (self.glob(mine), other.glob(theirs));
         let width = b.len() + 1;
         let mut seen = vec![false; (a.len() + 1) * width];
         let mut waiting = vec![(0, 0)];
@@ -30,31 +74,37 @@ impl KeyTemplate {
             }
             let (x, y) = (a.get(i).copied(), b.get(j).copied());
             // A facet may end here (it holds no more text).
-            if x == Some(None) {
+            if let Some(Piece::Facet(_)) = x {
                 waiting.push((i + 1, j));
             }
-            if y == Some(None) {
+            if let Some(Piece::Facet(_)) = y {
                 waiting.push((i, j + 1));
             }
             match (x, y) {
                 // The same character in both.
-                (Some(Some(c)), Some(Some(d))) if c == d => waiting.push((i + 1, j + 1)),
-                // A facet takes the other's next character.
-                (Some(None), Some(Some(_))) => waiting.push((i, j + 1)),
-                (Some(Some(_)), Some(None)) => waiting.push((i + 1, j)),
+                (Some(Piece::Char(c)), Some(Piece::Char(d))) if c == d => {
+                    waiting.push((i + 1, j + 1));
+                }
+                // A facet takes the other's next character, if it can hold it.
+                (Some(Piece::Facet(f)), Some(Piece::Char(d))) if f.holds(d) => {
+                    waiting.push((i, j + 1));
+                }
+                (Some(Piece::Char(c)), Some(Piece::Facet(f))) if f.holds(c) => {
+                    waiting.push((i + 1, j));
+                }
                 _ => {}
             }
         }
         false
     }
 
-    /// The template as characters (`Some`, in the key's case) and facets (`None`).
-    fn glob(&self) -> Vec<Option<char>> {
+    /// The template as characters (in the key's case) and facets.
+    fn glob(&self, holding: impl Fn(&str) -> FacetText) -> Vec<Piece> {
         let mut glob = Vec::new();
         for part in &self.parts {
             match part {
-                Part::Text(text) => glob.extend(text.chars().map(Some)),
-                Part::Facet(..) => glob.push(None),
+                Part::Text(text) => glob.extend(text.chars().map(Piece::Char)),
+                Part::Facet(name, _) => glob.push(Piece::Facet(holding(name))),
             }
         }
         glob
@@ -89,10 +139,17 @@ mod tests {
         let lower = t("U#{a}#X").with_case(KeyCase::Lower);
         assert!(!lower.may_share_a_key(&t("U#{a}#X")));
         assert!(lower.may_share_a_key(&t("u#{a}#x")));
+        // What a facet can hold: a time never begins with `J`.
+        let time = |_: &str| FacetText::TIME;
+        let any = |_: &str| FacetText::Any;
+        assert!(!t("{postedAt}").may_share_a_key_holding(&t("Join:{roomId}"), time, any));
+        assert!(t("{postedAt}").may_share_a_key(&t("Join:{roomId}")));
+        assert!(t("{postedAt}").may_share_a_key_holding(&t("2026{x}"), time, any));
+        assert!(!t("V#{n}").may_share_a_key_holding(&t("V#x{m}"), |_| FacetText::NUMBER, any));
     }
 
-    /// Whether `key` reads under `glob` (facets as any text), by dynamic programming.
-    fn matches(glob: &[Option<char>], key: &[char]) -> bool {
+    /// Whether `key` reads under `glob`, by dynamic programming.
+    fn matches(glob: &[Piece], key: &[char]) -> bool {
         let mut can = vec![vec![false; key.len() + 1]; glob.len() + 1];
         can[0][0] = true;
         for i in 0..=glob.len() {
@@ -101,13 +158,13 @@ mod tests {
                     continue;
                 }
                 match glob.get(i) {
-                    Some(None) => {
+                    Some(Piece::Facet(f)) => {
                         can[i + 1][j] = true;
-                        if j < key.len() {
+                        if key.get(j).is_some_and(|&c| f.holds(c)) {
                             can[i][j + 1] = true;
                         }
                     }
-                    Some(Some(c)) if key.get(j) == Some(c) => can[i + 1][j + 1] = true,
+                    Some(Piece::Char(c)) if key.get(j) == Some(c) => can[i + 1][j + 1] = true,
                     _ => {}
                 }
             }
@@ -178,13 +235,21 @@ mod tests {
             b in template(),
         ) {
             let (ta, tb) = (t(&a), t(&b));
-            let (ga, gb) = (ta.glob(), tb.glob());
-            let literal = |g: &[Option<char>]| g.iter().flatten().count();
+            // Facets `f0` hold any text, the others `a` only.
+            let holding = |name: &str| if name == "f0" { FacetText::Any } else { FacetText::Of("a") };
+            let (ga, gb) = (ta.glob(holding), tb.glob(holding));
+            let literal = |g: &[Piece]| g.iter().filter(|p| matches!(p, Piece::Char(_))).count();
             let found = texts(&['a', '#'], literal(&ga) + literal(&gb))
                 .iter()
                 .any(|key| matches(&ga, key) && matches(&gb, key));
-            prop_assert_eq!(ta.may_share_a_key(&tb), found, "{} and {}", a, b);
-            prop_assert_eq!(tb.may_share_a_key(&ta), found);
+            prop_assert_eq!(
+                ta.may_share_a_key_holding(&tb, holding, holding),
+                found,
+                "{} and {}",
+                a,
+                b
+            );
+            prop_assert_eq!(tb.may_share_a_key_holding(&ta, holding, holding), found);
         }
     }
 }
