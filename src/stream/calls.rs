@@ -47,6 +47,8 @@ pub(super) struct ShardInfo {
 pub(super) enum Position<'a> {
     /// Just after this record.
     After(&'a str),
+    /// At this record.
+    At(&'a str),
     /// After the newest record now.
     Latest,
     /// At the oldest record kept.
@@ -164,6 +166,9 @@ impl Calls<'_> {
             Position::After(last) => request
                 .shard_iterator_type(ShardIteratorType::AfterSequenceNumber)
                 .sequence_number(last),
+            Position::At(first) => request
+                .shard_iterator_type(ShardIteratorType::AtSequenceNumber)
+                .sequence_number(first),
             Position::Latest => request.shard_iterator_type(ShardIteratorType::Latest),
             Position::Oldest => request.shard_iterator_type(ShardIteratorType::TrimHorizon),
         };

@@ -89,6 +89,8 @@ impl Histories {
 pub(super) enum Start {
     /// Just after this record.
     After(String),
+    /// At this record: the first a relay passed on as news.
+    At(String),
     /// At the oldest record kept.
     Oldest,
 }
@@ -139,7 +141,9 @@ impl RunState {
             Some(first) if self.base > 0 => not_after(&first.sequence),
             _ => match from {
                 Start::Oldest => true,
-                Start::After(start) => not_after(start),
+                // (A mark before the record `At` starts with cannot be told from one just
+                // before it: what lies between is not known.)
+                Start::After(start) | Start::At(start) => not_after(start),
             },
         };
         let reaches = match self.reads.last() {
@@ -148,6 +152,15 @@ impl RunState {
         };
         (starts_by && reaches)
             .then(|| self.base + self.reads.partition_point(|r| not_after(&r.sequence)))
+    }
+
+    /// The index of record `first` when this run holds it (or starts at it).
+    fn at(&self, from: &Start, first: &str) -> Option<usize> {
+        if self.base == 0 && *from == Start::At(first.to_owned()) {
+            return Some(0);
+        }
+        let held = self.reads.iter().position(|r| r.sequence == first)?;
+        Some(self.base + held)
     }
 
     /// Where a new iterator continues this run.
@@ -247,6 +260,7 @@ impl History {
             let index = match &from {
                 Start::After(sequence) => state.after(&run.from, sequence),
                 Start::Oldest => (run.from == Start::Oldest && state.base == 0).then_some(0),
+                Start::At(first) => state.at(&run.from, first),
             };
             drop(state);
             if let Some(index) = index {
@@ -332,6 +346,7 @@ impl History {
                     let start = state.continues(&cursor.run.from);
                     let position = match &start {
                         Start::After(sequence) => calls::Position::After(sequence),
+                        Start::At(first) => calls::Position::At(first),
                         Start::Oldest => calls::Position::Oldest,
                     };
                     match calls.iterator(arn, shard, position).await? {
@@ -476,5 +491,23 @@ mod tests {
             Start::After("8".to_owned())
         );
         assert_eq!(state(0, &[]).continues(&Start::Oldest), Start::Oldest);
+    }
+
+    #[test]
+    fn a_run_at_a_record_holds_it_and_what_follows_and_nothing_before() {
+        let from = Start::At("100".to_owned());
+        let run = state(0, &["100", "110"]);
+        assert_eq!(run.at(&from, "100"), Some(0));
+        assert_eq!(run.at(&Start::Oldest, "110"), Some(1), "a record it read");
+        assert_eq!(run.at(&Start::Oldest, "105"), None, "one it did not");
+        assert_eq!(run.after(&from, "100"), Some(1));
+        assert_eq!(
+            run.after(&from, "99"),
+            None,
+            "what lies between 99 and 100 is not known"
+        );
+        assert_eq!(state(0, &[]).at(&from, "100"), Some(0), "nothing read yet");
+        assert_eq!(state(0, &[]).after(&from, "100"), None);
+        assert_eq!(state(0, &[]).continues(&from), from);
     }
 }

@@ -10,9 +10,13 @@
 //! nobody holds it), `counter` (raised by every take, renewal and release) and `checkpoint`:
 //! a sequence number (the last record published, written after Redis took it), `LATEST` (read
 //! from what is written after `since`, milliseconds since the epoch), `TRIM_HORIZON` (from the
-//! oldest record kept) or `SHARD_END` (read to its end).
+//! oldest record kept) or `SHARD_END` (read to its end); and `from`, where the shard's news
+//! begins ([`NewsFrom`]: `TRIM_HORIZON`, the first record read after `LATEST`, or `-` while none
+//! was), written before anything of the shard is published.
 
 use std::{collections::HashMap, time::Duration};
+
+use super::shard_marks::NewsFrom;
 
 use aws_sdk_dynamodb::{
     error::SdkError,
@@ -59,6 +63,19 @@ pub struct Lease {
     pub counter: u64,
     /// Where reading goes on.
     pub checkpoint: Checkpoint,
+    /// Where the shard's news begins, once said (leases of earlier versions do not say).
+    pub from: Option<NewsFrom>,
+}
+
+impl Checkpoint {
+    /// Where the news of a shard whose lease is made at this checkpoint begins.
+    pub fn news_from(&self) -> Option<NewsFrom> {
+        match self {
+            Self::Latest { .. } => Some(NewsFrom::NotYet),
+            Self::Oldest => Some(NewsFrom::Oldest),
+            Self::After(_) | Self::Finished => None,
+        }
+    }
 }
 
 /// A lease table call that failed for another reason than its condition (throttled, the
@@ -254,6 +271,9 @@ impl LeaseTable {
             item.insert("parent".to_owned(), s(parent));
         }
         item.extend(checkpoint_attributes(checkpoint));
+        if let Some(from) = checkpoint.news_from() {
+            item.insert("from".to_owned(), s(from.text()));
+        }
         let out = self
             .client
             .put_item()
@@ -326,6 +346,24 @@ impl LeaseTable {
             .await
     }
 
+    /// Says where a held lease's news begins (before anything of it is published): whether it
+    /// is still held.
+    pub async fn news_from(
+        &self,
+        stream: &str,
+        shard: &str,
+        from: &NewsFrom,
+    ) -> Result<bool, Unreachable> {
+        self.update(
+            stream,
+            shard,
+            "SET #from = :from",
+            "#owner = :me",
+            [(":from", s(from.text()))],
+        )
+        .await
+    }
+
     /// Lets go of a held lease, so that another relay takes it at once: whether it was held.
     pub async fn release(&self, stream: &str, shard: &str) -> Result<bool, Unreachable> {
         self.update(
@@ -366,7 +404,7 @@ impl LeaseTable {
     }
 
     /// One conditional update of a lease; `false` when its condition failed. Every update may
-    /// name `#owner`, `#counter`, `#checkpoint`, `#since`, `:me` and `:one`.
+    /// name `#owner`, `#counter`, `#checkpoint`, `#since`, `#from`, `:me` and `:one`.
     async fn update(
         &self,
         stream: &str,
@@ -384,7 +422,7 @@ impl LeaseTable {
             .update_expression(update)
             .condition_expression(format!("attribute_exists(#shard) AND {condition}"))
             .expression_attribute_names("#shard", "shard");
-        for name in ["owner", "counter", "checkpoint", "since"] {
+        for name in ["owner", "counter", "checkpoint", "since", "from"] {
             let placeholder = format!("#{name}");
             if update.contains(&placeholder) || condition.contains(&placeholder) {
                 request = request.expression_attribute_names(placeholder, name);
@@ -481,6 +519,7 @@ fn lease(item: &HashMap<String, AttributeValue>) -> Option<Lease> {
         owner: text("owner"),
         counter: number("counter")?,
         checkpoint,
+        from: text("from").as_deref().and_then(NewsFrom::from_text),
     })
 }
 
@@ -504,6 +543,10 @@ mod tests {
                 ("counter".to_owned(), AttributeValue::N("7".to_owned())),
             ]);
             item.extend(checkpoint_attributes(&checkpoint));
+            let from = checkpoint.news_from();
+            if let Some(from) = &from {
+                item.insert("from".to_owned(), s(from.text()));
+            }
             assert_eq!(
                 lease(&item),
                 Some(Lease {
@@ -512,6 +555,7 @@ mod tests {
                     owner: Some("relay-1".to_owned()),
                     counter: 7,
                     checkpoint,
+                    from,
                 })
             );
         }

@@ -23,6 +23,7 @@ mod relay_shard;
 mod replay;
 mod routes;
 mod seats;
+pub mod shard_marks;
 pub mod stream_events;
 
 pub use position::{Mark, Position};
@@ -30,6 +31,7 @@ pub use routes::Route;
 pub use seats::{Full, Seat, Seats};
 
 use std::{
+    collections::HashMap,
     sync::{
         Arc, Mutex, MutexGuard, Weak,
         atomic::{AtomicU64, Ordering},
@@ -148,6 +150,18 @@ struct Shared {
     /// it knows one: where a resumed subscription's replay reads to in a shard the reader had
     /// read nothing of when the subscriber joined (see [`replay`]).
     place: Mutex<Option<Arc<Position>>>,
+    /// For a reader of the table's own stream: where its news of each shard it took at `LATEST`
+    /// began (see [`Firsts`]).
+    firsts: Mutex<Firsts>,
+}
+
+/// The first record a stream reader read of each shard it took at its end (`LATEST`) when it
+/// started at `since` (ms; the time its places hold for those shards until then): a replay of
+/// a place it gave starts such a shard there, by record.
+#[derive(Debug, Default)]
+struct Firsts {
+    since: u64,
+    at: HashMap<Arc<str>, String>,
 }
 
 impl Shared {
@@ -160,6 +174,18 @@ impl Shared {
     /// See the field.
     fn place(&self) -> Option<Arc<Position>> {
         self.place.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn firsts(&self) -> MutexGuard<'_, Firsts> {
+        self.firsts.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Where the reader's news of `shard` began, for a place holding `since` for it: `Some(Some)`
+    /// at that record, `Some(None)` nowhere yet (it read nothing of it); `None` when the place
+    /// is not one this reader gave.
+    fn first_of(&self, shard: &str, since: u64) -> Option<Option<String>> {
+        let firsts = self.firsts();
+        (since > 0 && firsts.since == since).then(|| firsts.at.get(shard).cloned())
     }
 }
 
@@ -324,6 +350,7 @@ impl Streams {
                     asked: AtomicU64::new(0),
                     bound: self.0.settings.buffer.max(1),
                     place: Mutex::default(),
+                    firsts: Mutex::default(),
                 });
                 let table: Arc<str> = Arc::from(table);
                 readers.insert(Arc::clone(&table), Arc::clone(&shared));

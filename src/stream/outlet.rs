@@ -99,6 +99,22 @@ impl Outlet {
     }
 
     /// Records the reader's place after a complete round of reads (see [`Shared::place`]).
+    /// A reader of the table's own stream took its open shards at their end at `since` (ms).
+    pub(super) fn began(&self, since: u64) {
+        let mut firsts = self.shared.firsts();
+        firsts.since = since;
+        firsts.at.clear();
+    }
+
+    /// The first record the reader read of `shard` since it [began](Self::began), if it is.
+    pub(super) fn first(&self, shard: &Arc<str>, sequence: &str) {
+        self.shared
+            .firsts()
+            .at
+            .entry(Arc::clone(shard))
+            .or_insert_with(|| sequence.to_owned());
+    }
+
     pub(super) fn placed(&self, place: &Arc<super::Position>) {
         *self.shared.place.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(place));
     }

@@ -172,6 +172,9 @@ impl Reader {
         // Where the reader stands in the table's changes: every shard it reads is named.
         let mut place = Place::new(arn, 0);
         let started = millis(self.started);
+        if first {
+            self.outlet.began(started);
+        }
         // The first description, with every open shard's first iterator taken, before the
         // first round of reads.
         loop {
@@ -363,6 +366,10 @@ impl Reader {
                 shard.read_through = None;
             }
             if let Some(sequence) = sequence {
+                if shard.last.is_none() && shard.read_through.is_none() {
+                    // The first record of the shard read: where its news began.
+                    self.outlet.first(&shard_id, sequence);
+                }
                 shard.last = Some(sequence.to_owned());
                 place.set(&shard_id, Mark::After(sequence.to_owned()));
             }

@@ -25,6 +25,7 @@ use super::{
     outlet::{Backoff, Outlet},
     position::{Mark, Position as Place},
     sequence_after,
+    shard_marks::{self, Marks, NewsFrom, Said},
 };
 use crate::dynamo::{
     Item,
@@ -140,7 +141,7 @@ impl RedisFeed {
     }
 
     /// A connection whose calls may wait as long as a blocking `XREAD`.
-    async fn connect(&self) -> redis::RedisResult<MultiplexedConnection> {
+    pub(super) async fn connect(&self) -> redis::RedisResult<MultiplexedConnection> {
         let config = redis::AsyncConnectionConfig::new()
             .set_connection_timeout(Some(Duration::from_secs(5)))
             .set_response_timeout(Some(BLOCK + Duration::from_secs(10)));
@@ -174,12 +175,43 @@ impl std::fmt::Debug for Publisher {
 }
 
 impl Publisher {
-    /// Appends `event` of `table` (its full name) to the table's Redis stream; its entry id.
-    pub async fn publish(&mut self, table: &str, event: &Event) -> redis::RedisResult<String> {
+    /// Appends `event` of `table` (its full name) to the table's Redis stream; its entry id. A
+    /// change that names its shard moves the shard's marks with it (see [`shard_marks`]), and
+    /// says where the shard's news begins when `from` is given.
+    pub async fn publish(
+        &mut self,
+        table: &str,
+        event: &Event,
+        from: Option<&NewsFrom>,
+    ) -> redis::RedisResult<String> {
         let fields = entry(event);
+        if let Event::Change(change) = event
+            && let Some(origin) = &change.origin
+        {
+            let said = Said {
+                stream: origin.after.identity(),
+                shard: &origin.shard,
+                last: Some(&change.sequence),
+                from,
+            };
+            let keys = (key(table), table);
+            return shard_marks::publish(
+                &mut self.connection,
+                (&keys.0, keys.1),
+                self.max_len,
+                &fields,
+                &said,
+            )
+            .await;
+        }
         self.connection
             .xadd_maxlen(key(table), StreamMaxlen::Approx(self.max_len), "*", &fields)
             .await
+    }
+
+    /// Writes a shard's marks again (for a Redis that came back without them).
+    pub async fn seed(&mut self, table: &str, said: &Said<'_>) -> redis::RedisResult<()> {
+        shard_marks::seed(&mut self.connection, table, said).await
     }
 }
 
@@ -195,7 +227,7 @@ fn entry(event: &Event) -> Vec<(&'static str, String)> {
             fields.push(("keys", item_to_json(&change.keys).to_string()));
             if let Some(origin) = &change.origin {
                 fields.push(("shard", origin.shard.to_string()));
-                fields.push(("stream", hex(&origin.after.identity())));
+                fields.push(("stream", shard_marks::hex(&origin.after.identity())));
             }
             for (name, image) in [("old", &change.old), ("new", &change.new)] {
                 if let Some(image) = image {
@@ -290,22 +322,11 @@ impl RedisFeed {
 fn origin(entry: &StreamId) -> Option<Origin> {
     let shard: String = entry.get("shard")?;
     let stream: String = entry.get("stream")?;
-    let mut identity = [0u8; 8];
-    if stream.len() != 16 {
-        return None;
-    }
-    for (i, byte) in identity.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(stream.get(2 * i..2 * i + 2)?, 16).ok()?;
-    }
+    let identity = shard_marks::identity(&stream)?;
     Some(Origin {
         shard: Arc::from(shard),
         after: Arc::new(Place::of_identity(identity, 0)),
     })
-}
-
-/// Bytes as lowercase hexadecimal.
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// A change entry's old and new images; `None` when one is damaged.
@@ -382,6 +403,27 @@ impl Places {
             shard: Arc::clone(&origin.shard),
             after: Arc::new(place.clone()),
         })
+    }
+
+    /// Moves the place past the newest record published of each shard, as `marks` say: a place in the stream of the newest entry read, or, with none read, of
+    /// the one stream the marks name.
+    fn marked(&mut self, marks: &Marks) {
+        let stream = match &self.place {
+            Some(place) => place.identity(),
+            None => {
+                let mut streams = marks.streams();
+                let (Some(stream), None) = (streams.next(), streams.next()) else {
+                    return;
+                };
+                stream
+            }
+        };
+        let place = self
+            .place
+            .get_or_insert_with(|| Place::of_identity(stream, self.floor));
+        for (shard, last) in marks.last_of(stream) {
+            place.set(shard, Mark::After(last.to_owned()));
+        }
     }
 }
 
@@ -560,8 +602,9 @@ impl RedisReader {
         let (added, deleted) = stream_info(connection, key).await?;
         match at {
             None => {
-                let newest: StreamRangeReply =
-                    connection.xrevrange_count(key, "+", "-", LOOK_BACK).await?;
+                // The newest entries and where the relays stand in each shard, at one instant.
+                let (newest, marks) =
+                    shard_marks::snapshot(connection, (key, &self.outlet.table), LOOK_BACK).await?;
                 let last = newest
                     .ids
                     .first()
@@ -573,6 +616,7 @@ impl RedisReader {
                         place.passed(&change, &entry.id);
                     }
                 }
+                place.marked(&marks);
                 Ok(Some(Position { last, added }))
             }
             Some(at) => {

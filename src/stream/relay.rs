@@ -223,7 +223,10 @@ impl TableRelay {
         let event = Event::Gap;
         while !self.stopping() {
             let published = match self.parts.feed.publisher(self.parts.max_len).await {
-                Ok(mut publisher) => publisher.publish(&self.table, &event).await.map(|_| ()),
+                Ok(mut publisher) => publisher
+                    .publish(&self.table, &event, None)
+                    .await
+                    .map(|_| ()),
                 Err(err) => Err(err),
             };
             match published {
@@ -378,6 +381,7 @@ impl TableRelay {
                         parent: shard.parent.clone(),
                         owner: None,
                         counter: 0,
+                        from: checkpoint.news_from(),
                         checkpoint,
                     },
                 );
@@ -485,6 +489,7 @@ impl TableRelay {
                 arn: arn.to_owned(),
                 shard: lease.shard.clone(),
                 checkpoint: lease.checkpoint.clone(),
+                from: lease.from.clone(),
                 fresh: fresh.remove(&lease.shard),
                 held: Arc::clone(&held),
             };

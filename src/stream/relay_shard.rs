@@ -18,6 +18,7 @@ use super::{
     outlet::Backoff,
     redis_feed::{Publisher, RedisFeed},
     sequence_after,
+    shard_marks::{NewsFrom, Said},
 };
 use crate::metrics::Metrics;
 
@@ -25,6 +26,10 @@ use crate::metrics::Metrics;
 /// a shard whose lease has no checkpoint yet is read from its oldest record: creation times are
 /// rounded (DynamoDB Local's down to the minute), and clocks differ.
 const SINCE_SLACK: Duration = Duration::from_secs(60);
+
+/// How often a quiet shard's marks are written to Redis again (see [`super::shard_marks`]): a
+/// Redis that came back empty has them again within about this long.
+const SEED_EVERY: Duration = Duration::from_secs(3);
 
 /// Whether the relay still holds a lease: when it was last renewed.
 #[derive(Debug)]
@@ -89,6 +94,8 @@ pub(super) struct ShardReader {
     pub(super) arn: String,
     pub(super) shard: String,
     pub(super) checkpoint: Checkpoint,
+    /// Where the shard's news begins, as its lease says.
+    pub(super) from: Option<NewsFrom>,
     /// The lease was made by this relay moments ago at `LATEST`: read from the newest record,
     /// not from the oldest (as for a `LATEST` lease another relay made and may have read).
     pub(super) fresh: bool,
@@ -121,11 +128,24 @@ impl ShardReader {
             Checkpoint::After(sequence) => Some(sequence.clone()),
             _ => None,
         };
-        // Records created before this are not news (a `LATEST` lease read from the oldest).
-        let since: Option<SystemTime> = match self.checkpoint {
-            Checkpoint::Latest { since } if !self.fresh => Some(millis(since)),
+        // Where the shard's news begins, once known (for a lease of an earlier version that
+        // does not say: from its checkpoint, where that tells).
+        let mut news = self.from.clone().or_else(|| self.checkpoint.news_from());
+        // The record news begins at, when nothing after it was checkpointed: read from there.
+        let mut at_first = match (&last, &news) {
+            (None, Some(NewsFrom::At(first))) => Some(first.clone()),
             _ => None,
         };
+        // Records created before this are not news (a `LATEST` lease nobody read a record of
+        // yet, taken over: read from the oldest).
+        let since: Option<SystemTime> = match self.checkpoint {
+            Checkpoint::Latest { since } if !self.fresh && at_first.is_none() => {
+                Some(millis(since))
+            }
+            _ => None,
+        };
+        // When the shard's marks were last written to Redis.
+        let mut seeded: Option<Instant> = None;
         // After trimmed records: the last one published before, through which none is again.
         let mut read_through: Option<String> = None;
         let mut start = match (&self.checkpoint, self.fresh) {
@@ -139,11 +159,24 @@ impl ShardReader {
             if !self.held.alive() {
                 return Outcome::Lost;
             }
+            if seeded.is_none_or(|at| at.elapsed() >= SEED_EVERY)
+                && self
+                    .seed(&mut publisher, last.as_deref(), news.as_ref())
+                    .await
+            {
+                seeded = Some(Instant::now());
+            }
             if iterator.is_none() {
                 let taken = match (&last, start) {
                     (Some(last), _) => {
                         self.calls()
                             .iterator(&self.arn, &self.shard, Position::After(last))
+                            .await
+                    }
+                    (None, _) if at_first.is_some() => {
+                        let first = at_first.as_deref().unwrap_or_default();
+                        self.calls()
+                            .iterator(&self.arn, &self.shard, Position::At(first))
                             .await
                     }
                     // From now on: never decided from an answer (see `super::reader`).
@@ -166,10 +199,11 @@ impl ShardReader {
                         // The checkpoint is older than what the stream keeps: what came between
                         // is lost. (From `LATEST`: DynamoDB Local's answer for a shard with no
                         // record yet, every one of which is news; see `super::reader`.)
-                        if last.is_some() {
-                            self.publish(&mut publisher, &Event::Gap).await;
+                        if last.is_some() || at_first.is_some() {
+                            self.publish(&mut publisher, &Event::Gap, None).await;
                         }
                         read_through = last.take().or(read_through);
+                        at_first = None;
                         start = Start::Oldest;
                         continue;
                     }
@@ -195,10 +229,11 @@ impl ShardReader {
                     // nothing read yet lost nothing: only DynamoDB Local answers so, for a shard
                     // that held no record when the iterator was taken, see `super::reader`; it
                     // is read from its oldest record, every one of which is news.)
-                    if last.is_some() || start == Start::Oldest {
-                        self.publish(&mut publisher, &Event::Gap).await;
+                    if last.is_some() || at_first.is_some() || start == Start::Oldest {
+                        self.publish(&mut publisher, &Event::Gap, None).await;
                     }
                     read_through = last.take().or(read_through);
+                    at_first = None;
                     start = Start::Oldest;
                     iterator = None;
                     continue;
@@ -210,6 +245,22 @@ impl ShardReader {
                 }
             };
             backoff.reset();
+            if news == Some(NewsFrom::NotYet)
+                && let Some(first) = page.records.iter().find(|record| {
+                    !since.is_some_and(|since| {
+                        calls::created(record).is_some_and(|created| created + SINCE_SLACK < since)
+                    })
+                })
+                && let Some(first) = calls::sequence(first)
+            {
+                // Said in the lease before anything is published: whoever reads the shard
+                // next, and every replay, knows where its news begins.
+                let first = NewsFrom::At(first.to_owned());
+                if !self.say_news_from(&first).await {
+                    return Outcome::Lost;
+                }
+                news = Some(first);
+            }
             for record in &page.records {
                 let sequence = calls::sequence(record);
                 let again = matches!((&read_through, sequence), (Some(through), Some(sequence)) if !sequence_after(sequence, through));
@@ -230,7 +281,11 @@ impl ShardReader {
                     });
                     if change.recognised_by(&self.parts.recognise) {
                         if !self
-                            .publish(&mut publisher, &Event::Change(Arc::new(change)))
+                            .publish(
+                                &mut publisher,
+                                &Event::Change(Arc::new(change)),
+                                news.as_ref(),
+                            )
                             .await
                         {
                             return Outcome::Lost;
@@ -244,6 +299,7 @@ impl ShardReader {
                 }
                 if let Some(sequence) = sequence {
                     last = Some(sequence.to_owned());
+                    at_first = None;
                 }
             }
             calls.lag(&page.records);
@@ -290,16 +346,71 @@ impl ShardReader {
         Outcome::Lost
     }
 
-    /// Appends `event` to the table's Redis stream, trying again (and reading nothing more)
-    /// until Redis takes it; `false` when the lease was lost meanwhile.
-    async fn publish(&self, publisher: &mut Option<Publisher>, event: &Event) -> bool {
+    /// Writes where the shard's news begins in its lease, trying again until written; `false`
+    /// when the lease was lost.
+    async fn say_news_from(&self, from: &NewsFrom) -> bool {
+        let mut backoff = Backoff::new(self.parts.settings);
+        while self.held.alive() {
+            match self
+                .parts
+                .leases
+                .news_from(&self.arn, &self.shard, from)
+                .await
+            {
+                Ok(held) => return held,
+                Err(_) => backoff.wait().await,
+            }
+        }
+        false
+    }
+
+    /// Writes the shard's marks to Redis again (see [`super::shard_marks`]): whether Redis took
+    /// them (one try: the next round tries again).
+    async fn seed(
+        &self,
+        publisher: &mut Option<Publisher>,
+        last: Option<&str>,
+        from: Option<&NewsFrom>,
+    ) -> bool {
+        if last.is_none() && from.is_none() {
+            return true;
+        }
+        let said = Said {
+            stream: super::position::stream_identity(&self.arn),
+            shard: &self.shard,
+            last,
+            from,
+        };
+        let seeded = match publisher {
+            Some(p) => p.seed(&self.table, &said).await,
+            None => match self.parts.feed.publisher(self.parts.max_len).await {
+                Ok(p) => publisher.insert(p).seed(&self.table, &said).await,
+                Err(err) => Err(err),
+            },
+        };
+        if let Err(err) = &seeded {
+            tracing::debug!(table = %self.table, shard = %self.shard, error = %err, "writing a shard's marks to Redis failed; trying again");
+            *publisher = None;
+        }
+        seeded.is_ok()
+    }
+
+    /// Appends `event` to the table's Redis stream (with `from`, where the shard's news begins),
+    /// trying again (and reading nothing more) until Redis takes it; `false` when the lease was
+    /// lost meanwhile.
+    async fn publish(
+        &self,
+        publisher: &mut Option<Publisher>,
+        event: &Event,
+        from: Option<&NewsFrom>,
+    ) -> bool {
         let mut backoff = Backoff::new(self.parts.settings);
         loop {
             if !self.held.alive() {
                 return false;
             }
             let published = match publisher {
-                Some(p) => p.publish(&self.table, event).await.map(|_| ()),
+                Some(p) => p.publish(&self.table, event, from).await.map(|_| ()),
                 None => match self.parts.feed.publisher(self.parts.max_len).await {
                     Ok(p) => {
                         *publisher = Some(p);

@@ -39,6 +39,7 @@ use super::{
     outlet::Backoff,
     position::{Mark, Position},
     redis_feed::{Held, RedisFeed},
+    shard_marks::{self, Marks, NewsFrom},
 };
 use crate::metrics::Metrics;
 
@@ -87,6 +88,8 @@ enum From {
     After(String),
     /// At its oldest record, skipping those created well before this time (ms; 0: none).
     Oldest(u64),
+    /// At this record: the first the relays passed on as news.
+    At(String),
 }
 
 /// A stream's ARN and the shards left to read from it, each with its start, in order.
@@ -116,6 +119,9 @@ pub(super) struct Replay {
     began: SystemTime,
     /// While the place is read from Redis: the feed, and a connection once made.
     redis: Option<(RedisFeed, Option<MultiplexedConnection>)>,
+    /// For a place an instance took from Redis: the feed, for the relays' marks of the shards
+    /// the place does not name (see [`super::shard_marks`]).
+    marked_by: Option<RedisFeed>,
     /// Whether the resume was counted as one from Redis.
     counted: bool,
 }
@@ -138,6 +144,7 @@ impl Replay {
             .clone()
             .filter(|_| at.entry().is_some())
             .map(|feed| (feed, None));
+        let marked_by = redis.as_ref().map(|(feed, _)| feed.clone());
         if redis.is_none() {
             at.set_entry(None);
         }
@@ -152,6 +159,7 @@ impl Replay {
             table,
             at,
             redis,
+            marked_by,
             counted: false,
             until,
             plan: None,
@@ -294,6 +302,7 @@ impl Replay {
                 let (start, since) = match from {
                     From::After(sequence) => (Start::After(sequence), 0),
                     From::Oldest(since) => (Start::Oldest, since),
+                    From::At(first) => (Start::At(first), 0),
                 };
                 let target = self.target(&shard);
                 self.reading = Some(Reading {
@@ -412,6 +421,37 @@ impl Replay {
         }
     }
 
+    /// The relays' marks (see [`super::shard_marks`]) once every shard of `unnamed` has where its
+    /// news begins, or after [`PENDING_PATIENCE`] (a Redis that came back empty has them again
+    /// once the relays write them again); none for a place not taken from Redis.
+    async fn relays_marks(&self, unnamed: &[&str]) -> Marks {
+        let Some(feed) = self.marked_by.as_ref().filter(|_| !unnamed.is_empty()) else {
+            return Marks::default();
+        };
+        let began = Instant::now();
+        let mut connection = None;
+        loop {
+            if connection.is_none() {
+                connection = feed.connect().await.ok();
+            }
+            let marks = match &mut connection {
+                Some(connection) => shard_marks::marks(connection, &self.table).await.ok(),
+                None => None,
+            };
+            if marks.is_none() {
+                connection = None;
+            }
+            let marks = marks.unwrap_or_default();
+            let said = unnamed
+                .iter()
+                .all(|id| marks.from(self.at.identity(), id).is_some());
+            if said || began.elapsed() >= PENDING_PATIENCE {
+                return marks;
+            }
+            tokio::time::sleep(self.settings.poll_interval).await;
+        }
+    }
+
     /// The stream and each shard's start, parents before children; fails when the place is
     /// not one in the table's current stream, or names a shard the stream no longer lists.
     async fn planned(&self) -> Result<Plan, Failure> {
@@ -447,21 +487,53 @@ impl Replay {
                 ancestor = parent_of(parent);
             }
         }
+        // The live reader reads these from their oldest record, and passes all of it on.
+        let live_from_oldest = |id: &str| {
+            self.until
+                .as_ref()
+                .is_some_and(|until| until.mark(id) == Some(&Mark::Since(0)))
+        };
+        let unnamed: Vec<&str> = listed
+            .iter()
+            .map(|s| s.id.as_str())
+            .filter(|id| {
+                self.at.mark(id).is_none() && !covered.contains(id) && !live_from_oldest(id)
+            })
+            .collect();
+        let marks = self.relays_marks(&unnamed).await;
         let mut starts: Vec<(Arc<str>, From, Option<&str>)> = Vec::new();
         for shard in &listed {
-            // The live reader reads it from its oldest record, and passes all of it on.
-            let live_from_oldest = self
-                .until
-                .as_ref()
-                .is_some_and(|until| until.mark(&shard.id) == Some(&Mark::Since(0)));
-            if live_from_oldest {
+            if live_from_oldest(&shard.id) {
                 continue;
             }
             let from = match self.at.mark(&shard.id) {
                 Some(Mark::After(sequence)) => From::After(sequence.clone()),
-                Some(Mark::Since(time)) => From::Oldest(*time),
+                // A shard the reader that gave the place read nothing of before it: from its
+                // first record, when that reader is the live one (by the time it began); else
+                // by time.
+                Some(Mark::Since(time)) => {
+                    match self
+                        .live
+                        .upgrade()
+                        .and_then(|live| live.first_of(&shard.id, *time))
+                    {
+                        Some(Some(first)) => From::At(first),
+                        // It read nothing of it yet: whatever comes is live.
+                        Some(None) => continue,
+                        None => From::Oldest(*time),
+                    }
+                }
                 None if covered.contains(shard.id.as_str()) => continue,
-                None => From::Oldest(self.at.floor()),
+                // Nothing of it was published before the place: its news from where the relays
+                // said it begins.
+                None => match marks.from(self.at.identity(), &shard.id) {
+                    Some(NewsFrom::Oldest) => From::Oldest(0),
+                    Some(NewsFrom::At(first)) => From::At(first.clone()),
+                    Some(NewsFrom::NotYet) => continue,
+                    // No relay said (one of an earlier version, or Redis came back empty and
+                    // none said again within the patience): by the place's time.
+                    None => From::Oldest(self.at.floor()),
+                },
             };
             starts.push((Arc::from(shard.id.as_str()), from, shard.parent.as_deref()));
         }

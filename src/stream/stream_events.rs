@@ -149,7 +149,7 @@ impl StreamEvents {
             ),
         };
         publisher
-            .publish(table, &Event::Change(Arc::new(change)))
+            .publish(table, &Event::Change(Arc::new(change)), None)
             .await
             .map(|_| ())
             .map_err(Failed::Redis)

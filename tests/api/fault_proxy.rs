@@ -38,6 +38,7 @@ mod empty;
 mod split;
 
 pub use empty::Empty;
+pub use split::child_of_keys;
 
 /// The DynamoDB error a throttled request gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -55,6 +55,7 @@ mod overlap;
 mod policy;
 mod purchases;
 mod rate_limits;
+mod record_places;
 mod relay;
 mod response_reader;
 mod resume;

@@ -152,7 +152,7 @@ async fn a_stream_disabled_and_enabled_again_is_found_again_after_changes_lost()
 
 /// The newest record of `table`'s stream, read past the proxy: `(stream ARN, shard, sequence
 /// number)`.
-async fn newest_record(table: &str) -> (String, String, String) {
+pub async fn newest_record(table: &str) -> (String, String, String) {
     let described = control_client()
         .describe_table()
         .table_name(table)

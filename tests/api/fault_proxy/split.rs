@@ -79,7 +79,12 @@ fn after(a: &str, b: &str) -> bool {
 
 /// Which child a record's item goes to: a hash of its keys, so that each item stays in one.
 fn child_of(record: &Value) -> usize {
-    let keys = record["dynamodb"]["Keys"].to_string();
+    child_of_keys(&record["dynamodb"]["Keys"])
+}
+
+/// Which child the records of the item whose keys are `keys` (in DynamoDB's typed JSON) go to.
+pub fn child_of_keys(keys: &Value) -> usize {
+    let keys = keys.to_string();
     let hash = keys.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     });
