@@ -35,16 +35,33 @@ impl Writer {
     }
 }
 
-/// Type attributes the libraries write, and common hand-written ones, in order of preference.
+/// Type attributes the libraries write, in order of preference.
 const TYPE_ATTRIBUTES: &[(&str, Writer)] = &[
     ("__edb_e__", Writer::ElectroDb),
     ("_et", Writer::Toolbox),
     ("_type", Writer::OneTable),
     ("__typename", Writer::Amplify),
-    ("_TYPE", Writer::Other),
-    ("entityType", Writer::Other),
-    ("type", Writer::Other),
 ];
+
+/// Hand-written type attributes' names, in order of preference, as [`plain_name`] reads them:
+/// `entityType`, `EntityType`, `entity_type` and `ENTITY-TYPE` alike.
+const HAND_WRITTEN: &[&str] = &[
+    "entitytype",
+    "type",
+    "itemtype",
+    "recordtype",
+    "typename",
+    "entity",
+    "kind",
+];
+
+/// A name in lower case without `_` and `-`.
+fn plain_name(name: &str) -> String {
+    name.chars()
+        .filter(|c| *c != '_' && *c != '-')
+        .flat_map(char::to_lowercase)
+        .collect()
+}
 
 /// Attributes a writer keeps for itself, never fields.
 pub fn bookkeeping(writer: Writer) -> &'static [&'static str] {
@@ -54,18 +71,35 @@ pub fn bookkeeping(writer: Writer) -> &'static [&'static str] {
     }
 }
 
-/// The table's type attribute, if one of the known names is a string in at least nine items
-/// of ten.
+/// The table's type attribute: an attribute a library writes, else one named as people name
+/// them (in any case, with or without `_` or `-`: `EntityType`, `Type`, `entity_type`), that is
+/// a string in at least nine items of ten.
 pub fn type_attribute(items: &[Item]) -> Option<(String, Writer)> {
     if items.is_empty() {
         return None;
     }
-    TYPE_ATTRIBUTES.iter().find_map(|(name, writer)| {
+    let typed = |name: &str| {
         let strings = items
             .iter()
-            .filter(|item| matches!(item.get(*name), Some(AttributeValue::S(_))))
+            .filter(|item| matches!(item.get(name), Some(AttributeValue::S(_))))
             .count();
-        (strings * 10 >= items.len() * 9).then(|| ((*name).to_owned(), *writer))
+        strings * 10 >= items.len() * 9
+    };
+    if let Some((name, writer)) = TYPE_ATTRIBUTES.iter().find(|(name, _)| typed(name)) {
+        return Some(((*name).to_owned(), *writer));
+    }
+    // Every attribute name of the sample, once, in order.
+    let mut names: Vec<&str> = items
+        .iter()
+        .flat_map(|item| item.keys().map(String::as_str))
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    HAND_WRITTEN.iter().find_map(|wanted| {
+        names
+            .iter()
+            .find(|name| plain_name(name) == *wanted && typed(name))
+            .map(|name| ((*name).to_owned(), Writer::Other))
     })
 }
 
@@ -236,6 +270,53 @@ mod tests {
         assert_eq!(
             groups(&led[2..], None, ("PK", Some("SK")), '|')[0].value,
             "AUTHOR"
+        );
+    }
+
+    #[test]
+    fn a_hand_written_type_attribute_is_found_however_it_is_spelled() {
+        for name in [
+            "EntityType",
+            "entityType",
+            "entity_type",
+            "ENTITY-TYPE",
+            "Type",
+            "_TYPE",
+        ] {
+            let items = vec![
+                item(&[
+                    ("PK", "c#1"),
+                    (name, "Customer"),
+                    ("contentType", "text/plain"),
+                ]),
+                item(&[
+                    ("PK", "o#1"),
+                    (name, "Order"),
+                    ("contentType", "text/plain"),
+                ]),
+            ];
+            assert_eq!(
+                type_attribute(&items),
+                Some((name.to_owned(), Writer::Other)),
+                "{name}"
+            );
+        }
+        // A name that only ends like one, or one that is a string in too few items, is none.
+        let items = vec![
+            item(&[("PK", "c#1"), ("paymentType", "CARD"), ("Kind", "a")]),
+            item(&[("PK", "c#2"), ("paymentType", "ACH")]),
+        ];
+        assert_eq!(type_attribute(&items), None);
+        // The library's attribute first, then the names in their order.
+        let items = vec![item(&[("PK", "a"), ("Type", "x"), ("EntityType", "Order")])];
+        assert_eq!(
+            type_attribute(&items),
+            Some(("EntityType".to_owned(), Writer::Other))
+        );
+        let items = vec![item(&[("PK", "a"), ("Type", "x"), ("_et", "Order")])];
+        assert_eq!(
+            type_attribute(&items),
+            Some(("_et".to_owned(), Writer::Toolbox))
         );
     }
 

@@ -684,7 +684,8 @@ pub struct ConnectionFile {
     /// An item collection: every item of the partition whose entity is one of these, in key
     /// order, as a union named `union`. The members share the table and the partition's key
     /// template, and each must be told apart from the others by its key templates or the
-    /// table's `type_attribute`. Items of other entities are skipped.
+    /// table's `type_attribute`. Items of other entities are skipped. A collection takes no
+    /// `filters`, and `sort` only when every member writes the sort key alike.
     #[schemars(with = "Option<Vec<String>>")]
     pub members: Option<Spanned<Vec<Spanned<String>>>>,
     /// The union type of an item collection's nodes.

@@ -5,6 +5,8 @@
 //! memberships under `Join:{roomId}` in one partition: a date-time's text never begins with
 //! `J`). `check` accepts them (no key reads under two of the templates), each connection holds
 //! its own kind only, the others' items it meets skipped, and a Scan of one kind skips the rest.
+//! An item collection whose members write the sort key alike takes sort conditions (the online
+//! shop's products ordered and invoices of a customer in a date range, both under `{date}`).
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use dynarelay::dynamo::Item;
@@ -288,4 +290,172 @@ fn a_bare_value_that_could_begin_like_the_other_kind_is_refused() {
     );
     let (valid, said) = check_offline(&model_file(CHAT), &[]);
     assert!(valid, "{said}");
+}
+
+/// AWS's online shop: a customer's orders and invoices share `GSI2`'s partition `c#{customerId}`
+/// under a bare `{date}`, told apart by `EntityType`, with the customer's other items in the
+/// table beside them.
+const SHOP: &str = r#"version = 1
+
+[tables.Shop]
+partition_key = "PK"
+sort_key = "SK"
+type_attribute = "EntityType"
+attributes = { PK = "S", SK = "S", GSI2PK = "S", GSI2SK = "S" }
+indexes.GSI2 = { partition_key = "GSI2PK", sort_key = "GSI2SK" }
+
+[entities.Order]
+table = "Shop"
+type_value = "order"
+keys = { PK = "o#{orderId}", SK = "o#{orderId}", GSI2PK = "c#{customerId}", GSI2SK = "{date}" }
+escape_keys = false
+fields.orderId = { type = "String!" }
+fields.customerId = { type = "String!" }
+fields.date = { type = "DateTime!", stored_as = "date" }
+
+[entities.Invoice]
+table = "Shop"
+type_value = "invoice"
+keys = { PK = "i#{invoiceId}", SK = "i#{invoiceId}", GSI2PK = "c#{customerId}", GSI2SK = "{date}" }
+escape_keys = false
+fields.invoiceId = { type = "String!" }
+fields.customerId = { type = "String!" }
+fields.date = { type = "DateTime!", stored_as = "date" }
+fields.amount = { type = "Int!" }
+
+[connections.history]
+members = ["Order", "Invoice"]
+union = "Paper"
+index = "GSI2"
+partition = { argument = "customerId" }
+sort.min = "from"
+sort.max = "until"
+"#;
+
+#[tokio::test]
+async fn a_collection_whose_members_write_the_sort_key_alike_takes_a_range() {
+    let app = model_app_from(SHOP).await;
+    let table = app.table("Shop");
+    let s = |v: &str| AttributeValue::S(v.to_owned());
+    let mut items = Vec::new();
+    for (c, customer) in ["c1", "c2"].iter().enumerate() {
+        for n in 0..(6 + c) {
+            let date = format!("2026-0{}-{:02}", 1 + n % 3, 10 + n);
+            let (kind, id) = if n % 2 == 0 {
+                ("order", "o")
+            } else {
+                ("invoice", "i")
+            };
+            let key = format!("{id}#{customer}-{n}");
+            let mut item = Item::from([
+                ("PK".to_owned(), s(&key)),
+                ("SK".to_owned(), s(&key)),
+                ("GSI2PK".to_owned(), s(&format!("c#{customer}"))),
+                ("GSI2SK".to_owned(), s(&date)),
+                ("EntityType".to_owned(), s(kind)),
+                ("customerId".to_owned(), s(customer)),
+                ("date".to_owned(), s(&date)),
+            ]);
+            if kind == "order" {
+                item.insert("orderId".to_owned(), s(&format!("{customer}-{n}")));
+            } else {
+                item.insert("invoiceId".to_owned(), s(&format!("{customer}-{n}")));
+                item.insert("amount".to_owned(), AttributeValue::N(n.to_string()));
+            }
+            items.push(item);
+        }
+    }
+    put_plain(app.client(), &table, items).await;
+
+    let query = "query($customerId: String!, $from: DateTime, $until: DateTime, $first: Int, $after: String, $last: Int, $before: String) {
+      history(customerId: $customerId, from: $from, until: $until, first: $first, after: $after, last: $last, before: $before) {
+        edges { cursor node { __typename ... on Order { date } ... on Invoice { date } } }
+        pageInfo { hasNextPage hasPreviousPage startCursor endCursor }
+      }
+    }";
+    // (A date is read as midnight UTC.)
+    let label = |node: &Value| {
+        let date = node["date"].as_str().unwrap_or("?");
+        format!(
+            "{} {}",
+            node["__typename"].as_str().unwrap_or("?"),
+            &date[..10.min(date.len())]
+        )
+    };
+    for customer in ["c1", "c2"] {
+        let truth = query_partition(
+            app.client(),
+            &table,
+            Some("GSI2"),
+            ("GSI2PK", &format!("c#{customer}")),
+            true,
+        )
+        .await;
+        let kind = |i: &Item| match i["EntityType"].as_s().unwrap().as_str() {
+            "order" => "Order",
+            _ => "Invoice",
+        };
+        let all: Vec<(String, String)> = truth
+            .iter()
+            .map(|i| {
+                (
+                    i["GSI2SK"].as_s().unwrap().clone(),
+                    format!("{} {}", kind(i), i["GSI2SK"].as_s().unwrap()),
+                )
+            })
+            .collect();
+        assert!(all.len() >= 6, "{truth:?}");
+        let want = |from: &str, until: &str| -> Vec<String> {
+            all.iter()
+                .filter(|(date, _)| date.as_str() >= from && date.as_str() <= until)
+                .map(|(_, label)| label.clone())
+                .collect()
+        };
+        let vars = json!({ "customerId": customer });
+        walk_matches(
+            |paging| app.graphql(query, merge(vars.clone(), paging)),
+            &["history"],
+            label,
+            &want("0000", "9999"),
+            &format!("the papers of {customer}"),
+        )
+        .await;
+        let (from, until) = (all[1].0.clone(), all[4].0.clone());
+        let midnight = |date: &str| format!("{date}T00:00:00.000Z");
+        let range =
+            json!({ "customerId": customer, "from": midnight(&from), "until": midnight(&until) });
+        let ranged = want(&from, &until);
+        assert!(ranged.len() >= 3 && ranged.len() < all.len(), "{ranged:?}");
+        walk_matches(
+            |paging| app.graphql(query, merge(range.clone(), paging)),
+            &["history"],
+            label,
+            &ranged,
+            &format!("the papers of {customer} in a range"),
+        )
+        .await;
+    }
+}
+
+/// Members that write the sort key differently take no sort condition.
+#[test]
+fn a_collection_whose_members_write_the_sort_key_differently_takes_no_range() {
+    let differ = SHOP.replace(
+        r#"GSI2PK = "c#{customerId}", GSI2SK = "{date}" }
+escape_keys = false
+fields.invoiceId"#,
+        r#"GSI2PK = "c#{customerId}", GSI2SK = "INV#{date}" }
+escape_keys = false
+fields.invoiceId"#,
+    );
+    assert_ne!(differ, SHOP);
+    let (ok, problems) = check_offline(&model_file(&differ), &[]);
+    assert!(!ok, "{problems}");
+    assert!(
+        problems.contains(
+            "an item collection takes sort conditions only when its members write the sort key \
+             alike: `Order` and `Invoice` write `GSI2SK` differently"
+        ),
+        "{problems}"
+    );
 }

@@ -479,6 +479,38 @@ impl<'f> Ctx<'f, '_> {
         }
     }
 
+    /// Two members of a collection that write the sort key of `target` differently (another
+    /// template, or facets or a field of another type), if any: a sort condition on the
+    /// collection is one condition on that key, so it must mean the same for every member.
+    fn sort_keys_differ(
+        &self,
+        members: &[EntityId],
+        target: &Target<'_>,
+    ) -> Option<(EntityId, EntityId)> {
+        // (A key without a sort attribute is reported by the sort condition itself.)
+        let attribute = target.key().get(1)?.name;
+        let shape = |m: EntityId| {
+            let entity = &self.entities[m].entity;
+            match entity.template_on(attribute) {
+                Some(t) => Some((
+                    Some(&t.template),
+                    t.facets
+                        .iter()
+                        .map(|&f| &entity.fields[f].ty)
+                        .collect::<Vec<_>>(),
+                )),
+                None => entity
+                    .field_on(attribute)
+                    .map(|f| (None, vec![&entity.fields[f].ty])),
+            }
+        };
+        let (&first, rest) = members.split_first()?;
+        let expected = shape(first);
+        rest.iter()
+            .find(|&&m| shape(m) != expected)
+            .map(|&m| (first, m))
+    }
+
     /// An item collection reads every item of its partition: its members must each have the
     /// partition key (with the same template), and be told apart.
     pub(super) fn check_members(
@@ -499,10 +531,21 @@ impl<'f> Ctx<'f, '_> {
             );
             ok = false;
         }
-        if file.sort.is_some() {
+        if file.sort.is_some()
+            && let Some((a, b)) = self.sort_keys_differ(members, target)
+        {
+            let attribute = target.key().get(1).map_or("", |k| k.name);
             out.error(
                 self.connection_span(owner, name, "sort"),
-                "an item collection has no sort conditions: its members' sort keys differ",
+                format!(
+                    "an item collection takes sort conditions only when its members write the \
+                     sort key alike: `{}` and `{}` write `{attribute}` differently",
+                    self.entities[a].entity.name, self.entities[b].entity.name
+                ),
+            )
+            .hint(
+                "give every member the same template (or a field of the same type) on the sort \
+                 key, or remove `sort`",
             );
             ok = false;
         }

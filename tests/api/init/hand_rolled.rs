@@ -340,3 +340,37 @@ async fn a_table_of_four_types_joined_by_bars_or_colons_is_served_whole() {
         assert_padded_range(&text, "sk", &format!("TICKET{separator}"), 6);
     }
 }
+
+/// The same four types, each item naming its type in an attribute spelled as its writer chose
+/// (`EntityType` as in AWS's online shop, `Type` as in its gaming profiles, `entity_type`):
+/// `init` reads it as the type attribute whatever its case and separators, and its model serves
+/// every item as its type.
+#[tokio::test]
+async fn a_type_attribute_is_read_however_its_name_is_spelled() {
+    for (name, fixture) in [
+        ("EntityType", "teams_entity_type"),
+        ("Type", "teams_type"),
+        ("entity_type", "teams_entity_type_snake"),
+    ] {
+        let hand = model_app(TEAMS_MODEL).await;
+        let items = teams("core")
+            .into_iter()
+            .map(|(kind, mut item)| {
+                item.insert(name.to_owned(), s(kind));
+                (kind, item)
+            })
+            .collect();
+        let (text, kinds) = written(&hand, "Work", items, fixture).await;
+        assert!(
+            text.contains(&format!("type_attribute = \"{name}\"")),
+            "{name}: {text}"
+        );
+        for kind in ["Team", "Ticket", "Member", "Event"] {
+            assert!(
+                text.contains(&format!("[entities.{kind}]")),
+                "{kind}: {text}"
+            );
+        }
+        serve_and_walk(&hand, fixture, &text, Truth::Kinds(&kinds)).await;
+    }
+}

@@ -747,7 +747,8 @@ pub(super) fn cases() -> Vec<Case> {
         with_one_table(
             "sort condition on an item collection",
             &format!("{ACTIVITY}sort.min = \"from\"\n"),
-            "an item collection has no sort conditions",
+            "an item collection takes sort conditions only when its members write the sort key \
+             alike: `Customer` and `Order` write `SK` differently",
             27,
             1,
         ),
