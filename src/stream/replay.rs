@@ -421,10 +421,11 @@ impl Replay {
         }
     }
 
-    /// The relays' marks (see [`super::shard_marks`]) once every shard of `unnamed` has where its
-    /// news begins, or after [`PENDING_PATIENCE`] (a Redis that came back empty has them again
-    /// once the relays write them again); none for a place not taken from Redis.
-    async fn relays_marks(&self, unnamed: &[&str]) -> Marks {
+    /// The relays' marks (see [`super::shard_marks`]) once every open shard of `unnamed` has
+    /// where its news begins, or after [`PENDING_PATIENCE`] (a Redis that came back empty has
+    /// them again once the relays write them again; a closed shard may have been read to its
+    /// end before: nobody writes its marks again); none for a place not taken from Redis.
+    async fn relays_marks(&self, unnamed: &[(&str, bool)]) -> Marks {
         let Some(feed) = self.marked_by.as_ref().filter(|_| !unnamed.is_empty()) else {
             return Marks::default();
         };
@@ -444,7 +445,7 @@ impl Replay {
             let marks = marks.unwrap_or_default();
             let said = unnamed
                 .iter()
-                .all(|id| marks.from(self.at.identity(), id).is_some());
+                .all(|(id, open)| !open || marks.from(self.at.identity(), id).is_some());
             if said || began.elapsed() >= PENDING_PATIENCE {
                 return marks;
             }
@@ -493,10 +494,11 @@ impl Replay {
                 .as_ref()
                 .is_some_and(|until| until.mark(id) == Some(&Mark::Since(0)))
         };
-        let unnamed: Vec<&str> = listed
+        // With whether each is open (a relay reading it says where its news begins).
+        let unnamed: Vec<(&str, bool)> = listed
             .iter()
-            .map(|s| s.id.as_str())
-            .filter(|id| {
+            .map(|s| (s.id.as_str(), !s.closed))
+            .filter(|(id, _)| {
                 self.at.mark(id).is_none() && !covered.contains(id) && !live_from_oldest(id)
             })
             .collect();
