@@ -132,7 +132,6 @@ pub fn propose(
     let live = &input.live;
     let partition = live.partition.name.as_str();
     let sort = live.sort.as_ref().map(|s| s.name.as_str());
-    let typed = single_table::type_attribute(&input.items);
     // The keys that tell the types apart: each item's sort key, or its partition key.
     let keys: Vec<&str> = input
         .items
@@ -143,6 +142,19 @@ pub fn propose(
         })
         .collect();
     let separator = single_table::separator(&keys);
+    // A type attribute by its name, else by what it holds against the keys' starts.
+    let typed = single_table::type_attribute(&input.items).or_else(|| {
+        let starts = single_table::groups(&input.items, None, (partition, sort), separator?);
+        let keys: Vec<&str> = std::iter::once(partition)
+            .chain(sort)
+            .chain(live.indexes.iter().flat_map(|index| {
+                std::iter::once(index.partition.name.as_str())
+                    .chain(index.sort.as_ref().map(|k| k.name.as_str()))
+            }))
+            .collect();
+        single_table::type_attribute_by_values(&input.items, &starts, &keys)
+            .map(|name| (name, single_table::Writer::Other))
+    });
     let groups = match (&typed, separator) {
         (Some((attribute, _)), _) => single_table::groups(
             &input.items,

@@ -72,8 +72,8 @@ pub fn bookkeeping(writer: Writer) -> &'static [&'static str] {
 }
 
 /// The table's type attribute: an attribute a library writes, else one named as people name
-/// them (in any case, with or without `_` or `-`: `EntityType`, `Type`, `entity_type`), that is
-/// a string in at least nine items of ten.
+/// them (in any case, with or without `_` or `-`: `EntityType`, `Type`, `entity_type`) holding
+/// two values or more; either a string in at least nine items of ten.
 pub fn type_attribute(items: &[Item]) -> Option<(String, Writer)> {
     if items.is_empty() {
         return None;
@@ -88,18 +88,85 @@ pub fn type_attribute(items: &[Item]) -> Option<(String, Writer)> {
     if let Some((name, writer)) = TYPE_ATTRIBUTES.iter().find(|(name, _)| typed(name)) {
         return Some(((*name).to_owned(), *writer));
     }
-    // Every attribute name of the sample, once, in order.
+    let names = attribute_names(items);
+    // A hand-written one names two types or more (one value on every item is an attribute
+    // of a table of one type, whatever its name).
+    let several = |name: &str| {
+        let mut values = items.iter().filter_map(|item| match item.get(name) {
+            Some(AttributeValue::S(v)) => Some(v),
+            _ => None,
+        });
+        let first = values.next();
+        values.any(|v| Some(v) != first)
+    };
+    HAND_WRITTEN.iter().find_map(|wanted| {
+        names
+            .iter()
+            .find(|name| plain_name(name) == *wanted && typed(name) && several(name))
+            .map(|name| ((*name).to_owned(), Writer::Other))
+    })
+}
+
+/// Every attribute name of the sample, once, in order.
+fn attribute_names(items: &[Item]) -> Vec<&str> {
     let mut names: Vec<&str> = items
         .iter()
         .flat_map(|item| item.keys().map(String::as_str))
         .collect();
     names.sort_unstable();
     names.dedup();
-    HAND_WRITTEN.iter().find_map(|wanted| {
-        names
-            .iter()
-            .find(|name| plain_name(name) == *wanted && typed(name))
-            .map(|name| ((*name).to_owned(), Writer::Other))
+    names
+}
+
+/// A type attribute of any name, read from what it holds when no name says so: a string of an
+/// identifier's form (at most 64 characters) in nine items of ten, with a few values (2 to 64,
+/// at most one for every two items), each of which keeps to items whose keys start alike
+/// (`groups` of the table's keys by their starts), while the items span two starts or more. A
+/// status or a currency on every item spans several starts with one value, or keeps to one
+/// start with all of them: neither is a type.
+pub fn type_attribute_by_values(
+    items: &[Item],
+    groups: &[Group<'_>],
+    keys: &[&str],
+) -> Option<String> {
+    if groups.len() < 2 {
+        return None;
+    }
+    // Each item's key start.
+    let mut start: Vec<Option<usize>> = vec![None; items.len()];
+    for (g, group) in groups.iter().enumerate() {
+        for &at in &group.at {
+            start[at] = Some(g);
+        }
+    }
+    let identifier = |v: &str| {
+        v.len() <= 64
+            && v.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && v.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':'))
+    };
+    let mut names = attribute_names(items);
+    names.retain(|name| !keys.contains(name));
+    names.into_iter().find_map(|name| {
+        // The start each value keeps to.
+        let mut kept: std::collections::BTreeMap<&str, usize> = Default::default();
+        let mut strings = 0;
+        for (at, item) in items.iter().enumerate() {
+            let Some(AttributeValue::S(value)) = item.get(name) else {
+                continue;
+            };
+            strings += 1;
+            if !identifier(value) {
+                return None;
+            }
+            let Some(g) = start[at] else { continue };
+            if *kept.entry(value.as_str()).or_insert(g) != g {
+                return None;
+            }
+        }
+        let starts: std::collections::BTreeSet<usize> = kept.values().copied().collect();
+        let few = (2..=64).contains(&kept.len()) && kept.len() * 2 <= items.len();
+        (strings * 10 >= items.len() * 9 && few && starts.len() >= 2).then(|| name.to_owned())
     })
 }
 
@@ -307,17 +374,103 @@ mod tests {
             item(&[("PK", "c#2"), ("paymentType", "ACH")]),
         ];
         assert_eq!(type_attribute(&items), None);
+        // One value everywhere is no hand-written type attribute.
+        let items = vec![
+            item(&[("PK", "a"), ("__kind__", "thing")]),
+            item(&[("PK", "b"), ("__kind__", "thing")]),
+        ];
+        assert_eq!(type_attribute(&items), None);
         // The library's attribute first, then the names in their order.
-        let items = vec![item(&[("PK", "a"), ("Type", "x"), ("EntityType", "Order")])];
+        let items = vec![
+            item(&[("PK", "a"), ("Type", "x"), ("EntityType", "Order")]),
+            item(&[("PK", "b"), ("Type", "y"), ("EntityType", "Invoice")]),
+        ];
         assert_eq!(
             type_attribute(&items),
             Some(("EntityType".to_owned(), Writer::Other))
         );
-        let items = vec![item(&[("PK", "a"), ("Type", "x"), ("_et", "Order")])];
+        let items = vec![
+            item(&[("PK", "a"), ("Type", "x"), ("_et", "Order")]),
+            item(&[("PK", "b"), ("Type", "y"), ("_et", "Order")]),
+        ];
         assert_eq!(
             type_attribute(&items),
             Some(("_et".to_owned(), Writer::Toolbox))
         );
+    }
+
+    #[test]
+    fn a_type_attribute_of_any_name_is_read_from_what_it_holds() {
+        let items = vec![
+            item(&[
+                ("PK", "c#1"),
+                ("SK", "PROFILE"),
+                ("rk", "Customer"),
+                ("status", "OK"),
+            ]),
+            item(&[
+                ("PK", "c#1"),
+                ("SK", "o#1"),
+                ("rk", "Order"),
+                ("status", "OK"),
+            ]),
+            item(&[
+                ("PK", "c#1"),
+                ("SK", "o#2"),
+                ("rk", "Order"),
+                ("status", "LATE"),
+            ]),
+            item(&[
+                ("PK", "c#2"),
+                ("SK", "PROFILE"),
+                ("rk", "Customer"),
+                ("status", "LATE"),
+            ]),
+            item(&[
+                ("PK", "c#2"),
+                ("SK", "i#1"),
+                ("rk", "Invoice"),
+                ("status", "OK"),
+            ]),
+            item(&[
+                ("PK", "c#2"),
+                ("SK", "i#2"),
+                ("rk", "Invoice"),
+                ("status", "OK"),
+            ]),
+        ];
+        let starts = groups(&items, None, ("PK", Some("SK")), '#');
+        assert_eq!(starts.len(), 3);
+        // `status` spans several starts with one value; the keys are never a type attribute.
+        assert_eq!(
+            type_attribute_by_values(&items, &starts, &["PK", "SK"]),
+            Some("rk".to_owned())
+        );
+        let untyped: Vec<Item> = items
+            .iter()
+            .map(|i| {
+                i.iter()
+                    .filter(|(k, _)| *k != "rk")
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            })
+            .collect();
+        let starts = groups(&untyped, None, ("PK", Some("SK")), '#');
+        assert_eq!(
+            type_attribute_by_values(&untyped, &starts, &["PK", "SK"]),
+            None
+        );
+        // One start: a value of one type (a status of orders) is no type.
+        let one: Vec<Item> = (0..6)
+            .map(|n| {
+                item(&[
+                    ("PK", &format!("o#{n}")),
+                    ("state", ["OPEN", "DONE"][n % 2]),
+                ])
+            })
+            .collect();
+        let starts = groups(&one, None, ("PK", None), '#');
+        assert_eq!(type_attribute_by_values(&one, &starts, &["PK"]), None);
     }
 
     #[test]

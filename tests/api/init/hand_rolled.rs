@@ -342,8 +342,9 @@ async fn a_table_of_four_types_joined_by_bars_or_colons_is_served_whole() {
 }
 
 /// The same four types, each item naming its type in an attribute spelled as its writer chose
-/// (`EntityType` as in AWS's online shop, `Type` as in its gaming profiles, `entity_type`):
-/// `init` reads it as the type attribute whatever its case and separators, and its model serves
+/// (`EntityType` as in AWS's online shop, `Type` as in its gaming profiles, `entity_type`, or a
+/// name of its own): `init` reads it as the type attribute whatever its case and separators, or,
+/// named otherwise, from its values keeping each to one start of the keys, and its model serves
 /// every item as its type.
 #[tokio::test]
 async fn a_type_attribute_is_read_however_its_name_is_spelled() {
@@ -351,6 +352,8 @@ async fn a_type_attribute_is_read_however_its_name_is_spelled() {
         ("EntityType", "teams_entity_type"),
         ("Type", "teams_type"),
         ("entity_type", "teams_entity_type_snake"),
+        // A name no list holds: read from what it holds, one value to each start of the keys.
+        ("recKind", "teams_rec_kind"),
     ] {
         let hand = model_app(TEAMS_MODEL).await;
         let items = teams("core")
