@@ -4,6 +4,8 @@
 //! [`super::shared_table`]. Every inference keeps its evidence, and what the sample cannot
 //! settle is marked for review. [`super::render`] writes the [`Proposal`] out as a model file.
 
+use std::collections::BTreeMap;
+
 use crate::dynamo::sample::LiveKey;
 
 use super::{
@@ -38,6 +40,12 @@ const RESERVED_TYPES: &[&str] = &[
 
 /// The proposal for `tables`.
 pub fn propose(tables: Vec<TableInput>) -> Proposal {
+    propose_with(tables, &BTreeMap::new())
+}
+
+/// The proposal for `tables`, those named in `one_type` proposed as one type each, with the
+/// reason as a note (their types, told apart, gave a model its check refuses).
+pub fn propose_with(tables: Vec<TableInput>, one_type: &BTreeMap<String, String>) -> Proposal {
     let mut proposal = Proposal::default();
     let mut type_names = Taken::with(RESERVED_TYPES);
     // Each table's sampled items, and whether they are all its items.
@@ -46,8 +54,13 @@ pub fn propose(tables: Vec<TableInput>) -> Proposal {
     for input in tables {
         complete.push(input.complete);
         let table_at = proposal.tables.len();
-        if let Some(shared) =
-            super::shared_table::propose(&input, table_at, &mut type_names, &mut proposal.enums)
+        let refused = one_type.get(&input.name);
+        if let Some(shared) = refused
+            .is_none()
+            .then(|| {
+                super::shared_table::propose(&input, table_at, &mut type_names, &mut proposal.enums)
+            })
+            .flatten()
         {
             proposal.entities.extend(shared.entities);
             proposal.tables.push(TableProposal {
@@ -64,6 +77,13 @@ pub fn propose(tables: Vec<TableInput>) -> Proposal {
         let entity = type_names.claim(&pascal(&singular(&input.name), "Item"));
         let seen = observe(&input.items);
         let mut notes = Vec::new();
+        if let Some(reason) = refused {
+            notes.push(format!(
+                "review: the types this table's items seem to hold could not be told apart \
+                 safely ({reason}); it is proposed as one type, its keys as they are. A type \
+                 attribute, or a hand-written entity per kind, serves them apart."
+            ));
+        }
         if input.items.is_empty() {
             notes.push(
                 "review: no items were sampled: only the key attributes are known, typed from \

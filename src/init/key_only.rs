@@ -105,8 +105,16 @@ pub fn key_only_fields(
         }
         let attribute = &templates[this.template].0;
         let wanted = field_name(&this.label.to_lowercase(), entity);
-        let (suffix, base, padded) = match this.width {
-            Some(width) => {
+        // Times written as they sort (a chat's comments under `{postedAt}`): a time, which
+        // also tells their keys from literal text no time begins with.
+        let times = match this.width {
+            None => super::observe::time_storage(this.values.iter().flatten().map(String::as_str)),
+            Some(_) => None,
+        };
+        let (suffix, base, padded) = match (this.width, times) {
+            (_, Some("date")) => ("", "DateTime", "; dates stored as `date`".to_owned()),
+            (_, Some(form)) => ("At", "DateTime", format!("; times stored as `{form}`")),
+            (Some(width), None) => {
                 let digits = this.values.iter().flatten().map(String::len).max();
                 let base = if digits.unwrap_or(width) <= 9 {
                     "Int"
@@ -119,7 +127,13 @@ pub fn key_only_fields(
                     format!("; numbers zero-padded to {width} digits"),
                 )
             }
-            None => ("Id", "ID", String::new()),
+            (None, None) => ("Id", "ID", String::new()),
+        };
+        let wanted = if this.label.is_empty() && times.is_some() {
+            // A bare time, with no text before it to name it.
+            "at".to_owned()
+        } else {
+            wanted
         };
         let wanted = if wanted
             .to_ascii_lowercase()
@@ -135,7 +149,7 @@ pub fn key_only_fields(
             name: this.field.clone(),
             attribute: this.field.clone(),
             ty: format!("{base}{bang}"),
-            stored_as: None,
+            stored_as: times,
             evidence: format!(
                 "read from the key `{attribute}`: no attribute of the items holds it{padded}"
             ),

@@ -3,7 +3,8 @@
 //! entities and connections ([`infer`], and [`shared_table`] for a table of several types) and
 //! field types ([`fields`]) into a [`proposal`], and writes it out with its evidence
 //! ([`render`]). The file is checked as `dynarelay check` would before it is handed back, so
-//! what `init` writes always loads. Only reads: nothing is written to DynamoDB.
+//! what `init` writes always loads: a table whose types, told apart, give a model that fails is
+//! proposed as one type, with the reason. Only reads: nothing is written to DynamoDB.
 
 pub mod drift;
 pub mod electrodb;
@@ -135,7 +136,6 @@ pub async fn init(
         bail!("no table could be read:\n  {}", reasons.join("\n  "));
     }
     let tables = inputs.len();
-    let proposal = infer::propose(inputs);
     let mut header = render::Header::default();
     header.lines.push(format!(
         "Sampled {items} items of {tables} table(s) with {scans} Scan call(s), {capacity} read \
@@ -153,7 +153,7 @@ pub async fn init(
             failure.table, failure.reason
         ));
     }
-    let text = render::render(&proposal, &header);
+    let text = checked(inputs, &header);
     if let Err(problems) = crate::model::parse("the model init wrote", &text) {
         bail!(
             "the model written from these tables does not pass its own check, which is a bug in \
@@ -168,6 +168,34 @@ pub async fn init(
         scans,
         capacity,
     })
+}
+
+/// The model's text for `inputs`. Where it fails its check, each table whose types, told apart,
+/// give a model of its own that fails is proposed as one type instead, with the first problem
+/// as the reason: `init` writes what loads, and says what it could not tell apart.
+fn checked(inputs: Vec<proposal::TableInput>, header: &render::Header) -> String {
+    let model = |inputs: Vec<proposal::TableInput>,
+                 one_type: &std::collections::BTreeMap<String, String>| {
+        render::render(&infer::propose_with(inputs, one_type), header)
+    };
+    let none = std::collections::BTreeMap::new();
+    let text = model(inputs.clone(), &none);
+    if crate::model::parse("the model init wrote", &text).is_ok() {
+        return text;
+    }
+    let mut one_type = std::collections::BTreeMap::new();
+    for input in &inputs {
+        let alone = model(vec![input.clone()], &none);
+        if let Err(problems) = crate::model::parse("the model init wrote", &alone) {
+            let first = problems
+                .diagnostics
+                .first()
+                .map_or_else(|| problems.report.clone(), |d| d.message.clone())
+                .replace('\n', " ");
+            one_type.insert(input.name.clone(), first);
+        }
+    }
+    model(inputs, &one_type)
 }
 
 /// A sampled item for the unit tests, from `(attribute, text)` pairs (`N:42` for a number).

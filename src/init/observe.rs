@@ -132,6 +132,24 @@ impl Observed {
     }
 }
 
+/// How `texts` store times, when every one is a time of one form that sorts as the times do
+/// (`stored_as`: `iso8601`, `iso8601_seconds` or `date`); `None` for anything else.
+pub fn time_storage<'t>(texts: impl IntoIterator<Item = &'t str>) -> Option<&'static str> {
+    let mut form = None;
+    for text in texts {
+        let this = match time_form(text)? {
+            TimeForm::Millis => "iso8601",
+            TimeForm::Seconds => "iso8601_seconds",
+            TimeForm::Date => "date",
+            TimeForm::Other => return None,
+        };
+        if *form.get_or_insert(this) != this {
+            return None;
+        }
+    }
+    form
+}
+
 enum TimeForm {
     Millis,
     Seconds,
@@ -209,6 +227,24 @@ mod tests {
     }
     fn n(v: &str) -> AttributeValue {
         AttributeValue::N(v.to_owned())
+    }
+
+    #[test]
+    fn times_of_one_form_are_a_storage() {
+        assert_eq!(
+            time_storage(["2026-01-10T10:00:00.000Z", "2026-01-11T10:00:00.500Z"]),
+            Some("iso8601")
+        );
+        assert_eq!(
+            time_storage(["2026-01-10T10:00:00Z"]),
+            Some("iso8601_seconds")
+        );
+        assert_eq!(time_storage(["2026-01-10", "2026-02-01"]), Some("date"));
+        // Forms mixed, offsets, other text, or nothing: no storage.
+        assert_eq!(time_storage(["2026-01-10", "2026-01-10T10:00:00Z"]), None);
+        assert_eq!(time_storage(["2026-01-10T10:00:00+02:00"]), None);
+        assert_eq!(time_storage(["2026-01-10", "Join:r1"]), None);
+        assert_eq!(time_storage([]), None);
     }
 
     #[test]

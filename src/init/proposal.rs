@@ -348,7 +348,7 @@ impl ConnectionProposal {
 }
 
 /// One table read: its live description and sampled items.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct TableInput {
     /// Its name in the model (without the prefix).
     pub name: String,

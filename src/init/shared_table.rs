@@ -73,8 +73,9 @@ fn joined(values: &[&str], separator: char) -> bool {
     !values.is_empty() && with * 10 >= values.len() * 9
 }
 
-/// The words a type without a type attribute is named by: the literal text of its sort key's
-/// template (`ORDER#{orderId}#ITEM#{itemId}`: `OrderItem`), or of its partition key's when the
+/// The words a type without a type attribute is named by: the literal text ending its partition
+/// key's template after a facet (`u#{userId}#follower`: `Follower`), else the literal text of its
+/// sort key's template (`ORDER#{orderId}#ITEM#{itemId}`: `OrderItem`), or of its partition key's when the
 /// sort key repeats the partition's values (the partition's own item: an author's
 /// `#METADATA#{name}` under `AUTHOR#{name}`).
 fn type_words(
@@ -96,6 +97,20 @@ fn type_words(
             .cloned()
             .collect()
     };
+    // Literal text ending the partition key after a facet names its kind: `u#{userId}#follower`
+    // holds followers, whatever the sort key holds.
+    if let Some(t) = template(partition)
+        && let [
+            ..,
+            Piece::KeyOnly(..) | Piece::Facet { .. },
+            Piece::Literal(last),
+        ] = t.pieces.as_slice()
+    {
+        let words: Vec<&str> = last.split(separator).filter(|w| !w.is_empty()).collect();
+        if !words.is_empty() {
+            return Some(words.join(&separator.to_string()));
+        }
+    }
     let sort = template(sort?)?;
     let repeats = template(partition).filter(|p| {
         let own = facets(sort);
@@ -110,7 +125,7 @@ fn type_words(
             _ => None,
         })
         .collect();
-    Some(words.join(&separator.to_string()))
+    (!words.is_empty()).then(|| words.join(&separator.to_string()))
 }
 
 /// The string value of `item`'s attribute `attribute`.
@@ -141,7 +156,26 @@ pub fn propose(
                 .or_else(|| text_of(item, partition))
         })
         .collect();
-    let separator = single_table::separator(&keys);
+    // A key of one word (`count`, `info`) holds no separator to show; when the sort keys name
+    // none (bare times beside `Join:{roomId}`), the partition keys may.
+    // (Only while they are few: a table keyed by plain names has no separator.)
+    let worded: Vec<&str> = keys
+        .iter()
+        .copied()
+        .filter(|k| !single_table::word(k))
+        .collect();
+    let keys = if worded.len() * 2 >= keys.len() {
+        worded
+    } else {
+        keys
+    };
+    let partition_keys: Vec<&str> = input
+        .items
+        .iter()
+        .filter_map(|item| text_of(item, partition))
+        .collect();
+    let separator =
+        single_table::separator(&keys).or_else(|| single_table::separator(&partition_keys));
     // A type attribute by its name, else by what it holds against the keys' starts.
     let typed = single_table::type_attribute(&input.items).or_else(|| {
         let starts = single_table::groups(&input.items, None, (partition, sort), separator?);

@@ -235,10 +235,64 @@ pub fn written_escaped(items: &[Item], attributes: &[&str], separator: char) -> 
     })
 }
 
+/// Whether `text` is a word as code writes a key's literal text: a letter first, then letters,
+/// digits, `_` or `-`.
+pub fn word(text: &str) -> bool {
+    text.starts_with(|c: char| c.is_ascii_alphabetic())
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// Whether `value` is one of `item`'s own values (any attribute but the keys `keys`).
+fn own_value(item: &Item, keys: (&str, Option<&str>), value: &str) -> bool {
+    item.iter()
+        .any(|(a, v)| a != keys.0 && Some(a.as_str()) != keys.1 && plain_text(v) == Some(value))
+}
+
+/// The words that end keys of `attribute` after a facet, as literal text telling kinds apart
+/// (the social network's `u#{userId}#follower` beside `u#{userId}#following`): a word ending
+/// keys whose segment before it differs (so it follows a value, not more literal text), and
+/// that is none of those items' own values. A name ending `USER#bob` keys is preceded by the
+/// same `USER` in each, so it is a value, not a suffix.
+fn suffix_words(
+    items: &[Item],
+    attribute: &str,
+    keys: (&str, Option<&str>),
+    separator: char,
+) -> std::collections::BTreeSet<String> {
+    let mut before: std::collections::BTreeMap<&str, std::collections::BTreeSet<&str>> =
+        Default::default();
+    let mut refused = std::collections::BTreeSet::new();
+    for item in items {
+        let Some(AttributeValue::S(key)) = item.get(attribute) else {
+            continue;
+        };
+        let mut segments = key.trim_start_matches(separator).rsplit(separator);
+        let (Some(last), Some(previous)) = (segments.next(), segments.next()) else {
+            continue;
+        };
+        if !word(last) || previous.is_empty() {
+            continue;
+        }
+        if own_value(item, keys, last) {
+            refused.insert(last);
+        }
+        before.entry(last).or_default().insert(previous);
+    }
+    before
+        .into_iter()
+        .filter(|(w, previous)| previous.len() >= 2 && !refused.contains(w))
+        .map(|(w, _)| w.to_owned())
+        .collect()
+}
+
 /// The items of each type: by `type_attribute`'s value when there is one, else by the literal
 /// text the partition and sort keys start with (any leading separators, then up to the next
 /// one: `#METADATA` in `#METADATA#Anon #7`), unless it is one of the item's own values (a
-/// `{status}#{createdAt}` key starts with a status, not a type). In order of first sight.
+/// `{status}#{createdAt}` key starts with a status, not a type) or no name (a bare time's
+/// `2026-05-01T12` starts nothing), and by the word that ends them after a facet
+/// ([`suffix_words`]: `u#{userId}#follower`). In order of first sight.
 pub fn groups<'i>(
     items: &'i [Item],
     type_attribute: Option<&str>,
@@ -246,6 +300,11 @@ pub fn groups<'i>(
     separator: char,
 ) -> Vec<Group<'i>> {
     let (partition, sort) = keys;
+    let suffixes = |attribute: Option<&str>| match (type_attribute, attribute) {
+        (None, Some(attribute)) => suffix_words(items, attribute, keys, separator),
+        _ => Default::default(),
+    };
+    let (partition_suffixes, sort_suffixes) = (suffixes(Some(partition)), suffixes(sort));
     let mut out: Vec<Group<'i>> = Vec::new();
     for (at, item) in items.iter().enumerate() {
         if is_tool_record(item, partition) {
@@ -263,14 +322,26 @@ pub fn groups<'i>(
                     };
                     let name = key.trim_start_matches(separator);
                     let name = name.split(separator).next().unwrap_or("");
-                    let own = item.iter().any(|(a, v)| {
-                        a != partition && Some(a.as_str()) != sort && plain_text(v) == Some(name)
-                    });
-                    if own || name.is_empty() {
+                    let named =
+                        name.starts_with(|c: char| c.is_alphabetic() || c == '_' || c == '$');
+                    if !named || own_value(item, keys, name) {
                         return String::new();
                     }
-                    key[..key.len() - key.trim_start_matches(separator).len() + name.len()]
-                        .to_owned()
+                    let start =
+                        &key[..key.len() - key.trim_start_matches(separator).len() + name.len()];
+                    let suffixes = if attribute == partition {
+                        &partition_suffixes
+                    } else {
+                        &sort_suffixes
+                    };
+                    match key.rsplit_once(separator) {
+                        Some((head, last))
+                            if head.len() > start.len() && suffixes.contains(last) =>
+                        {
+                            format!("{start}{separator}*{separator}{last}")
+                        }
+                        _ => start.to_owned(),
+                    }
                 };
                 // The pair: an order item's keys may start as an order's sort key does.
                 match sort {
@@ -471,6 +542,54 @@ mod tests {
             .collect();
         let starts = groups(&one, None, ("PK", None), '#');
         assert_eq!(type_attribute_by_values(&one, &starts, &["PK"]), None);
+    }
+
+    #[test]
+    fn a_word_ending_keys_after_a_value_tells_kinds_apart() {
+        let mut items = Vec::new();
+        for user in ["12", "ann", "b#ob"] {
+            for (pk, sk) in [
+                (format!("u#{user}"), "info".to_owned()),
+                (format!("u#{user}#follower"), "u#x".to_owned()),
+                (format!("u#{user}#following"), "u#y".to_owned()),
+                // A name after the same `USER` in every key is a value, not a kind.
+                (format!("ORG#{user}#USER#bob"), "PROFILE".to_owned()),
+            ] {
+                items.push(item(&[("PK", &pk), ("SK", &sk)]));
+            }
+        }
+        // A word that is an item's own value is no suffix either.
+        items.push(item(&[("PK", "o#1#OPEN"), ("SK", "o"), ("status", "OPEN")]));
+        items.push(item(&[("PK", "o#2#OPEN"), ("SK", "o"), ("status", "OPEN")]));
+        let words = suffix_words(&items, "PK", ("PK", Some("SK")), '#');
+        assert_eq!(
+            words.into_iter().collect::<Vec<_>>(),
+            ["follower", "following"]
+        );
+        let values: Vec<String> = groups(&items, None, ("PK", Some("SK")), '#')
+            .into_iter()
+            .map(|g| g.value)
+            .collect();
+        assert_eq!(
+            values,
+            [
+                "u#info",
+                "u#*#follower#u",
+                "u#*#following#u",
+                "ORG#PROFILE",
+                "o#o"
+            ]
+        );
+        // A bare time starts no kind: its items are the partition's, beside `Join:` ones.
+        let chat = [
+            item(&[("PK", "User:a"), ("SK", "2026-01-10T10:00:00.000Z")]),
+            item(&[("PK", "User:a"), ("SK", "Join:r1")]),
+        ];
+        let values: Vec<String> = groups(&chat, None, ("PK", Some("SK")), ':')
+            .into_iter()
+            .map(|g| g.value)
+            .collect();
+        assert_eq!(values, ["User", "User:Join"]);
     }
 
     #[test]

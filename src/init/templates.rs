@@ -112,6 +112,27 @@ pub fn template(
     if keys.is_empty() {
         return None;
     }
+    // Keys that are times and nothing else (a chat's comments under `{postedAt}`): one value,
+    // whatever separator its text holds (a time's `:` and `-`).
+    if super::observe::time_storage(keys.iter().map(|(_, k)| *k)).is_some() {
+        let holder = candidates.iter().find(|a| {
+            keys.iter()
+                .all(|(item, k)| matches!(item.get(**a), Some(AttributeValue::S(v)) if v == k))
+        });
+        let piece = match holder {
+            Some(attribute) => Piece::Facet {
+                attribute: (*attribute).to_owned(),
+                width: None,
+            },
+            None => Piece::KeyOnly(String::new(), None),
+        };
+        return Some(Template {
+            pieces: vec![piece],
+            lower: false,
+            fits: keys.len(),
+            holding: keys.len(),
+        });
+    }
     let lowercase_keys = keys.iter().all(|(_, k)| !k.chars().any(char::is_uppercase));
     let exact = merge(&keys, candidates, seen, (false, decides), writing);
     if !lowercase_keys {

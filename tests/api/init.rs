@@ -7,6 +7,7 @@
 //! they change, so a change is seen in review), and docs/src/guides/your-own-tables.md explains
 //! them. The walks are in [`walk`], the differences in [`differences`].
 
+mod aws_designs;
 mod bad_input;
 mod differences;
 mod drift;
@@ -29,6 +30,21 @@ use crate::{
 };
 use differences::differences;
 use walk::{Truth, item_key, walk_everything};
+
+/// A string attribute value.
+fn s(text: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(text.into())
+}
+
+/// A number attribute value.
+fn n(number: impl ToString) -> AttributeValue {
+    AttributeValue::N(number.to_string())
+}
+
+/// An item of `(attribute, value)` pairs.
+fn item<const N: usize>(pairs: [(&str, AttributeValue); N]) -> Item {
+    pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+}
 
 /// `init` over every table under the app's prefix.
 async fn run_init(app: &ModelApp, sample: usize) -> InitOutcome {

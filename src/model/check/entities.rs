@@ -707,17 +707,19 @@ impl<'f> Ctx<'f, '_> {
             if short[at].is_empty() {
                 // No literal start at all: nothing to quote as a prefix.
                 let (ds, dl) = if ns == na { (da, db) } else { (db, da) };
+                // A key with no template is a field's whole value.
                 let template = |d: &EntityDraft<'_>| {
-                    d.entity
-                        .template_on(key[at].name)
-                        .map_or_else(String::new, |t| t.template.to_string())
+                    d.entity.template_on(key[at].name).map_or_else(
+                        || "(a field's whole value)".to_owned(),
+                        |t| format!("template `{}`", t.template),
+                    )
                 };
                 out.error(
                     span_of(db),
                     format!(
-                        "`{ns}`'s `{}` template `{}` begins with a value, not with literal \
-                         text, in {what}: it also matches `{nl}`'s keys (`{}`), so a page of \
-                         `{ns}` would read `{nl}`'s items",
+                        "`{ns}`'s `{}` {} begins with a value, not with literal text, in \
+                         {what}: it also matches `{nl}`'s keys ({}), so a page of `{ns}` would \
+                         read `{nl}`'s items",
                         key[at].name,
                         template(ds),
                         template(dl),

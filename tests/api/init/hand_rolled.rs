@@ -11,24 +11,12 @@ use std::collections::BTreeMap;
 use aws_sdk_dynamodb::types::AttributeValue;
 use dynarelay::dynamo::Item;
 
-use super::{Truth, infer, item_key, lines_starting, serve_and_walk};
+use super::{Truth, infer, item, item_key, lines_starting, n, s, serve_and_walk};
 use crate::helpers::{ModelApp, book_says, model_app, put_plain};
-
-fn s(text: impl Into<String>) -> AttributeValue {
-    AttributeValue::S(text.into())
-}
-
-fn n(number: impl ToString) -> AttributeValue {
-    AttributeValue::N(number.to_string())
-}
-
-fn item<const N: usize>(pairs: [(&str, AttributeValue); N]) -> Item {
-    pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
-}
 
 /// Writes `items` with the plain SDK, as hand-rolled code does, and runs `init`: the model's
 /// text, and each item's type as the writer knows it (by its table key).
-async fn written(
+pub(super) async fn written(
     hand: &ModelApp,
     table: &str,
     items: Vec<(&'static str, Item)>,
