@@ -130,7 +130,70 @@ pub fn propose_with(tables: Vec<TableInput>, one_type: &BTreeMap<String, String>
     link(&mut proposal, &mut root);
     super::shared_table::connect(&mut proposal, &mut root, &mut type_names);
     super::key_links::propose(&mut proposal, &samples, &complete, &mut root);
+    filters(&mut proposal);
     proposal
+}
+
+/// Equality filters on the connections of one entity (not item collections), for its fields
+/// holding a few values (its enums) that are attributes of their own, not keys of the table or
+/// of an index, and not already an argument of the connection.
+fn filters(proposal: &mut Proposal) {
+    let enums: Vec<&str> = proposal.enums.iter().map(|e| e.name.as_str()).collect();
+    let of_entity: BTreeMap<String, Vec<String>> = proposal
+        .entities
+        .iter()
+        .map(|entity| {
+            let live = &proposal.tables[entity.table_at].live;
+            let key = |attribute: &str| {
+                std::iter::once(&live.partition)
+                    .chain(&live.sort)
+                    .chain(
+                        live.indexes
+                            .iter()
+                            .flat_map(|i| std::iter::once(&i.partition).chain(&i.sort)),
+                    )
+                    .any(|k| k.name == attribute)
+            };
+            let fields = entity
+                .fields
+                .iter()
+                .filter(|f| enums.contains(&f.ty.trim_end_matches('!')) && !key(&f.attribute))
+                .map(|f| f.name.clone())
+                .collect();
+            (entity.name.clone(), fields)
+        })
+        .collect();
+    let connections = proposal.connections.iter_mut().chain(
+        proposal
+            .entities
+            .iter_mut()
+            .flat_map(|e| e.connections.iter_mut()),
+    );
+    for c in connections {
+        if c.collection.is_some() {
+            continue;
+        }
+        let mut taken: Vec<&str> = vec!["first", "after", "last", "before", "order"];
+        if let Some(PartitionFrom::Argument(a) | PartitionFrom::Field(a)) = &c.partition {
+            taken.push(a);
+        }
+        if let Some(sort) = &c.sort {
+            taken.push(&sort.field);
+            taken.extend(sort.fixed.iter().map(String::as_str));
+            if let Some((min, max)) = &sort.range {
+                taken.extend([min.as_str(), max.as_str()]);
+            }
+            taken.extend(sort.prefix.as_deref());
+        }
+        let filters: Vec<String> = of_entity
+            .get(&c.entity)
+            .into_iter()
+            .flatten()
+            .filter(|f| !taken.contains(&f.as_str()))
+            .cloned()
+            .collect();
+        c.filters = filters;
+    }
 }
 
 /// Global id tags, one per entity name: the first letter where no other entity starts with
@@ -342,6 +405,7 @@ fn link(proposal: &mut Proposal, root: &mut Taken) {
                         plural(&entity.name)
                     ),
                     collection: None,
+                    filters: Vec::new(),
                 };
                 nested.push((parent, connection));
             }

@@ -286,6 +286,8 @@ pub struct ConnectionProposal {
     pub description: String,
     /// An item collection: its member entities and its union's name (then `entity` is unused).
     pub collection: Option<(Vec<String>, String)>,
+    /// Equality filters (review-marked), by field: fields holding a few values (enums).
+    pub filters: Vec<String>,
 }
 
 impl ConnectionProposal {
@@ -303,6 +305,7 @@ impl ConnectionProposal {
                  pass the previous page's `pageInfo.endCursor` as `after`."
             ),
             collection: None,
+            filters: Vec::new(),
         }
     }
 
@@ -343,6 +346,7 @@ impl ConnectionProposal {
                 plural(entity)
             ),
             collection: None,
+            filters: Vec::new(),
         }
     }
 }

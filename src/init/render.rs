@@ -212,6 +212,7 @@ fn render_entity(out: &mut String, entity: &EntityProposal) {
             None => render_keys(out, shared),
         }
     }
+    render_mutations(out);
     out.push('\n');
     let _ = writeln!(out, "[entities.{name}.fields]");
     for field in &entity.fields {
@@ -220,6 +221,25 @@ fn render_entity(out: &mut String, entity: &EntityProposal) {
     out.push('\n');
     render_links(out, entity);
 }
+
+/// The mutations an entity can have, written off: one line each to turn on. `init` reads
+/// only, so it cannot know which writes a team wants its API to take.
+fn render_mutations(out: &mut String) {
+    comment(
+        out,
+        "review: writes are off. Remove a line's `# ` to turn one on: create writes a new item \
+         (never over another), update changes one and delete deletes one, by its global id.",
+    );
+    for mutation in MUTATIONS {
+        let _ = writeln!(out, "{MUTATION_OFF}{mutation} = true");
+    }
+}
+
+/// The mutations [`render_mutations`] writes.
+pub const MUTATIONS: [&str; 3] = ["create", "update", "delete"];
+
+/// How a mutation's line starts while it is off.
+pub const MUTATION_OFF: &str = "# mutations.";
 
 /// A type's key templates, and how they are written (nothing when its keys are plain fields).
 fn render_keys(out: &mut String, shared: &SharedKeys) {
@@ -430,6 +450,22 @@ fn render_connection(out: &mut String, table: &str, c: &ConnectionProposal) {
                 ))
             );
         }
+    }
+    if !c.filters.is_empty() {
+        comment(
+            out,
+            "review: filters on fields of a few values; a filter reads the items it leaves out \
+             (they cost reads, and a page reads on until it is full): keep those the API needs.",
+        );
+    }
+    for field in &c.filters {
+        let _ = writeln!(
+            out,
+            "filters.{} = {{ field = {}, op = \"=\", description = {} }}",
+            key(field),
+            string(field),
+            string(&format!("Only items whose `{field}` is this."))
+        );
     }
     if !c.scan {
         let _ = writeln!(

@@ -685,6 +685,7 @@ fn collections(proposal: &Proposal, type_names: &mut Taken) -> Vec<(usize, Conne
                     on.join(", ")
                 ),
                 collection: Some((members, union)),
+                filters: Vec::new(),
             },
         ));
     }
@@ -833,6 +834,7 @@ pub fn connect(proposal: &mut Proposal, root: &mut Taken, type_names: &mut Taken
                                 plural(&entity.name)
                             ),
                             collection: None,
+                            filters: Vec::new(),
                         },
                     ));
                 }

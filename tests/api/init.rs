@@ -112,10 +112,17 @@ async fn infer(hand: &ModelApp, name: &str) -> String {
     outcome.text
 }
 
-/// The model `text` served over `hand`'s tables: every item of each type served by its Scan,
+/// The model `text` served over `hand`'s tables (and checked with its writes turned on): every
+/// item of each type served by its Scan,
 /// every connection walked, and the differences from `hand`'s model kept in
 /// `tests/fixtures/init/<name>.txt`.
 async fn serve_and_walk(hand: &ModelApp, name: &str, text: &str, truth: Truth<'_>) {
+    // The writes it leaves off load too, each turned on.
+    let writes = text.replace("\n# mutations.", "\nmutations.");
+    assert!(writes != text, "no mutation lines:\n{text}");
+    if let Err(problems) = dynarelay::model::parse("init's model, writes on", &writes) {
+        panic!("{problems}\n{writes}");
+    }
     let inferred = model_app_over(text, &hand.prefix);
     walk_everything(&inferred, truth).await;
     check_generated(

@@ -10,7 +10,9 @@
 use dynarelay::dynamo::Item;
 
 use super::{Truth, item, n, s, serve_and_walk};
-use crate::helpers::model_app_from;
+use serde_json::json;
+
+use crate::helpers::{ModelApp, model_app_from, model_app_over, query_partition};
 
 /// The social network as its design reads it, by hand.
 const SOCIAL: &str = r#"version = 1
@@ -185,6 +187,7 @@ escape_keys = false
 fields.userId = { type = "String!" }
 fields.roomId = { type = "String!" }
 fields.joinedAt = { type = "String" }
+fields.role = { type = "String" }
 "#;
 
 /// Comments under a bare time beside memberships under `Join:<roomId>`, in each user's
@@ -208,6 +211,7 @@ fn chat() -> Vec<(&'static str, Item)> {
                     ("PK", s(format!("User:{user}"))),
                     ("SK", s(format!("Join:room{k}"))),
                     ("joinedAt", s(format!("2025-12-{:02}", 10 + k))),
+                    ("role", s(["MEMBER", "OWNER"][k % 2])),
                 ]),
             ));
         }
@@ -215,24 +219,25 @@ fn chat() -> Vec<(&'static str, Item)> {
     items
 }
 
-/// `init`'s model of `items` written under `hand`'s model, served and walked; its text.
+/// `init`'s model of `items` written under `hand`'s model, served and walked; the hand app and
+/// the model's text.
 async fn inferred(
     model: &str,
     table: &str,
     items: Vec<(&'static str, Item)>,
     name: &str,
-) -> String {
+) -> (ModelApp, String) {
     let hand = model_app_from(model).await;
     let (text, kinds) = super::hand_rolled::written(&hand, table, items, name).await;
     serve_and_walk(&hand, name, &text, Truth::Kinds(&kinds)).await;
-    text
+    (hand, text)
 }
 
 /// Each kind is an entity of its own, named for the word its keys hold, with the values alone
 /// as arguments.
 #[tokio::test]
 async fn kinds_told_apart_by_a_word_after_a_value_or_a_literal_sort_key_are_entities() {
-    let text = inferred(SOCIAL, "Social", social(), "social").await;
+    let (hand, text) = inferred(SOCIAL, "Social", social(), "social").await;
     for (entity, keys) in [
         ("Follower", "PK = \"u#{"),
         ("Following", "PK = \"u#{"),
@@ -250,13 +255,55 @@ async fn kinds_told_apart_by_a_word_after_a_value_or_a_literal_sort_key_are_enti
         !text.contains("argument = \"pK\"") && !text.contains("(PK:"),
         "a raw key as an argument:\n{text}"
     );
+
+    // Writes are written off, a line each: turned on, a follower created is one of the user's
+    // followers, under the keys the design writes.
+    let lines = text
+        .lines()
+        .filter(|l| l.starts_with("# mutations."))
+        .count();
+    assert_eq!(lines, 3 * 8, "{text}");
+    let on = text.replace("\n# mutations.", "\nmutations.");
+    let served = model_app_over(&on, &hand.prefix);
+    let created = served
+        .graphql(
+            r#"mutation { createFollower(input: { uId: "zed", uId2: "amy" }) { follower { uId uId2 } } }"#,
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        created["data"]["createFollower"]["follower"],
+        json!({ "uId": "zed", "uId2": "amy" }),
+        "{created}"
+    );
+    let read = served
+        .graphql(
+            r#"{ followersByUId(uId: "zed") { nodes { uId2 } } }"#,
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        read["data"]["followersByUId"]["nodes"],
+        json!([{ "uId2": "amy" }]),
+        "{read}"
+    );
+    let truth = query_partition(
+        hand.client(),
+        &hand.table("Social"),
+        None,
+        ("PK", "u#zed#follower"),
+        true,
+    )
+    .await;
+    assert_eq!(truth.len(), 1, "{truth:?}");
+    assert_eq!(truth[0]["SK"], s("u#amy"));
 }
 
 /// Comments under a bare time are an entity of their own beside the memberships, the time a
 /// `DateTime` read from the key.
 #[tokio::test]
 async fn bare_times_beside_prefixed_keys_are_entities() {
-    let text = inferred(CHAT, "Chat", chat(), "chat").await;
+    let (hand, text) = inferred(CHAT, "Chat", chat(), "chat").await;
     let comments = section(&text, "User");
     assert!(comments.contains("SK = \"{at}\""), "{comments}\n{text}");
     assert!(
@@ -264,6 +311,27 @@ async fn bare_times_beside_prefixed_keys_are_entities() {
         "{comments}\n{text}"
     );
     assert!(section(&text, "Join").contains("SK = \"Join:{"), "{text}");
+
+    // A field of a few values is an equality filter on the connections (review-marked).
+    assert!(
+        text.contains("filters.role = { field = \"role\", op = \"=\""),
+        "{text}"
+    );
+    let served = model_app_over(&text, &hand.prefix);
+    let owners = served
+        .graphql(
+            r#"{ joinsByUserId(userId: "cyd", role: OWNER) { nodes { joinId role } } }"#,
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        owners["data"]["joinsByUserId"]["nodes"],
+        json!([
+            { "joinId": "room1", "role": "OWNER" },
+            { "joinId": "room3", "role": "OWNER" }
+        ]),
+        "{owners}"
+    );
 }
 
 /// The section of entity `name`, with its fields.
