@@ -352,7 +352,7 @@ fn link(proposal: &mut Proposal, root: &mut Taken) {
             reads.push((None, &table.live.partition, table.live.sort.as_ref()));
         }
         for index in &table.live.indexes {
-            if !holds_every_attribute(&index.projection, entity) {
+            if !holds_every_attribute(&table.live, index, entity) {
                 continue;
             }
             reads.push((Some(&index.name), &index.partition, index.sort.as_ref()));

@@ -305,7 +305,7 @@ fn index_lookups(
         let table_key = key_fields(proposal, entity, true);
         let items = items(entity, samples);
         for index in &live.indexes {
-            if !holds_every_attribute(&index.projection, entity) {
+            if !holds_every_attribute(live, index, entity) {
                 continue;
             }
             let Some(arguments) = fields_for(

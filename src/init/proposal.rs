@@ -7,7 +7,7 @@
 
 use crate::dynamo::{
     Item,
-    sample::{KeyKind, LiveProjection, LiveTable},
+    sample::{KeyKind, LiveIndex, LiveProjection, LiveTable},
 };
 
 use super::names::{Taken, camel, index_suffix, pascal, plural};
@@ -364,17 +364,49 @@ pub struct TableInput {
     pub complete: bool,
 }
 
-/// Whether an index holds every attribute the entity's fields read (connections over it return
-/// whole items).
-pub(super) fn holds_every_attribute(projection: &LiveProjection, entity: &EntityProposal) -> bool {
-    match projection {
+/// Whether `index` of `live` holds every attribute `entity`'s fields read (connections over it
+/// return whole items): those it projects, the keys every index holds (the table's and its
+/// own), and fields read back from a key template on one of those keys (facets, and values only
+/// the keys hold), unless the keys are written in lower case (their text is not the value's).
+pub(super) fn holds_every_attribute(
+    live: &LiveTable,
+    index: &LiveIndex,
+    entity: &EntityProposal,
+) -> bool {
+    let keys: Vec<&str> = [
+        Some(&live.partition),
+        live.sort.as_ref(),
+        Some(&index.partition),
+        index.sort.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|k| k.name.as_str())
+    .collect();
+    let projected = |attribute: &str| match &index.projection {
         LiveProjection::All => true,
-        LiveProjection::KeysOnly => entity.fields.iter().all(|f| f.key.is_some()),
-        LiveProjection::Include(included) => entity
-            .fields
-            .iter()
-            .all(|f| f.key.is_some() || included.contains(&f.attribute)),
-    }
+        LiveProjection::KeysOnly => keys.contains(&attribute),
+        LiveProjection::Include(included) => {
+            keys.contains(&attribute) || included.iter().any(|a| a == attribute)
+        }
+    };
+    let read_back = |field: &str| {
+        entity.shared.as_ref().is_some_and(|shared| {
+            !shared.lower
+                && shared.templates.iter().any(|(attribute, t)| {
+                    projected(attribute)
+                        && t.pieces.iter().any(|p| match p {
+                            super::templates::Piece::Facet { attribute: f, .. }
+                            | super::templates::Piece::KeyOnly(f, _) => f == field,
+                            super::templates::Piece::Literal(_) => false,
+                        })
+                })
+        })
+    };
+    entity
+        .fields
+        .iter()
+        .all(|f| f.key.is_some() || projected(&f.attribute) || read_back(&f.name))
 }
 
 /// `min`/`max` on a sort key of a type that sorts, and `begins_with` on text.

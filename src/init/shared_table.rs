@@ -748,7 +748,7 @@ pub fn connect(proposal: &mut Proposal, root: &mut Taken, type_names: &mut Taken
             reads.push((None, &live.partition, live.sort.as_ref()));
         }
         for index in &live.indexes {
-            if holds_every_attribute(&index.projection, entity) {
+            if holds_every_attribute(live, index, entity) {
                 reads.push((Some(&index.name), &index.partition, index.sort.as_ref()));
             }
         }

@@ -375,3 +375,67 @@ async fn kinds_that_cannot_be_told_apart_safely_are_one_type_with_the_reason() {
     dynarelay::model::parse("init's model", &text).unwrap();
     serve_and_walk(&hand, "chat_one_type", &text, Truth::TypeAttribute).await;
 }
+
+/// Accounts and their payments, the payments filed under their due date in `GSI1`, an INCLUDE
+/// index holding the keys and `amount` only (AWS's recurring payments design), by hand.
+const PAYMENTS: &str = r#"version = 1
+
+[tables.Payments]
+partition_key = "PK"
+sort_key = "SK"
+attributes = { PK = "S", SK = "S", GSI1PK = "S", GSI1SK = "S" }
+indexes.GSI1 = { partition_key = "GSI1PK", sort_key = "GSI1SK", projection = ["amount"] }
+
+[entities.Profile]
+table = "Payments"
+keys = { PK = "ACC#{accountId}", SK = "PROFILE" }
+escape_keys = false
+fields.accountId = { type = "String!" }
+fields.owner = { type = "String!" }
+
+[entities.Sub]
+table = "Payments"
+keys = { PK = "ACC#{accountId}", SK = "SUB#{subId}", GSI1PK = "DUE#{dueDate}", GSI1SK = "ACC#{accountId}#SUB#{subId}" }
+escape_keys = false
+fields.accountId = { type = "String!" }
+fields.subId = { type = "String!" }
+fields.dueDate = { type = "String!" }
+fields.amount = { type = "Decimal!" }
+"#;
+
+/// Payments whose fields are `amount` and the values their keys hold: `init` proposes their
+/// connection over the INCLUDE index, which holds `amount` and gives the rest back from its keys
+/// and the table's, and it walks as DynamoDB reads the index.
+#[tokio::test]
+async fn an_include_index_holding_what_the_keys_do_not_is_a_connection() {
+    let mut items = Vec::new();
+    for (a, account) in ["a1", "b2", "c3"].iter().enumerate() {
+        items.push((
+            "Profile",
+            item([
+                ("PK", s(format!("ACC#{account}"))),
+                ("SK", s("PROFILE")),
+                ("owner", s(format!("owner of {account}"))),
+            ]),
+        ));
+        for sub in 0..(2 + a) {
+            let due = ["2026-01-05", "2026-02-01"][(a + sub) % 2];
+            items.push((
+                "Sub",
+                item([
+                    ("PK", s(format!("ACC#{account}"))),
+                    ("SK", s(format!("SUB#s{sub}"))),
+                    ("GSI1PK", s(format!("DUE#{due}"))),
+                    ("GSI1SK", s(format!("ACC#{account}#SUB#s{sub}"))),
+                    ("amount", n(format!("{a}{sub}.25"))),
+                ]),
+            ));
+        }
+    }
+    let (_, text) = inferred(PAYMENTS, "Payments", items, "payments").await;
+    let over_index = text
+        .split("\n[")
+        .find(|s| s.contains("entity = \"Sub\"") && s.contains("index = \"GSI1\""))
+        .unwrap_or_else(|| panic!("no connection of Sub over GSI1:\n{text}"));
+    assert!(over_index.contains("partition = "), "{over_index}");
+}
