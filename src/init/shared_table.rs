@@ -607,6 +607,21 @@ fn enum_facets(
     leading.min(facets.len().saturating_sub(1))
 }
 
+/// Whether a sort key's template begins with a facet of text (`String` or `ID`) that another
+/// facet follows: a value to give whole, not to match by its start only.
+fn text_facet_leads(entity: &EntityProposal, keys: &SharedKeys, attribute: &str) -> bool {
+    let Some((_, t)) = keys.templates.iter().find(|(a, _)| a == attribute) else {
+        return false;
+    };
+    let facets = facet_fields(t);
+    facets.len() >= 2
+        && entity
+            .fields
+            .iter()
+            .find(|f| f.name == facets[0])
+            .is_some_and(|f| matches!(f.base(), "String" | "ID"))
+}
+
 /// Whether `entity` is alone of its type in each partition of its table: the table has no sort
 /// key, or its sort key's template holds no value its partition key's does not (a customer's
 /// `#PROFILE`, or `CUSTOMER#{username}` again).
@@ -780,6 +795,13 @@ pub fn connect(proposal: &mut Proposal, root: &mut Taken, type_names: &mut Taken
                     if fixing.optional {
                         variants.clear();
                     }
+                    variants.push(Some(fixing));
+                } else if text_facet_leads(entity, keys, &s.name)
+                    && let Some(fixing) = template_sort(entity, keys, &s.name, 1)
+                {
+                    // A value of text before another (`F#{status}#{id}`, an order's
+                    // `ORDER#{orderId}#ITEM#{itemId}`): equality on it, beside the prefix the
+                    // first variant offers, which reads `ACTIVEX` for `ACTIVE`.
                     variants.push(Some(fixing));
                 }
             }
