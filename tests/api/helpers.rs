@@ -42,7 +42,7 @@ pub use dynamo::{
     GroundQuery, SortCond, ground_truth, product_item, purchase_item, put_plain, query_all,
     query_partition, scan_all, set_stream, user_item, user_purchases,
 };
-pub use generated::{book_says, check_generated};
+pub use generated::{book_says, check_generated, items_file};
 pub use lambda::{LambdaFunction, package_lambda};
 pub use live::{
     Received, Socket, WAIT, auth_live_router, live_router, live_router_logged,

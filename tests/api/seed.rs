@@ -17,7 +17,8 @@ use serde_json::{Value, json};
 use crate::{
     ecommerce_data,
     helpers::{
-        check_generated, dynarelay_command, endpoint, run_succeeding, scan_all, unique_prefix,
+        check_generated, dynarelay_command, endpoint, items_file, run_succeeding, scan_all,
+        unique_prefix,
     },
     shop_data::{self, PurchaseRecord, SPECIAL_COUNTS, SeedSpec},
 };
@@ -247,21 +248,6 @@ async fn seed_stops_before_writing_when_a_table_is_missing_or_holds_items_with_i
     let (ok, said) = seed(&prefix, &file, &[]);
     assert!(ok, "{said}");
     assert_eq!(read_back(&prefix, "Vehicles", "vehicleNo").await.len(), 3);
-}
-
-/// A seed file as the examples check theirs in: one item a line, attributes in name order.
-fn items_file(tables: &[(&str, Vec<&Item>)]) -> String {
-    let tables: Vec<String> = tables
-        .iter()
-        .map(|(table, items)| {
-            let items: Vec<String> = items
-                .iter()
-                .map(|item| format!("    {}", typed_json::item_to_json(item)))
-                .collect();
-            format!("  \"{table}\": [\n{}\n  ]", items.join(",\n"))
-        })
-        .collect();
-    format!("{{\n{}\n}}\n", tables.join(",\n"))
 }
 
 #[test]

@@ -12,6 +12,22 @@ pub fn check_generated(path: &str, text: &str) {
     }
 }
 
+/// A seed file as the examples check theirs in (`dynarelay seed --items`): one item a line,
+/// attributes in name order.
+pub fn items_file(tables: &[(&str, Vec<&dynarelay::dynamo::Item>)]) -> String {
+    let tables: Vec<String> = tables
+        .iter()
+        .map(|(table, items)| {
+            let items: Vec<String> = items
+                .iter()
+                .map(|item| format!("    {}", dynarelay::dynamo::typed_json::item_to_json(item)))
+                .collect();
+            format!("  \"{table}\": [\n{}\n  ]", items.join(",\n"))
+        })
+        .collect();
+    format!("{{\n{}\n}}\n", tables.join(",\n"))
+}
+
 /// Fails unless the book's page `page` (relative to the crate root) states `sentence`, however
 /// its lines are wrapped: the test that calls it holds the behaviour the sentence states, and
 /// names the sentence, so that neither can change without the other.

@@ -12,74 +12,27 @@ use dynarelay::dynamo::Item;
 use super::{Truth, item, n, s, serve_and_walk};
 use serde_json::json;
 
-use crate::helpers::{ModelApp, model_app_from, model_app_over, query_partition};
+use super::walk::walk_everything;
+use crate::helpers::{
+    ModelApp, check_generated, items_file, model_app, model_app_from, model_app_over,
+    query_partition,
+};
 
-/// The social network as its design reads it, by hand.
-const SOCIAL: &str = r#"version = 1
+/// The social network as its design reads it, by hand: the example, whose items file is
+/// [`social`]'s.
+const SOCIAL: &str = "examples/social/dynarelay.toml";
 
-[tables.Social]
-partition_key = "PK"
-sort_key = "SK"
-attributes = { PK = "S", SK = "S" }
-
-[entities.Info]
-table = "Social"
-keys = { PK = "u#{userId}", SK = "info" }
-escape_keys = false
-fields.userId = { type = "String!" }
-fields.name = { type = "String" }
-
-[entities.Count]
-table = "Social"
-keys = { PK = "u#{userId}", SK = "count" }
-escape_keys = false
-fields.userId = { type = "String!" }
-fields.followers = { type = "Int" }
-
-[entities.Follower]
-table = "Social"
-keys = { PK = "u#{userId}#follower", SK = "u#{followerId}" }
-escape_keys = false
-fields.userId = { type = "String!" }
-fields.followerId = { type = "String!" }
-
-[entities.Following]
-table = "Social"
-keys = { PK = "u#{userId}#following", SK = "u#{followedId}" }
-escape_keys = false
-fields.userId = { type = "String!" }
-fields.followedId = { type = "String!" }
-
-[entities.Post]
-table = "Social"
-keys = { PK = "u#{userId}#post", SK = "p#{postId}" }
-escape_keys = false
-fields.userId = { type = "String!" }
-fields.postId = { type = "String!" }
-fields.content = { type = "String" }
-
-[entities.Timeline]
-table = "Social"
-keys = { PK = "u#{userId}#timeline", SK = "p#{postId}#u#{authorId}" }
-escape_keys = false
-fields.userId = { type = "String!" }
-fields.postId = { type = "String!" }
-fields.authorId = { type = "String!" }
-
-[entities.Likelist]
-table = "Social"
-keys = { PK = "p#{postId}#likelist", SK = "u#{userId}" }
-escape_keys = false
-fields.postId = { type = "String!" }
-fields.userId = { type = "String!" }
-
-[entities.Likecount]
-table = "Social"
-keys = { PK = "p#{postId}#likecount", SK = "count" }
-escape_keys = false
-fields.postId = { type = "String!" }
-fields.likes = { type = "Int" }
-"#;
+/// The names `init` gives the example's entities.
+const INIT_NAMES: [(&str, &str); 8] = [
+    ("User", "Info"),
+    ("UserStats", "Count"),
+    ("Follower", "Follower"),
+    ("Following", "Following"),
+    ("Post", "Post"),
+    ("TimelineEntry", "Timeline"),
+    ("Like", "Likelist"),
+    ("LikeCount", "Likecount"),
+];
 
 /// The social network's items: users with 1 to 4 followers, followings, posts and timeline
 /// entries, posts with likes; ids hold letters and digits as AWS's samples do (`u#12345`).
@@ -89,7 +42,7 @@ fn social() -> Vec<(&'static str, Item)> {
     for (u, user) in users.iter().enumerate() {
         let other = |k: usize| users[(u + k + 1) % users.len()];
         items.push((
-            "Info",
+            "User",
             item([
                 ("PK", s(format!("u#{user}"))),
                 ("SK", s("info")),
@@ -98,7 +51,7 @@ fn social() -> Vec<(&'static str, Item)> {
             ]),
         ));
         items.push((
-            "Count",
+            "UserStats",
             item([
                 ("PK", s(format!("u#{user}"))),
                 ("SK", s("count")),
@@ -134,7 +87,7 @@ fn social() -> Vec<(&'static str, Item)> {
                 ]),
             ));
             items.push((
-                "Timeline",
+                "TimelineEntry",
                 item([
                     ("PK", s(format!("u#{user}#timeline"))),
                     ("SK", s(format!("p#{}p{k}#u#{}", other(k), other(k)))),
@@ -143,7 +96,7 @@ fn social() -> Vec<(&'static str, Item)> {
             ));
             for liker in 0..=k {
                 items.push((
-                    "Likelist",
+                    "Like",
                     item([
                         ("PK", s(format!("p#{post}#likelist"))),
                         ("SK", s(format!("u#{}", other(liker)))),
@@ -151,7 +104,7 @@ fn social() -> Vec<(&'static str, Item)> {
                 ));
             }
             items.push((
-                "Likecount",
+                "LikeCount",
                 item([
                     ("PK", s(format!("p#{post}#likecount"))),
                     ("SK", s("count")),
@@ -237,7 +190,23 @@ async fn inferred(
 /// as arguments.
 #[tokio::test]
 async fn kinds_told_apart_by_a_word_after_a_value_or_a_literal_sort_key_are_entities() {
-    let (hand, text) = inferred(SOCIAL, "Social", social(), "social").await;
+    let hand = model_app(SOCIAL).await;
+    let items = social();
+    check_generated(
+        "examples/social/items.json",
+        &items_file(&[("Social", items.iter().map(|(_, item)| item).collect())]),
+    );
+    let (text, kinds) = super::hand_rolled::written(&hand, "Social", items, "social").await;
+    // The example serves every item as its kind, and walks as DynamoDB reads.
+    walk_everything(&hand, Truth::Kinds(&kinds)).await;
+    let init_kinds = kinds
+        .iter()
+        .map(|(key, kind)| {
+            let (_, named) = INIT_NAMES.iter().find(|(hand, _)| hand == kind).unwrap();
+            (key.clone(), *named)
+        })
+        .collect();
+    serve_and_walk(&hand, "social", &text, Truth::Kinds(&init_kinds)).await;
     for (entity, keys) in [
         ("Follower", "PK = \"u#{"),
         ("Following", "PK = \"u#{"),
