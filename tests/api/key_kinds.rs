@@ -3,8 +3,9 @@
 //! social network's `u#{userId}#follower` beside `u#{userId}#following` and `u#{userId}#post`),
 //! and by what a facet can hold (the chat's comments under a bare `{postedAt}` beside
 //! memberships under `Join:{roomId}` in one partition: a date-time's text never begins with
-//! `J`). `check` accepts them (no key reads under two of the templates), each connection holds
-//! its own kind only, the others' items it meets skipped, and a Scan of one kind skips the rest.
+//! `J`; an enum's values, `HAPPY` and `SAD`, neither). `check` accepts them (no key reads under
+//! two of the templates), each connection holds its own kind only, the others' items it meets
+//! skipped, and a Scan of one kind skips the rest.
 //! An item collection whose members write the sort key alike takes sort conditions (the online
 //! shop's products ordered and invoices of a customer in a date range, both under `{date}`).
 
@@ -458,4 +459,95 @@ fields.invoiceId"#,
         ),
         "{problems}"
     );
+}
+
+/// A chat partition's moods under `{mood}#{at}`, `mood` an enum, beside memberships under
+/// `Join:{roomId}`: an enum's values (`HAPPY`, `SAD`) never begin `Join:`, so `check` accepts
+/// them without a type attribute, and each connection holds its own kind; values whose letters
+/// could spell `Join:` are refused.
+const MOODS: &str = r#"version = 1
+
+[tables.Chat]
+partition_key = "PK"
+sort_key = "SK"
+attributes = { PK = "S", SK = "S" }
+
+[enums.Mood]
+values = ["HAPPY", "SAD"]
+
+[entities.Feeling]
+table = "Chat"
+keys = { PK = "User:{userId}", SK = "{mood}#{at}" }
+escape_keys = false
+fields.userId = { type = "String!" }
+fields.mood = { type = "Mood!" }
+fields.at = { type = "String!" }
+
+[entities.Membership]
+table = "Chat"
+keys = { PK = "User:{userId}", SK = "Join:{roomId}" }
+escape_keys = false
+fields.userId = { type = "String!" }
+fields.roomId = { type = "String!" }
+
+[connections.feelings]
+entity = "Feeling"
+partition = { argument = "userId" }
+
+[connections.rooms]
+entity = "Membership"
+partition = { argument = "userId" }
+"#;
+
+#[tokio::test]
+async fn an_enum_leading_a_key_is_told_apart_by_the_values_it_can_hold() {
+    let loose = MOODS.replace("[\"HAPPY\", \"SAD\"]", "[\"HAPPY\", \"JOIN_IN:NOW\"]");
+    let (valid, said) = check_offline(&model_file(&loose), &[]);
+    assert!(!valid, "{said}");
+    let app = model_app_from(MOODS).await;
+    let table = app.table("Chat");
+    let mut items = Vec::new();
+    for n in 0..6 {
+        let mood = ["HAPPY", "SAD"][n % 2];
+        items.push(item("User:ann".to_owned(), format!("{mood}#t{n}")));
+        items.push(item("User:ann".to_owned(), format!("Join:r#{n}")));
+    }
+    put_plain(app.client(), &table, items).await;
+    let truth = query_partition(app.client(), &table, None, ("PK", "User:ann"), true).await;
+    let sk = |i: &Item| i["SK"].as_s().unwrap().clone();
+    let feelings: Vec<String> = truth
+        .iter()
+        .map(sk)
+        .filter(|s| !s.starts_with("Join:"))
+        .collect();
+    let rooms: Vec<String> = truth
+        .iter()
+        .map(sk)
+        .filter_map(|s| s.strip_prefix("Join:").map(str::to_owned))
+        .collect();
+    let text = |v: &Value| v.as_str().unwrap_or_else(|| panic!("{v}")).to_owned();
+    for (connection, fields, want) in [
+        ("feelings", "mood at", &feelings),
+        ("rooms", "roomId", &rooms),
+    ] {
+        let query = format!(
+            "query($first: Int, $after: String, $last: Int, $before: String) {{
+              {connection}(userId: \"ann\", first: $first, after: $after, last: $last, before: $before) {{
+                edges {{ cursor node {{ {fields} }} }}
+                pageInfo {{ hasNextPage hasPreviousPage startCursor endCursor }}
+              }}
+            }}"
+        );
+        walk_matches(
+            |paging| app.graphql(&query, paging),
+            &[connection],
+            |node| match connection {
+                "feelings" => format!("{}#{}", text(&node["mood"]), text(&node["at"])),
+                _ => text(&node["roomId"]),
+            },
+            want,
+            connection,
+        )
+        .await;
+    }
 }

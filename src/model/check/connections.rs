@@ -609,8 +609,8 @@ impl<'f> Ctx<'f, '_> {
             if let (Some(ta), Some(tb)) = (ea.template_on(attr.name), eb.template_on(attr.name)) {
                 return ta.template.may_share_a_key_holding(
                     &tb.template,
-                    |facet| facet_text(ea, facet),
-                    |facet| facet_text(eb, facet),
+                    |facet| facet_text(&self.enums, ea, facet),
+                    |facet| facet_text(&self.enums, eb, facet),
                 );
             }
             match (self.key_start(a, attr.name), self.key_start(b, attr.name)) {
@@ -718,8 +718,9 @@ impl<'f> Ctx<'f, '_> {
 }
 
 /// What facet `facet` of `entity`'s key templates can hold: what its field's type lets a key
-/// write (see `Model::facet_fits`, which reads apply).
-fn facet_text(entity: &Entity, facet: &str) -> FacetText {
+/// write (see `Model::facet_fits`, which reads apply): a number's digits, a time's text, an
+/// enum's values' characters.
+fn facet_text(enums: &[EnumType], entity: &Entity, facet: &str) -> FacetText {
     let Some(field) = entity.fields.iter().find(|f| f.name == facet) else {
         return FacetText::Any;
     };
@@ -727,6 +728,9 @@ fn facet_text(entity: &Entity, facet: &str) -> FacetText {
         FieldType::Scalar(Scalar::Int | Scalar::BigInt) => FacetText::NUMBER,
         FieldType::Scalar(Scalar::DateTime(format)) if format.is_number() => FacetText::NUMBER,
         FieldType::Scalar(Scalar::DateTime(_)) => FacetText::TIME,
+        FieldType::Scalar(Scalar::Enum(e)) => enums.get(e).map_or(FacetText::Any, |e| {
+            FacetText::of_values(e.values.iter().map(|(v, _)| v.as_str()))
+        }),
         _ => FacetText::Any,
     }
 }

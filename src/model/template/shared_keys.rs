@@ -21,6 +21,9 @@ pub enum FacetText {
     Any,
     /// Only these characters (ASCII letters in either case).
     Of(&'static str),
+    /// Only the ASCII characters whose bits are set (an enum's values' characters, letters in
+    /// either case).
+    Ascii(u128),
 }
 
 impl FacetText {
@@ -29,9 +32,25 @@ impl FacetText {
     /// The characters of a date-time as RFC 3339 writes it, or a date.
     pub const TIME: FacetText = FacetText::Of("0123456789-+:.TZ ");
 
+    /// The characters of `values` (an enum's), letters in either case; any text when one is
+    /// not ASCII.
+    pub fn of_values<'v>(values: impl IntoIterator<Item = &'v str>) -> FacetText {
+        let mut set = 0u128;
+        for c in values.into_iter().flat_map(str::chars) {
+            if !c.is_ascii() {
+                return FacetText::Any;
+            }
+            for c in [c.to_ascii_lowercase(), c.to_ascii_uppercase()] {
+                set |= 1u128 << u32::from(c);
+            }
+        }
+        FacetText::Ascii(set)
+    }
+
     fn holds(self, c: char) -> bool {
         match self {
             FacetText::Any => true,
+            FacetText::Ascii(set) => c.is_ascii() && set & (1u128 << u32::from(c)) != 0,
             FacetText::Of(chars) => chars
                 .chars()
                 .any(|d| d == c || (d.is_ascii_alphabetic() && d.eq_ignore_ascii_case(&c))),
@@ -146,6 +165,11 @@ mod tests {
         assert!(t("{postedAt}").may_share_a_key(&t("Join:{roomId}")));
         assert!(t("{postedAt}").may_share_a_key_holding(&t("2026{x}"), time, any));
         assert!(!t("V#{n}").may_share_a_key_holding(&t("V#x{m}"), |_| FacetText::NUMBER, any));
+        // An enum's values: `ACTIVE` and `CLOSED` never begin `Join:`, but may begin `AC`.
+        let status = |_: &str| FacetText::of_values(["ACTIVE", "CLOSED"]);
+        assert!(!t("{status}#{id}").may_share_a_key_holding(&t("Join:{roomId}"), status, any));
+        assert!(t("{status}#{id}").may_share_a_key_holding(&t("AC{x}"), status, any));
+        assert!(t("{s}").may_share_a_key_holding(&t("é{x}"), |_| FacetText::of_values(["é"]), any));
     }
 
     /// Whether `key` reads under `glob`, by dynamic programming.
