@@ -707,10 +707,104 @@ fn collections(proposal: &Proposal, type_names: &mut Taken) -> Vec<(usize, Conne
     out
 }
 
+/// A root item collection per index partition several types of a table share (the same
+/// template on the index's partition key, of one field, held whole by the index): everything
+/// filed there, in key order, as a union (AWS's shop: a customer's orders and invoices under
+/// `GSI2PK = "c#{customerId}"`). With sort conditions when every member writes the index's sort
+/// key alike (the same template, its first facet of one type): orders and invoices by date.
+fn index_collections(
+    proposal: &Proposal,
+    root: &mut Taken,
+    type_names: &mut Taken,
+) -> Vec<ConnectionProposal> {
+    let mut out = Vec::new();
+    for (t, table) in proposal.tables.iter().enumerate() {
+        let live = &table.live;
+        for index in &live.indexes {
+            let mut groups: Vec<(String, String, Vec<&EntityProposal>)> = Vec::new();
+            for entity in proposal.entities.iter().filter(|e| e.table_at == t) {
+                let Some(keys) = &entity.shared else { continue };
+                let (Some(text), Some(field)) = (
+                    template_text(keys, &index.partition.name),
+                    partition_field(entity, keys, &index.partition.name),
+                ) else {
+                    continue;
+                };
+                if !holds_every_attribute(live, index, entity) {
+                    continue;
+                }
+                match groups
+                    .iter_mut()
+                    .find(|(x, f, _)| *x == text && *f == field)
+                {
+                    Some((_, _, members)) => members.push(entity),
+                    None => groups.push((text, field, vec![entity])),
+                }
+            }
+            for (_, field, members) in groups.into_iter().filter(|(_, _, m)| m.len() >= 2) {
+                let names: Vec<String> = members.iter().map(|e| e.name.clone()).collect();
+                let sort = index.sort.as_ref().and_then(|s| {
+                    let first = members[0];
+                    let keys = first.shared.as_ref()?;
+                    // The sort key's template (none: the attribute is a field), and the type of
+                    // its first facet or of that field.
+                    let shape = |e: &EntityProposal| {
+                        let keys = e.shared.as_ref()?;
+                        let text = template_text(keys, &s.name);
+                        let field = match keys.templates.iter().find(|(a, _)| *a == s.name) {
+                            Some((_, t)) => {
+                                let facet = *facet_fields(t).first()?;
+                                e.fields.iter().find(|f| f.name == facet)?
+                            }
+                            None => e.fields.iter().find(|f| f.attribute == s.name)?,
+                        };
+                        Some((text, field.ty.clone(), field.stored_as))
+                    };
+                    let alike =
+                        shape(first).is_some() && members.iter().all(|e| shape(e) == shape(first));
+                    alike
+                        .then(|| template_sort(first, keys, &s.name, 0))
+                        .flatten()
+                });
+                let union = type_names.claim(&names.join("Or"));
+                let name = root.claim(&camel(
+                    &format!("{}By{}", names.join("And"), pascal(&field, "Key")),
+                    "items",
+                ));
+                let on: Vec<String> = names.iter().map(|m| format!("`... on {m}`")).collect();
+                out.push(ConnectionProposal {
+                    name,
+                    entity: names[0].clone(),
+                    index: Some(index.name.clone()),
+                    scan: false,
+                    partition: Some(PartitionFrom::Argument(field.clone())),
+                    sort,
+                    description: format!(
+                        "Everything filed under one `{field}` in index {} ({}), in key order, \
+                         one read per page. Select fields with {}.",
+                        index.name,
+                        names
+                            .iter()
+                            .map(|n| plural(n))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        on.join(", ")
+                    ),
+                    collection: Some((names, union)),
+                    filters: Vec::new(),
+                });
+            }
+        }
+    }
+    out
+}
+
 /// Lookups, Scans and Queries of the shared tables' entities, and connections under the entity
 /// whose key a partition's template is.
 pub fn connect(proposal: &mut Proposal, root: &mut Taken, type_names: &mut Taken) {
     let mut nested: Vec<(usize, ConnectionProposal)> = collections(proposal, type_names);
+    let indexed = index_collections(proposal, root, type_names);
+    proposal.connections.extend(indexed);
     for (e, entity) in proposal.entities.iter().enumerate() {
         let Some(keys) = &entity.shared else { continue };
         let table = &proposal.tables[entity.table_at];

@@ -408,3 +408,110 @@ async fn an_include_index_holding_what_the_keys_do_not_is_a_connection() {
         .unwrap_or_else(|| panic!("no connection of Sub over GSI1:\n{text}"));
     assert!(over_index.contains("partition = "), "{over_index}");
 }
+
+/// AWS's online shop, by hand: a customer's orders and invoices filed under `c#<customerId>` in
+/// `GSI2`, both under a bare `{date}`, told apart by `EntityType`.
+const SHOP: &str = r#"version = 1
+
+[tables.Shop]
+partition_key = "PK"
+sort_key = "SK"
+type_attribute = "EntityType"
+attributes = { PK = "S", SK = "S", GSI2PK = "S", GSI2SK = "S" }
+indexes.GSI2 = { partition_key = "GSI2PK", sort_key = "GSI2SK" }
+
+[entities.Customer]
+table = "Shop"
+type_value = "customer"
+keys = { PK = "c#{customerId}", SK = "c#{customerId}" }
+escape_keys = false
+fields.customerId = { type = "String!" }
+fields.email = { type = "String!" }
+
+[entities.Order]
+table = "Shop"
+type_value = "order"
+keys = { PK = "o#{orderId}", SK = "o#{orderId}", GSI2PK = "c#{customerId}", GSI2SK = "{date}" }
+escape_keys = false
+fields.orderId = { type = "String!" }
+fields.customerId = { type = "String!" }
+fields.date = { type = "DateTime!", stored_as = "date" }
+
+[entities.Invoice]
+table = "Shop"
+type_value = "invoice"
+keys = { PK = "i#{invoiceId}", SK = "i#{invoiceId}", GSI2PK = "c#{customerId}", GSI2SK = "{date}" }
+escape_keys = false
+fields.invoiceId = { type = "String!" }
+fields.customerId = { type = "String!" }
+fields.date = { type = "DateTime!", stored_as = "date" }
+fields.amount = { type = "Int!" }
+"#;
+
+/// The orders and invoices a customer's partition of `GSI2` holds are one collection in `init`'s
+/// model, read by a range of dates (both write `GSI2SK` as the date alone), and it walks as
+/// DynamoDB reads the index.
+#[tokio::test]
+async fn a_collection_of_kinds_keyed_alike_is_read_by_a_range() {
+    let mut items = Vec::new();
+    for (c, customer) in ["c1", "c2", "c3"].iter().enumerate() {
+        items.push((
+            "Customer",
+            item([
+                ("PK", s(format!("c#{customer}"))),
+                ("SK", s(format!("c#{customer}"))),
+                ("EntityType", s("customer")),
+                ("email", s(format!("{customer}@example.com"))),
+            ]),
+        ));
+        for k in 0..(3 + c) {
+            let date = format!("2026-0{}-{:02}", 1 + k % 3, 10 + k);
+            let (kind, prefix) = if k % 2 == 0 {
+                ("Order", "o")
+            } else {
+                ("Invoice", "i")
+            };
+            let id = format!("{prefix}{c}{k}");
+            let mut it = item([
+                ("PK", s(format!("{prefix}#{id}"))),
+                ("SK", s(format!("{prefix}#{id}"))),
+                ("GSI2PK", s(format!("c#{customer}"))),
+                ("GSI2SK", s(&date)),
+                ("EntityType", s(kind.to_lowercase())),
+                ("customerId", s(*customer)),
+                ("date", s(&date)),
+            ]);
+            if kind == "Invoice" {
+                it.insert("amount".to_owned(), n(10 * k));
+                it.insert("invoiceId".to_owned(), s(&id));
+            } else {
+                it.insert("orderId".to_owned(), s(&id));
+            }
+            items.push((kind, it));
+        }
+    }
+    let (hand, text) = inferred(SHOP, "Shop", items, "shop_collection").await;
+    let collection = text
+        .split("\n[")
+        .find(|s| s.contains("index = \"GSI2\"") && s.contains("members = ["))
+        .unwrap_or_else(|| panic!("no collection over GSI2:\n{text}"));
+    assert!(
+        collection.contains("\"Order\"") && collection.contains("\"Invoice\""),
+        "{collection}"
+    );
+    assert!(collection.contains("sort.min = "), "{collection}");
+    // A range of dates: the third customer's papers from February to March, by date.
+    let served = model_app_over(&text, &hand.prefix);
+    let range = served
+        .graphql(
+            r#"{ invoiceAndOrderByCustomerId(customerId: "c3", GSI2SKMin: "2026-02-01T00:00:00Z", GSI2SKMax: "2026-03-31T00:00:00Z") {
+                nodes { ... on Order { orderId } ... on Invoice { invoiceId } } } }"#,
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        range["data"]["invoiceAndOrderByCustomerId"]["nodes"],
+        json!([{ "invoiceId": "i21" }, { "orderId": "o24" }, { "orderId": "o22" }]),
+        "{range}"
+    );
+}
