@@ -321,10 +321,12 @@ pub fn groups<'i>(
                         return String::new();
                     };
                     let name = key.trim_start_matches(separator);
+                    // A partition key of one segment is a value (`Complaint1321`), not a kind.
+                    let bare = attribute == partition && !name.contains(separator);
                     let name = name.split(separator).next().unwrap_or("");
                     let named =
                         name.starts_with(|c: char| c.is_alphabetic() || c == '_' || c == '$');
-                    if !named || own_value(item, keys, name) {
+                    if bare || !named || own_value(item, keys, name) {
                         return String::new();
                     }
                     let start =

@@ -515,3 +515,88 @@ async fn a_collection_of_kinds_keyed_alike_is_read_by_a_range() {
         "{range}"
     );
 }
+
+/// AWS's complaint management design, by hand: each complaint's partition is its bare id
+/// (`Complaint1`), holding its `metadata`, its communications under `comm#<time>#<id>` and its
+/// escalations under `escal#<time>`; no type attribute.
+const COMPLAINTS: &str = r#"version = 1
+
+[tables.Complaints]
+partition_key = "PK"
+sort_key = "SK"
+attributes = { PK = "S", SK = "S" }
+
+[entities.Metadata]
+table = "Complaints"
+keys = { PK = "{complaintId}", SK = "metadata" }
+escape_keys = false
+fields.complaintId = { type = "String!" }
+fields.severity = { type = "String!" }
+
+[entities.Comm]
+table = "Complaints"
+keys = { PK = "{complaintId}", SK = "comm#{at}#{commId}" }
+escape_keys = false
+fields.complaintId = { type = "String!" }
+fields.at = { type = "String!" }
+fields.commId = { type = "String!" }
+
+[entities.Escal]
+table = "Complaints"
+keys = { PK = "{complaintId}", SK = "escal#{at}" }
+escape_keys = false
+fields.complaintId = { type = "String!" }
+fields.at = { type = "String!" }
+"#;
+
+/// Partitions named by a bare id are values, not kinds: the kinds are the sort keys' (`metadata`,
+/// `comm#…`, `escal#…`), each an entity of `init`'s model, its severity a filter.
+#[tokio::test]
+async fn partitions_of_bare_ids_hold_kinds_told_apart_by_their_sort_keys() {
+    let mut items = Vec::new();
+    for c in 0..8 {
+        let pk = format!("Complaint{}", 1000 + c);
+        items.push((
+            "Metadata",
+            item([
+                ("PK", s(&pk)),
+                ("SK", s("metadata")),
+                ("severity", s(["P1", "P2", "P3"][c % 3])),
+                ("complaint_state", s(["waiting", "resolved"][c % 2])),
+                ("customer_id", s(format!("custXYZ{}", c % 4))),
+            ]),
+        ));
+        for k in 0..(1 + c % 3) {
+            items.push((
+                "Comm",
+                item([
+                    ("PK", s(&pk)),
+                    (
+                        "SK",
+                        s(format!("comm#2023-05-0{}T10:0{k}:00Z#comm{c}{k}", 1 + k)),
+                    ),
+                    ("comm_text", s(format!("message {k}"))),
+                ]),
+            ));
+        }
+        if c % 2 == 0 {
+            items.push((
+                "Escal",
+                item([
+                    ("PK", s(&pk)),
+                    ("SK", s(format!("escal#2023-05-0{}T12:00:00Z", 1 + c % 5))),
+                    ("escalated_to", s(format!("Agent{c}"))),
+                ]),
+            ));
+        }
+    }
+    let (_, text) = inferred(COMPLAINTS, "Complaints", items, "complaints").await;
+    for (entity, sk) in [
+        ("Metadata", "SK = \"metadata\""),
+        ("Comm", "SK = \"comm#{"),
+        ("Escal", "SK = \"escal#{"),
+    ] {
+        assert!(section(&text, entity).contains(sk), "{entity}:\n{text}");
+    }
+    assert!(text.contains("filters.severity = "), "{text}");
+}
