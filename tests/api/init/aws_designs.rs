@@ -10,7 +10,7 @@
 use dynarelay::dynamo::Item;
 
 use super::{Truth, item, n, s, serve_and_walk};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::walk::walk_everything;
 use crate::helpers::{
@@ -199,6 +199,30 @@ async fn kinds_told_apart_by_a_word_after_a_value_or_a_literal_sort_key_are_enti
     let (text, kinds) = super::hand_rolled::written(&hand, "Social", items, "social").await;
     // The example serves every item as its kind, and walks as DynamoDB reads.
     walk_everything(&hand, Truth::Kinds(&kinds)).await;
+    // Its nodes refetch together (one BatchGetItem), as a client's cache does.
+    let page = hand
+        .graphql(
+            r#"{ followers(userId: "34567") { nodes { id } } }"#,
+            json!({}),
+        )
+        .await;
+    let ids: Vec<Value> = page["data"]["followers"]["nodes"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{page}"))
+        .iter()
+        .map(|n| n["id"].clone())
+        .collect();
+    assert!(ids.len() >= 2, "{page}");
+    let refetched = hand
+        .graphql(
+            "query($ids: [ID!]!) { nodes(ids: $ids) { id } }",
+            json!({ "ids": ids }),
+        )
+        .await;
+    assert_eq!(
+        refetched["data"]["nodes"], page["data"]["followers"]["nodes"],
+        "{refetched}"
+    );
     let init_kinds = kinds
         .iter()
         .map(|(key, kind)| {
