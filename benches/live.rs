@@ -54,6 +54,11 @@
 //! `DYNARELAY_BENCH_ONLY=partitions scripts/bench-live` runs the subscriptions on their own
 //! partitions alone, and `DYNARELAY_BENCH_PARTITIONS=0,1000` a quick run of it;
 //! `DYNARELAY_BENCH_ONLY=resume` the resumes alone.
+//! - **Subscriptions arriving as a storm**: see [`storm`]; `DYNARELAY_BENCH_ONLY=storm` runs it
+//!   alone, `DYNARELAY_BENCH_STORM=20000` at one count.
+//!
+//! `DYNARELAY_BENCH_SERVER=<path>` runs another build of `dynarelay` as the server (one with
+//! another allocator, say) in every part.
 
 #[path = "../tests/api/local_aws.rs"]
 mod local_aws;
@@ -68,6 +73,8 @@ mod server;
 #[path = "compare/stats.rs"]
 #[allow(dead_code)]
 mod stats;
+#[path = "live/storm.rs"]
+mod storm;
 
 /// What `server.rs` takes from the comparison's Node reference: child processes that talk only
 /// to DynamoDB Local.
@@ -212,8 +219,11 @@ impl Shop {
             env.push(("DYNARELAY_REDIS_URL", relay.redis.as_str()));
         }
         env.extend_from_slice(extra);
+        // Another build of the server (another allocator, say) when given.
+        let binary = std::env::var("DYNARELAY_BENCH_SERVER")
+            .unwrap_or_else(|_| env!("CARGO_BIN_EXE_dynarelay").to_owned());
         let server = Server::start_with(
-            Path::new(env!("CARGO_BIN_EXE_dynarelay")),
+            Path::new(&binary),
             &self.endpoint,
             &self.prefix,
             MODEL,
@@ -672,8 +682,8 @@ fn print_table(rows: &[(String, String)]) {
 async fn run(endpoint: &str) -> anyhow::Result<()> {
     let only = std::env::var("DYNARELAY_BENCH_ONLY").unwrap_or_default();
     ensure!(
-        matches!(only.as_str(), "" | "partitions" | "resume"),
-        "DYNARELAY_BENCH_ONLY={only}: only `partitions` and `resume` are known"
+        matches!(only.as_str(), "" | "partitions" | "resume" | "storm"),
+        "DYNARELAY_BENCH_ONLY={only}: only `partitions`, `resume` and `storm` are known"
     );
     let partitions = partition_counts()?;
     let shop = Shop::create(endpoint).await?;
@@ -685,6 +695,11 @@ async fn run(endpoint: &str) -> anyhow::Result<()> {
     }
     if only == "resume" {
         resume::resume(&shop, &mut rows).await?;
+        print_table(&rows);
+        return Ok(());
+    }
+    if only == "storm" {
+        storm::storms(&shop, &mut rows).await?;
         print_table(&rows);
         return Ok(());
     }
@@ -731,6 +746,7 @@ async fn run(endpoint: &str) -> anyhow::Result<()> {
     through_redis(&shop, &mut rows).await?;
     resume::resume(&shop, &mut rows).await?;
     own_partitions(&shop, &partitions, &mut rows).await?;
+    storm::storms(&shop, &mut rows).await?;
     print_table(&rows);
     Ok(())
 }
@@ -905,15 +921,21 @@ const NOBODY: &str = "live-bench-nobody";
 /// `DYNARELAY_BENCH_PARTITIONS` (counts separated by commas, `_` allowed in them), or
 /// [`PARTITIONS`].
 fn partition_counts() -> anyhow::Result<Vec<usize>> {
-    let Ok(list) = std::env::var("DYNARELAY_BENCH_PARTITIONS") else {
-        return Ok(PARTITIONS.to_vec());
+    counts("DYNARELAY_BENCH_PARTITIONS", PARTITIONS)
+}
+
+/// The counts the environment variable `var` lists (separated by commas, `_` allowed in them),
+/// or `default`.
+fn counts(var: &str, default: &[usize]) -> anyhow::Result<Vec<usize>> {
+    let Ok(list) = std::env::var(var) else {
+        return Ok(default.to_vec());
     };
     list.split(',')
         .map(|n| {
             n.trim()
                 .replace('_', "")
                 .parse::<usize>()
-                .with_context(|| format!("DYNARELAY_BENCH_PARTITIONS={list}: {n:?} is no count"))
+                .with_context(|| format!("{var}={list}: {n:?} is no count"))
         })
         .collect()
 }

@@ -302,7 +302,8 @@ pub struct ServeArgs {
     #[allow(missing_docs)]
     pub api: ApiArgs,
 
-    /// On SIGTERM or Ctrl-C, how long requests in flight may take to finish, in seconds.
+    /// On SIGTERM or Ctrl-C, how long requests in flight may take to finish, and WebSockets to
+    /// close (with 1001, going away), in seconds.
     #[arg(long, env = "DYNARELAY_SHUTDOWN_TIMEOUT_SECS", default_value_t = 10)]
     pub shutdown_timeout_secs: u64,
 

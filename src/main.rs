@@ -28,8 +28,14 @@ use tracing_subscriber::{
 
 /// mimalloc rather than glibc's malloc: a page allocates and frees many small blocks (the SDK's
 /// items, hyper's buffers, the response), and mimalloc does it with less CPU (see Cargo.toml).
+#[cfg(not(any(feature = "system-allocator", feature = "jemalloc")))]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// jemalloc, only in a build made to measure the choice above (the `jemalloc` feature).
+#[cfg(all(feature = "jemalloc", not(feature = "system-allocator")))]
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> ExitCode {
     // Every command runs on a single-threaded runtime; `serve` starts its other threads itself,

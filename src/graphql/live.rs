@@ -40,7 +40,7 @@ use super::{
 use crate::{
     auth::Caller,
     dynamo::Store,
-    stream::{Change, Event, Seat, Streams, Subscription},
+    stream::{Change, Event, Seat, Streams, Subscription, Turn},
 };
 
 /// A value a subscription sends, as its judge made it.
@@ -264,44 +264,69 @@ impl Execution {
     }
 }
 
-/// What a subscription's stream of changes holds: the hand-off until the first execution has
-/// ended, then the [`Live`] left there.
+/// What a subscription's stream of changes holds: nothing yet, until its turn to start comes;
+/// its first execution, with its turn and the hand-off, until that execution ends; then the
+/// [`Live`] left there.
 enum Held {
-    Starting(Arc<Handoff>),
+    Waiting,
+    Starting {
+        first: BoxStream<'static, Response>,
+        handoff: Arc<Handoff>,
+        _turn: Turn,
+    },
     Running(Live),
 }
 
 /// A subscription's responses: the first execution's (its refusal, or what a resumed client
 /// missed), then one for each value its [`Live`] sends, until it ends.
+///
+/// The first execution waits for its turn ([`Streams::turn_to_start`]): nothing of it (the
+/// request, its copy of the document, the resolvers' state, the parent's read) exists before,
+/// so a storm of subscriptions arriving at once (every client of a restarted instance back
+/// within seconds) holds a few hundred of those at a time, not every one, and asks DynamoDB for
+/// a few hundred parents at a time.
 pub fn results(execution: Execution) -> BoxStream<'static, Response> {
-    let handoff = Arc::new(Handoff::default());
-    let first = execution
-        .schema
-        .execute_stream(execution.request().data(Arc::clone(&handoff)));
     // Boxed: the future that waits for the next change holds the state, and an idle
     // subscription is that future.
-    let state = Box::new((execution, Held::Starting(handoff)));
-    let changes = stream::unfold(Some(state), |state| async move {
+    let state = Box::new((execution, Held::Waiting));
+    stream::unfold(Some(state), |state| async move {
         let mut state = state?;
-        let (execution, held) = &mut *state;
         loop {
-            let live = match held {
-                Held::Running(live) => live,
-                Held::Starting(handoff) => {
+            let (execution, held) = &mut *state;
+            match held {
+                Held::Waiting => {
+                    let turn = execution.streams.turn_to_start().await;
+                    let handoff = Arc::new(Handoff::default());
+                    let first = execution
+                        .schema
+                        .execute_stream(execution.request().data(Arc::clone(&handoff)));
+                    *held = Held::Starting {
+                        first,
+                        handoff,
+                        _turn: turn,
+                    };
+                }
+                Held::Starting { first, handoff, .. } => {
+                    if let Some(response) = first.next().await {
+                        return Some((response, Some(state)));
+                    }
                     let live = handoff.0.lock().unwrap_or_else(|e| e.into_inner()).take()?;
                     *held = Held::Running(live);
-                    continue;
                 }
-            };
-            let value = live.next().await;
-            let ends = value.is_err();
-            if let Some(response) = execution.send(value).await {
-                return Some((response, (!ends).then_some(state)));
-            }
-            if ends {
-                return None;
+                Held::Running(live) => {
+                    let value = live.next().await;
+                    let ends = value.is_err();
+                    // Boxed, as sending is rare beside waiting: this future is sized for its
+                    // largest step, and an idle subscription is this future.
+                    if let Some(response) = Box::pin(execution.send(value)).await {
+                        return Some((response, (!ends).then_some(state)));
+                    }
+                    if ends {
+                        return None;
+                    }
+                }
             }
         }
-    });
-    first.chain(changes).boxed()
+    })
+    .boxed()
 }

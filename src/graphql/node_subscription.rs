@@ -186,11 +186,11 @@ async fn changes<'a>(
     }
     // Only changes of the node's own item reach it.
     let route = Route::Item(key.to_attribute_map());
-    let mut subscription = match since {
+    let subscription = match since {
         Some(since) => streams.resume_from(table_name, &route, since),
         None => streams.subscribe_to(table_name, &route),
     };
-    subscription.ready().await;
+    // Its place is taken while it waits for its first change (see `subscription::changes`).
     let expires = caller.expires();
     let follower = Follower {
         model,

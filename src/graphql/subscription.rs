@@ -280,9 +280,9 @@ struct Follower {
 }
 
 /// Starts following a connection: checks the arguments (and the parent) and opens `after` as a
-/// page would, joins the table's stream reader and waits until it reads the stream's end, so
-/// that every change after this returns is delivered; then, for `after`, reads the items that
-/// follow it, which are sent first (see [`Seam`]).
+/// page would, and joins the table's stream reader, whose next round's end is the
+/// subscription's place (every change after it is delivered); for `after`, waits for that place,
+/// then reads the items that follow the cursor, which are sent first (see [`Seam`]).
 async fn changes<'a>(
     ctx: &ResolverContext<'a>,
     site: Site,
@@ -351,7 +351,16 @@ async fn changes<'a>(
         Some(since) => streams.resume_from(table, &route, since),
         None => streams.subscribe_to(table, &route),
     };
-    subscription.ready().await;
+    // Only a catch-up waits here for the subscription's place (the end of the reader's next
+    // round), which its read must follow; any other subscription takes it while it waits for
+    // its first change (`Subscription::next`), the same place. No client can tell the two
+    // apart, but memory can: a wait here would hold this execution's state (the request, its
+    // copy of the document, the resolvers' futures) for a reader's round, for every
+    // subscription that arrives meanwhile, and after a storm of them (every client of a
+    // restarted instance back at once) the allocator keeps the high-water mark.
+    if catch_up.is_some() {
+        subscription.ready().await;
+    }
     let mut follower = Follower {
         site,
         spec,

@@ -174,6 +174,7 @@ pub async fn serve(
         local: Arc::default(),
         workers: threads.iter().map(Worker::handle).collect(),
     };
+    let local = Arc::clone(&api.local);
     let health = health.map(|health| {
         (
             health.listener,
@@ -202,6 +203,7 @@ pub async fn serve(
     let drained = async {
         while api_tasks.join_next().await.is_some() {}
         while health_tasks.join_next().await.is_some() {}
+        all_closed(&local).await;
     };
     if tokio::time::timeout(drain_timeout, drained).await.is_err() {
         tracing::warn!(
@@ -275,19 +277,18 @@ impl Worker {
             .build()?;
         let (send, handoffs) = mpsc::unbounded_channel();
         let (done_tx, done) = oneshot::channel();
+        let open: Arc<AtomicUsize> = Arc::default();
+        let served = Arc::clone(&open);
         std::thread::Builder::new()
             .name(format!("dynarelay-worker-{index}"))
             .spawn(move || {
-                runtime.block_on(server.work(handoffs, drain_timeout));
+                runtime.block_on(server.work(handoffs, &served, drain_timeout));
                 // Blocking tasks (none of ours) get a moment; the connections are gone already.
                 runtime.shutdown_timeout(Duration::from_secs(1));
                 let _ = done_tx.send(());
             })?;
         Ok(Self {
-            handle: WorkerHandle {
-                open: Arc::default(),
-                send,
-            },
+            handle: WorkerHandle { open, send },
             done,
         })
     }
@@ -305,8 +306,14 @@ impl Worker {
 
 impl Connections {
     /// A worker thread's loop: serves the connections it is handed until shutdown, then lets
-    /// their requests in flight finish for at most `drain_timeout`.
-    async fn work(self, mut handoffs: mpsc::UnboundedReceiver<Handoff>, drain_timeout: Duration) {
+    /// their requests in flight finish, and its WebSockets close (`open` of them are left), for
+    /// at most `drain_timeout`.
+    async fn work(
+        self,
+        mut handoffs: mpsc::UnboundedReceiver<Handoff>,
+        open: &AtomicUsize,
+        drain_timeout: Duration,
+    ) {
         let mut stop = self.stop.clone();
         let mut tasks = JoinSet::new();
         loop {
@@ -333,13 +340,26 @@ impl Connections {
                 }
             }
         }
-        let drained = async { while tasks.join_next().await.is_some() {} };
+        let drained = async {
+            while tasks.join_next().await.is_some() {}
+            all_closed(open).await;
+        };
         if tokio::time::timeout(drain_timeout, drained).await.is_err() {
             tracing::warn!(
                 ?drain_timeout,
                 "requests still in flight at the drain deadline; closing them"
             );
         }
+    }
+}
+
+/// Waits until none of a thread's `open` connections is left. A WebSocket is served by a task
+/// of its own once upgraded, which outlives its connection's task: it closes its socket (1001)
+/// when told the server stops, and its thread's runtime must not end before it has. (A count
+/// polled, since the upgrade's task is spawned by hyper and axum, out of reach of a `JoinSet`.)
+async fn all_closed(open: &AtomicUsize) {
+    while open.load(Ordering::Relaxed) > 0 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
 
@@ -462,10 +482,9 @@ impl Connections {
         let tower = TowerToHyperService::new(self.router.clone());
         async move {
             let slot = ConnectionSlot {
-                _open: Arc::new(OpenConnection::new(metrics.clone(), name, permit)),
+                _open: Arc::new(OpenConnection::new(metrics.clone(), name, permit, load)),
                 stop: stop.clone(),
             };
-            let _load = load;
             let _ = stream.set_nodelay(true);
             let activity = Arc::new(Activity::new());
             let io = TokioIo::new(Tracked {
@@ -541,15 +560,23 @@ struct OpenConnection {
     metrics: Arc<Metrics>,
     name: Listener,
     _permit: OwnedSemaphorePermit,
+    /// On its thread's count: a WebSocket still open keeps its thread from stopping.
+    _load: Load,
 }
 
 impl OpenConnection {
-    fn new(metrics: Arc<Metrics>, name: Listener, permit: OwnedSemaphorePermit) -> Self {
+    fn new(
+        metrics: Arc<Metrics>,
+        name: Listener,
+        permit: OwnedSemaphorePermit,
+        load: Load,
+    ) -> Self {
         metrics.connection_opened(name);
         Self {
             metrics,
             name,
             _permit: permit,
+            _load: load,
         }
     }
 }

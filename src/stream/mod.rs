@@ -271,7 +271,19 @@ struct Readers {
     redis: Option<redis_feed::RedisFeed>,
     /// What the replays of resumed subscriptions read of each table's stream, shared.
     histories: Arc<history::Histories>,
+    /// Turns to start a subscription ([`Streams::turn_to_start`]).
+    starting: Arc<tokio::sync::Semaphore>,
 }
+
+/// How many subscriptions start at once in a process: each start (its first execution) holds
+/// tens of KiB until it ends, and may read its parent from DynamoDB. Enough that starts never
+/// wait on each other in the ordinary course (a start takes a few milliseconds, or a reader's
+/// round for a catch-up after a cursor), few enough that a storm of thousands costs megabytes
+/// and a few hundred reads in flight at its peak.
+pub const STARTING_AT_ONCE: usize = 256;
+
+/// A turn to start a subscription, held until its first execution ends.
+pub type Turn = tokio::sync::OwnedSemaphorePermit;
 
 impl std::fmt::Debug for Streams {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -302,7 +314,18 @@ impl Streams {
             recognise: None,
             redis: None,
             histories: Arc::default(),
+            starting: Arc::new(tokio::sync::Semaphore::new(STARTING_AT_ONCE)),
         }))
+    }
+
+    /// Waits for a turn to start a subscription (at most [`STARTING_AT_ONCE`] at a time): a
+    /// storm of subscriptions arriving at once then waits in line, each holding only its
+    /// request's text and variables, rather than all starting together.
+    pub async fn turn_to_start(&self) -> Turn {
+        Arc::clone(&self.0.starting)
+            .acquire_owned()
+            .await
+            .expect("the turns to start are never closed")
     }
 
     /// The same readers, passing on only records whose old or new image `recognise` knows;
@@ -551,7 +574,10 @@ impl Subscription {
                 let Some(replay) = &mut resumed.replay else {
                     break;
                 };
-                match replay.next().await {
+                // Boxed: a replay's reads (Redis's, or the stream's through the SDK) take
+                // kilobytes of state, which every idle subscription would hold otherwise, as
+                // the future that waits for its next change is sized for its largest step.
+                match Box::pin(replay.next()).await {
                     Ok(Some(changes)) => resumed.waiting.extend(changes),
                     Ok(None) => {
                         resumed.at = std::mem::take(&mut replay.at);

@@ -97,6 +97,8 @@ pub fn key(table: &str) -> String {
 #[derive(Clone)]
 pub struct RedisFeed {
     client: redis::Client,
+    /// The connection this instance's replays share, once made (see [`RedisFeed::shared`]).
+    replays: Arc<tokio::sync::Mutex<Option<MultiplexedConnection>>>,
 }
 
 impl std::fmt::Debug for RedisFeed {
@@ -137,7 +139,36 @@ impl RedisFeed {
                 redis::Client::build_with_tls(url, certificates).map_err(unusable)?
             }
         };
-        Ok(Self { client })
+        Ok(Self {
+            client,
+            replays: Arc::default(),
+        })
+    }
+
+    /// The connection every replay of this instance shares: a multiplexed connection pipelines
+    /// their calls (`XRANGE`s and the relays' marks, none of which blocks), so that the storm of
+    /// resumed subscriptions that follows an instance's restart (thousands within seconds) makes
+    /// one connection to Redis rather than one each, which would fill Redis's queue of
+    /// connections to accept and send every replay that waits on it to the table's stream.
+    pub(super) async fn shared(&self) -> redis::RedisResult<MultiplexedConnection> {
+        let mut replays = self.replays.lock().await;
+        if let Some(connection) = &*replays {
+            return Ok(connection.clone());
+        }
+        let connection = self.connect().await?;
+        *replays = Some(connection.clone());
+        Ok(connection)
+    }
+
+    /// After a call on the shared connection failed: the next replay connects again.
+    pub(super) async fn shared_failed(&self, err: &redis::RedisError) {
+        if err.is_connection_dropped()
+            || err.is_io_error()
+            || err.is_timeout()
+            || err.is_unrecoverable_error()
+        {
+            *self.replays.lock().await = None;
+        }
     }
 
     /// A connection whose calls may wait as long as a blocking `XREAD`.
@@ -285,8 +316,8 @@ pub(super) enum Held {
 
 impl RedisFeed {
     /// The entries of `table`'s (its full name) Redis stream after the entry `after`, through
-    /// `until` (the end when `None`), at most `count`; `connection` is connected first if need
-    /// be.
+    /// `until` (the end when `None`), at most `count`; `connection` is the shared one
+    /// ([`RedisFeed::shared`]) unless given.
     pub(super) async fn after(
         &self,
         connection: &mut Option<MultiplexedConnection>,
@@ -297,16 +328,29 @@ impl RedisFeed {
     ) -> redis::RedisResult<Held> {
         let connection = match connection {
             Some(connection) => connection,
-            None => connection.insert(self.connect().await?),
+            None => connection.insert(self.shared().await?),
         };
         let key = key(table);
-        let held: StreamRangeReply = connection.xrange_count(&key, after, after, 1).await?;
+        let held: StreamRangeReply = match connection.xrange_count(&key, after, after, 1).await {
+            Ok(held) => held,
+            Err(err) => {
+                self.shared_failed(&err).await;
+                return Err(err);
+            }
+        };
         if held.ids.is_empty() {
             return Ok(Held::Forgotten);
         }
-        let read: StreamRangeReply = connection
+        let read: StreamRangeReply = match connection
             .xrange_count(&key, format!("({after}"), until.unwrap_or("+"), count)
-            .await?;
+            .await
+        {
+            Ok(read) => read,
+            Err(err) => {
+                self.shared_failed(&err).await;
+                return Err(err);
+            }
+        };
         let entries = read
             .ids
             .iter()

@@ -232,7 +232,10 @@ impl Replay {
                     ENTRIES_PER_READ,
                 )
                 .await
-                .map_err(|_| "a Redis call failed")?;
+                .map_err(|err| {
+                    tracing::debug!(error = %err, "a replay's Redis call failed");
+                    "a Redis call failed"
+                })?;
             if !matches!(held, Held::Forgotten) && !self.counted {
                 self.counted = true;
                 self.metrics.subscription_resumed("redis");
@@ -433,10 +436,16 @@ impl Replay {
         let mut connection = None;
         loop {
             if connection.is_none() {
-                connection = feed.connect().await.ok();
+                connection = feed.shared().await.ok();
             }
             let marks = match &mut connection {
-                Some(connection) => shard_marks::marks(connection, &self.table).await.ok(),
+                Some(connection) => match shard_marks::marks(connection, &self.table).await {
+                    Ok(marks) => Some(marks),
+                    Err(err) => {
+                        feed.shared_failed(&err).await;
+                        None
+                    }
+                },
                 None => None,
             };
             if marks.is_none() {

@@ -5,7 +5,8 @@
 //! applications under test on fresh tables (`apps.rs`), requests through a router (`requests.rs`),
 //! ground-truth reads and raw items (`dynamo.rs`), the DynamoDB calls a client sends
 //! (`calls.rs`), generated files kept in sync (`generated.rs`), walking a connection (`paging.rs`), servers on real sockets and HTTP exchanges
-//! with them (`servers.rs`), Node.js client scripts (`node.rs`), a loopback OTLP trace receiver
+//! with them (`servers.rs`), a real Redis with the change relay and the `serve` instances reading
+//! it (`redis.rs`), Node.js client scripts (`node.rs`), a loopback OTLP trace receiver
 //! (`otlp.rs`), and bearer-token auth (`auth.rs`).
 
 mod apps;
@@ -39,8 +40,8 @@ pub use calls::{
     allowed, dynamodb_calls, used_pair,
 };
 pub use dynamo::{
-    GroundQuery, SortCond, ground_truth, product_item, purchase_item, put_plain, query_all,
-    query_partition, scan_all, set_stream, user_item, user_purchases,
+    GroundQuery, SortCond, ground_truth, product_item, purchase_item, put_batch, put_plain,
+    query_all, query_partition, scan_all, set_stream, user_item, user_purchases,
 };
 pub use generated::{book_says, check_generated, items_file};
 pub use lambda::{LambdaFunction, package_lambda};
@@ -58,8 +59,8 @@ pub use node::{
 pub use otlp::OtlpReceiver;
 pub use paging::{all_nodes, merge, walk_matches, walk_pages};
 pub use redis::{
-    RedisServer, Relay, TlsRedisServer, connect_redis, relayed_notes, stream_entries,
-    wait_for_relayed,
+    Instances, RedisServer, Relay, TlsRedisServer, connect_redis, relayed_notes, serve_from_redis,
+    stream_entries, wait_for_relayed,
 };
 pub use requests::{
     Answer, Origin, answer, error_code, graphql_from, graphql_request, graphql_with_authorization,

@@ -17,8 +17,6 @@
 
 use std::{
     collections::BTreeMap,
-    net::SocketAddr,
-    process::Child,
     time::{Duration, Instant},
 };
 
@@ -33,8 +31,8 @@ use tokio_tungstenite::tungstenite::Message;
 
 use crate::{
     helpers::{
-        ModelApp, RedisServer, Relay, RoundRobin, dynarelay_command, endpoint, graphql_at,
-        model_app_from, model_file, open_socket, put_plain, spawn_serve, stop,
+        Instances, ModelApp, RedisServer, Relay, RoundRobin, graphql_at, model_app_from,
+        model_file, open_socket, put_plain, serve_from_redis, stop,
     },
     subscriptions::{MODEL, note},
 };
@@ -49,30 +47,6 @@ const WAIT: Duration = Duration::from_secs(120);
 const FOLLOW: &str = "subscription($owner: String!, $after: String, $resumeFrom: String) {
   notesChanged(owner: $owner, after: $after, resumeFrom: $resumeFrom) {
     kind id position edge { cursor node { id owner at text } } } }";
-
-/// One `serve` instance reading changes from the Redis at `redis`.
-fn start_instance(app: &ModelApp, model: &str, redis: &str) -> (Child, SocketAddr) {
-    let (child, addr) = spawn_serve(
-        dynarelay_command(&endpoint())
-            .env("DYNARELAY_MODEL", model)
-            .env("DYNARELAY_TABLE_PREFIX", &app.prefix)
-            .env("DYNARELAY_REDIS_URL", redis)
-            .args(["serve", "--listen", "127.0.0.1:0"]),
-    );
-    (child, addr.parse().unwrap())
-}
-
-/// The `serve` instances, killed when dropped (a failing test leaves none running).
-struct Instances(Vec<(Child, SocketAddr)>);
-
-impl Drop for Instances {
-    fn drop(&mut self) {
-        for (child, _) in &mut self.0 {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
 
 /// What a client's socket told it.
 #[derive(Debug)]
@@ -361,7 +335,7 @@ async fn a_fleet_delivers_every_change_once_in_order_through_its_faults() {
     ];
     let mut instances = Instances(
         (0..INSTANCES)
-            .map(|_| start_instance(&app, &model, &redis.url()))
+            .map(|_| serve_from_redis(&app.prefix, &model, &redis.url()))
             .collect(),
     );
     let balancer = RoundRobin::start(instances.0.iter().map(|(_, addr)| *addr).collect());
@@ -491,7 +465,7 @@ async fn a_fleet_delivers_every_change_once_in_order_through_its_faults() {
     notes.remove(6).await;
     notes.published(&redis.url(), 6).await;
     gate.send_replace(true);
-    let restarted = start_instance(&app, &model, &redis.url());
+    let restarted = serve_from_redis(&app.prefix, &model, &redis.url());
     balancer.put_in(0, restarted.1);
     instances.0[0] = restarted;
     for at in 18..=19 {

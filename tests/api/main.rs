@@ -58,6 +58,7 @@ mod rate_limits;
 mod record_places;
 mod relay;
 mod response_reader;
+mod restart_storm;
 mod resume;
 mod rolling_rotation;
 mod rules;

@@ -87,6 +87,34 @@ pub async fn put_plain(client: &Client, table: &str, items: impl IntoIterator<It
     }
 }
 
+/// Writes `items` (each of its own key) into `table` with plain SDK `BatchWriteItem`s, 25 at a
+/// time, sending again what DynamoDB leaves unprocessed, as a bulk load would.
+pub async fn put_batch(client: &Client, table: &str, items: impl IntoIterator<Item = Item>) {
+    use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
+    let requests: Vec<WriteRequest> = items
+        .into_iter()
+        .map(|item| {
+            let put = PutRequest::builder().set_item(Some(item)).build();
+            WriteRequest::builder()
+                .put_request(put.expect("a put request"))
+                .build()
+        })
+        .collect();
+    for batch in requests.chunks(25) {
+        let mut pending = std::collections::HashMap::from([(table.to_owned(), batch.to_vec())]);
+        while pending.values().any(|requests| !requests.is_empty()) {
+            pending = client
+                .batch_write_item()
+                .set_request_items(Some(pending))
+                .send()
+                .await
+                .expect("a plain BatchWriteItem")
+                .unprocessed_items
+                .unwrap_or_default();
+        }
+    }
+}
+
 /// Sets `table`'s stream as an operator would (`UpdateTable`): enabled with `view`, or disabled.
 pub async fn set_stream(
     client: &Client,

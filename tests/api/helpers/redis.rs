@@ -1,14 +1,14 @@
 //! A real `redis-server` (Debian's package; `scripts/test` finds it and names it in
-//! `DYNARELAY_TEST_REDIS_SERVER`) on a loopback port, keeping nothing on disk, and the change
-//! relay (`dynarelay relay`) feeding it. Both stop when dropped.
+//! `DYNARELAY_TEST_REDIS_SERVER`) on a loopback port, keeping nothing on disk, the change
+//! relay (`dynarelay relay`) feeding it, and `serve` instances reading it. All stop when dropped.
 
 use std::{
-    net::TcpStream,
+    net::{SocketAddr, TcpStream},
     process::{Child, Command, Stdio},
     time::{Duration, Instant},
 };
 
-use super::{ModelApp, dynarelay_command, endpoint, model_file};
+use super::{ModelApp, dynarelay_command, endpoint, model_file, spawn_serve};
 
 /// A `redis-server` of its own.
 pub struct RedisServer {
@@ -261,6 +261,33 @@ impl Drop for Relay {
     fn drop(&mut self) {
         let _ = self.relay.kill();
         let _ = self.relay.wait();
+    }
+}
+
+/// One `serve` instance for the tables under `prefix` (the model file at `model`) reading
+/// changes from the Redis at `redis`, listening on a loopback port of its own: the process and
+/// its address.
+pub fn serve_from_redis(prefix: &str, model: &str, redis: &str) -> (Child, SocketAddr) {
+    let (child, addr) = spawn_serve(
+        dynarelay_command(&endpoint())
+            .env("DYNARELAY_MODEL", model)
+            .env("DYNARELAY_TABLE_PREFIX", prefix)
+            .env("DYNARELAY_REDIS_URL", redis)
+            .args(["serve", "--listen", "127.0.0.1:0"]),
+    );
+    (child, addr.parse().unwrap())
+}
+
+/// `serve` instances and their addresses, killed when dropped (a failing test leaves none
+/// running).
+pub struct Instances(pub Vec<(Child, SocketAddr)>);
+
+impl Drop for Instances {
+    fn drop(&mut self) {
+        for (child, _) in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 
